@@ -1,0 +1,130 @@
+// Entry point of `npm run --silent cli -- <command>`: parses the arguments, runs the command on the
+// service's database (DATABASE_URL or the embedded server in DATA_DIR) and prints one result.
+// Exit codes: 0 success, 1 usage or failure with one line on stderr.
+import { Cause, Effect, Exit, Layer, Logger, References } from "effect"
+import { AppConfig, ConfigError, loadConfig } from "../config.ts"
+import { DatabaseLive } from "../store/db.ts"
+import { adminCreate, CliError, keyCreate, keyList, keyRevoke, parseQuota, projectCreate, projectSetQuota } from "./commands.ts"
+
+export const USAGE = `usage: npm run --silent cli -- <command>
+  project create <name> [--monthly-quota N]
+  project set-quota <name> <N>
+  key create <project-name>
+  key list <project-name>
+  key revoke <key-id>
+  admin create <email> [--password P]      (otherwise the password is read from stdin)
+  cron next '<value>' [--from <ISO>] [--count N]`
+
+const usage = (message: string) => Effect.fail(new CliError({ message: `${message}\n${USAGE}` }))
+
+/** Splits `--name value` options from positional arguments. */
+const splitArgs = (args: ReadonlyArray<string>) => {
+  const positional: Array<string> = []
+  const options = new Map<string, string>()
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!
+    if (arg.startsWith("--")) {
+      const eq = arg.indexOf("=")
+      if (eq > 0) options.set(arg.slice(2, eq), arg.slice(eq + 1))
+      else options.set(arg.slice(2), args[++i] ?? "")
+    } else positional.push(arg)
+  }
+  return { positional, options }
+}
+
+const readStdin = Effect.promise(async () => {
+  if (process.stdin.isTTY) return ""
+  const chunks: Array<Buffer> = []
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
+  return Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "")
+})
+
+/** The database commands; `undefined` when the arguments name none of them. */
+const databaseCommand = (args: ReadonlyArray<string>) => {
+  const { positional, options } = splitArgs(args)
+  const [group, action, first, second] = positional
+  const expect = (count: number, shape: string) =>
+    positional.length === count ? Effect.void : usage(`${group} ${action} expects ${shape}`)
+  switch (`${group} ${action}`) {
+    case "project create":
+      return Effect.gen(function*() {
+        yield* expect(3, "<name>")
+        const quota = options.has("monthly-quota") ? yield* parseQuota(options.get("monthly-quota")) : undefined
+        return yield* projectCreate(first!, quota)
+      })
+    case "project set-quota":
+      return Effect.gen(function*() {
+        yield* expect(4, "<name> <N>")
+        return yield* projectSetQuota(first!, yield* parseQuota(second))
+      })
+    case "key create":
+      return Effect.andThen(expect(3, "<project-name>"), keyCreate(first!))
+    case "key list":
+      return Effect.andThen(expect(3, "<project-name>"), keyList(first!))
+    case "key revoke":
+      return Effect.andThen(expect(3, "<key-id>"), keyRevoke(first!))
+    case "admin create":
+      return Effect.gen(function*() {
+        yield* expect(3, "<email>")
+        const password = options.get("password") ?? (yield* readStdin)
+        return yield* adminCreate(first!, password)
+      })
+    default:
+      return undefined
+  }
+}
+
+/** A one-line description of an unexpected failure, with the Postgres text for SQL errors. */
+const describeFailure = (error: unknown): string => {
+  const cause = (error as { reason?: { cause?: unknown } })?.reason?.cause
+  if (cause instanceof Error) return cause.message
+  return error instanceof Error ? error.message : String(error)
+}
+
+export const runCli = async (args: ReadonlyArray<string>, env: Readonly<Record<string, string | undefined>>) => {
+  const out = (text: string) => text === "" || process.stdout.write(text.endsWith("\n") ? text : text + "\n")
+  const err = (text: string) => process.stderr.write(text.split("\n")[0] + "\n")
+  if (args[0] === "cron" && args[1] === "next") {
+    const { cronNext } = await import("./cronNext.ts")
+    const result = cronNext(args.slice(2), Date.now()) // the CLI's "now" is the wall clock by definition
+    if (result.exitCode === 0) out(result.stdout)
+    else err(result.stderr)
+    return result.exitCode
+  }
+  const command = databaseCommand(args)
+  if (command === undefined) {
+    process.stderr.write((args.length === 0 ? "" : `unknown command: ${args.join(" ")}\n`) + USAGE + "\n")
+    return 1
+  }
+  let config
+  try {
+    config = loadConfig(env)
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      err(error.message)
+      return 1
+    }
+    throw error
+  }
+  const program = command.pipe(
+    Effect.provide(DatabaseLive({ applicationName: "timewheel-cli", maxConnections: 2 }).pipe(
+      Layer.provide(Layer.succeed(AppConfig)(config))
+    )),
+    Effect.provideService(AppConfig, config),
+    Effect.provideService(References.MinimumLogLevel, "None"),
+    Effect.provide(Logger.layer([]))
+  )
+  const exit = await Effect.runPromiseExit(program)
+  if (Exit.isSuccess(exit)) {
+    out(exit.value)
+    return 0
+  }
+  const failure = Cause.findErrorOption(exit.cause)
+  if (failure._tag === "Some" && failure.value instanceof CliError) err(failure.value.message)
+  else err(`failed: ${describeFailure(Cause.squash(exit.cause))}`)
+  return 1
+}
+
+if (import.meta.main) {
+  runCli(process.argv.slice(2), process.env).then((code) => process.exit(code))
+}

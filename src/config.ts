@@ -1,0 +1,137 @@
+// Operator settings (DECISIONS.md "Operator contract"): read once from the environment,
+// defaults in one object, every bad value reported as one line naming the setting.
+import { Context } from "effect"
+import * as fs from "node:fs"
+import * as path from "node:path"
+
+export const DEFAULTS = {
+  DATABASE_URL: undefined,
+  DATA_DIR: "./data",
+  HOST: "0.0.0.0",
+  PORT: 8443,
+  TLS_CERT_FILE: undefined,
+  TLS_KEY_FILE: undefined,
+  PREFIX: "ttr",
+  SHARDS: 64,
+  DEFAULT_MONTHLY_QUOTA: 1_000_000,
+  BLOCK_PRIVATE_TARGETS: false,
+  LOG_LEVEL: "info",
+  MAX_IN_FLIGHT: 256
+} as const
+
+export const LOG_LEVELS = ["all", "trace", "debug", "info", "warn", "error", "fatal", "none"] as const
+export type LogLevelName = (typeof LOG_LEVELS)[number]
+
+export interface TlsFiles {
+  readonly cert: string
+  readonly key: string
+}
+
+export interface AppConfigShape {
+  readonly databaseUrl: string | undefined
+  readonly dataDir: string
+  readonly host: string
+  readonly port: number
+  /** PEM contents read from TLS_CERT_FILE / TLS_KEY_FILE; undefined means "generate a self-signed one". */
+  readonly tls: TlsFiles | undefined
+  readonly prefix: string
+  readonly shards: number
+  readonly defaultMonthlyQuota: number
+  readonly blockPrivateTargets: boolean
+  readonly logLevel: LogLevelName
+  readonly maxInFlight: number
+}
+
+export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("timewheel/AppConfig") {}
+
+/** A bad setting: the message is the single line printed before exiting with code 1. */
+export class ConfigError extends Error {
+  override readonly name = "ConfigError"
+}
+
+type Env = Readonly<Record<string, string | undefined>>
+
+const setting = (env: Env, name: string): string | undefined => {
+  const value = env[name]
+  return value === undefined || value.trim() === "" ? undefined : value.trim()
+}
+
+const integer = (env: Env, name: string, fallback: number, min: number, max: number): number => {
+  const raw = setting(env, name)
+  if (raw === undefined) return fallback
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    throw new ConfigError(`${name} must be an integer between ${min} and ${max}, got "${raw}"`)
+  }
+  return Number(raw)
+}
+
+const boolean = (env: Env, name: string, fallback: boolean): boolean => {
+  const raw = setting(env, name)
+  if (raw === undefined) return fallback
+  if (raw === "true") return true
+  if (raw === "false") return false
+  throw new ConfigError(`${name} must be "true" or "false", got "${raw}"`)
+}
+
+const databaseUrl = (env: Env): string | undefined => {
+  const raw = setting(env, "DATABASE_URL")
+  if (raw === undefined) return undefined
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw new ConfigError(`DATABASE_URL is not a valid URL (expected postgres://user:password@host:port/database)`)
+  }
+  if (url.protocol !== "postgres:" && url.protocol !== "postgresql:") {
+    throw new ConfigError(`DATABASE_URL must start with postgres:// or postgresql://, got "${url.protocol}//"`)
+  }
+  if (url.hostname === "") throw new ConfigError(`DATABASE_URL has no host`)
+  return raw
+}
+
+const readPem = (name: string, file: string): string => {
+  try {
+    return fs.readFileSync(file, "utf8")
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? "unknown error"
+    throw new ConfigError(`${name} cannot be read: ${file} (${code})`)
+  }
+}
+
+const tlsFiles = (env: Env): TlsFiles | undefined => {
+  const certFile = setting(env, "TLS_CERT_FILE")
+  const keyFile = setting(env, "TLS_KEY_FILE")
+  if (certFile === undefined && keyFile === undefined) return undefined
+  if (certFile === undefined) throw new ConfigError(`TLS_CERT_FILE must be set when TLS_KEY_FILE is set`)
+  if (keyFile === undefined) throw new ConfigError(`TLS_KEY_FILE must be set when TLS_CERT_FILE is set`)
+  const cert = readPem("TLS_CERT_FILE", certFile)
+  const key = readPem("TLS_KEY_FILE", keyFile)
+  if (!cert.includes("-----BEGIN")) throw new ConfigError(`TLS_CERT_FILE is not a PEM file: ${certFile}`)
+  if (!key.includes("-----BEGIN")) throw new ConfigError(`TLS_KEY_FILE is not a PEM file: ${keyFile}`)
+  return { cert, key }
+}
+
+/** Reads every setting; throws ConfigError with a one-line message on the first bad one. */
+export const loadConfig = (env: Env): AppConfigShape => {
+  const prefix = setting(env, "PREFIX") ?? DEFAULTS.PREFIX
+  if (!/^[a-z][a-z0-9]{0,15}$/.test(prefix)) {
+    throw new ConfigError(`PREFIX must be 1-16 lowercase letters or digits starting with a letter, got "${prefix}"`)
+  }
+  const logLevel = (setting(env, "LOG_LEVEL") ?? DEFAULTS.LOG_LEVEL).toLowerCase()
+  if (!(LOG_LEVELS as ReadonlyArray<string>).includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got "${logLevel}"`)
+  }
+  return {
+    databaseUrl: databaseUrl(env),
+    dataDir: path.resolve(setting(env, "DATA_DIR") ?? DEFAULTS.DATA_DIR),
+    host: setting(env, "HOST") ?? DEFAULTS.HOST,
+    port: integer(env, "PORT", DEFAULTS.PORT, 0, 65535),
+    tls: tlsFiles(env),
+    prefix,
+    shards: integer(env, "SHARDS", DEFAULTS.SHARDS, 1, 4096),
+    defaultMonthlyQuota: integer(env, "DEFAULT_MONTHLY_QUOTA", DEFAULTS.DEFAULT_MONTHLY_QUOTA, 0, Number.MAX_SAFE_INTEGER),
+    blockPrivateTargets: boolean(env, "BLOCK_PRIVATE_TARGETS", DEFAULTS.BLOCK_PRIVATE_TARGETS),
+    logLevel: logLevel as LogLevelName,
+    maxInFlight: integer(env, "MAX_IN_FLIGHT", DEFAULTS.MAX_IN_FLIGHT, 1, 100_000)
+  }
+}

@@ -1,0 +1,10 @@
+// API keys (DECISIONS "Name, prefix, keys"): `<prefix>_` + 48 lowercase hex characters, stored only
+// as a SHA-256 hash; the clear key is shown once.
+import * as crypto from "node:crypto"
+
+export const generateApiKey = (prefix: string): string => `${prefix}_${crypto.randomBytes(24).toString("hex")}`
+
+export const hashApiKey = (key: string): Uint8Array => new Uint8Array(crypto.createHash("sha256").update(key, "utf8").digest())
+
+/** What listings show of a key: its prefix and last four characters. */
+export const apiKeyHint = (key: string): string => `${key.slice(0, key.indexOf("_") + 1)}…${key.slice(-4)}`

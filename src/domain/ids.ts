@@ -1,0 +1,27 @@
+// UUIDv7 identifiers (DECISIONS "Time"): 48-bit millisecond timestamp, then random bits, so ids sort
+// by creation time. The time is passed in (from Effect's Clock); the rest comes from crypto.
+import * as crypto from "node:crypto"
+
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"))
+
+export const uuidv7 = (nowMs: number): string => {
+  const bytes = crypto.randomBytes(16)
+  let time = Math.max(0, Math.floor(nowMs))
+  for (let i = 5; i >= 0; i--) {
+    bytes[i] = time % 256
+    time = Math.floor(time / 256)
+  }
+  bytes[6] = 0x70 | (bytes[6]! & 0x0f)
+  bytes[8] = 0x80 | (bytes[8]! & 0x3f)
+  let out = ""
+  for (let i = 0; i < 16; i++) {
+    if (i === 4 || i === 6 || i === 8 || i === 10) out += "-"
+    out += HEX[bytes[i]!]
+  }
+  return out
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i
+
+/** True for a syntactically valid UUID (any version); ids that are not UUIDs can match nothing. */
+export const isUuid = (value: string): boolean => UUID.test(value)

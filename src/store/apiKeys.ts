@@ -1,0 +1,45 @@
+// API keys: only the SHA-256 hash is stored. Authentication looks a key up by hash.
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+
+export interface ApiKeyListing {
+  readonly id: string
+  readonly hint: string
+  readonly createdAt: Date
+  readonly revokedAt: Date | null
+}
+
+export const apiKeysCreate = Effect.fn("apiKeysCreate")(function*(input: {
+  readonly id: string
+  readonly projectId: string
+  readonly hash: Uint8Array
+  readonly hint: string
+  readonly nowMs: number
+}) {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`INSERT INTO api_keys (id, project_id, key_hash, key_hint, created_at)
+    VALUES (${input.id}, ${input.projectId}, ${input.hash}, ${input.hint}, ${new Date(input.nowMs)})`
+})
+
+export const apiKeysList = Effect.fn("apiKeysList")(function*(projectId: string) {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<{ id: string; key_hint: string; created_at: Date; revoked_at: Date | null }>`
+    SELECT id, key_hint, created_at, revoked_at FROM api_keys WHERE project_id = ${projectId} ORDER BY created_at, id`
+  return rows.map((row): ApiKeyListing => ({ id: row.id, hint: row.key_hint, createdAt: row.created_at, revokedAt: row.revoked_at }))
+})
+
+/** Revokes a key; `false` when no unrevoked key has that id. */
+export const apiKeysRevoke = Effect.fn("apiKeysRevoke")(function*(input: { readonly id: string; readonly nowMs: number }) {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql`UPDATE api_keys SET revoked_at = ${new Date(input.nowMs)}
+    WHERE id = ${input.id} AND revoked_at IS NULL RETURNING id`
+  return rows.length === 1
+})
+
+/** The project of a live key with this hash, if any. */
+export const apiKeysFindProject = Effect.fn("apiKeysFindProject")(function*(hash: Uint8Array) {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<{ project_id: string }>`
+    SELECT project_id FROM api_keys WHERE key_hash = ${hash} AND revoked_at IS NULL`
+  return rows[0]?.project_id
+})

@@ -1,0 +1,90 @@
+// The database layer: @effect/sql-pg on DATABASE_URL, or on the embedded server in DATA_DIR/pg.
+// Building it also applies the migrations (serialised across processes by an advisory lock).
+import { PgClient } from "@effect/sql-pg"
+import { Clock, Effect, Layer, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import * as path from "node:path"
+import { AppConfig } from "../config.ts"
+import { EMBEDDED_DATABASE, embeddedUrl, startEmbedded } from "./embedded.ts"
+import { MIGRATIONS } from "./schema.ts"
+
+/** Advisory lock key taken while migrating ("timewheel" in ASCII, as a bigint). */
+const MIGRATION_LOCK = 0x74696d6577686565n
+
+export const migrate = Effect.fn("migrate")(function*(options: { readonly shards: number; readonly nowMs: number }) {
+  const sql = yield* SqlClient.SqlClient
+  return yield* sql.withTransaction(Effect.gen(function*() {
+    yield* sql`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`
+    yield* sql`CREATE TABLE IF NOT EXISTS schema_migrations (
+      version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)`
+    const applied = new Set(
+      (yield* sql<{ version: number }>`SELECT version FROM schema_migrations`).map((row) => row.version)
+    )
+    const now = new Date(options.nowMs)
+    const ran: Array<number> = []
+    for (const migration of MIGRATIONS) {
+      if (applied.has(migration.version)) continue
+      // the driver speaks only the extended protocol: one statement per query
+      for (const statement of migration.sql.split(/;\s*(?:\n|$)/)) {
+        if (statement.replace(/--.*$/gm, "").trim() !== "") yield* sql.unsafe(statement)
+      }
+      yield* sql`INSERT INTO schema_migrations (version, name, applied_at)
+        VALUES (${migration.version}, ${migration.name}, ${now})`
+      ran.push(migration.version)
+    }
+    // SHARDS is fixed when the database is created; later starts read it from here.
+    yield* sql`INSERT INTO settings (key, value) VALUES ('shards', ${String(options.shards)})
+      ON CONFLICT (key) DO NOTHING`
+    return ran
+  }))
+})
+
+/** The shard count stored in the database (DECISIONS: fixed at creation). */
+export const storedShardCount = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<{ value: string }>`SELECT value FROM settings WHERE key = 'shards'`
+  return Number(rows[0]!.value)
+})
+
+const clientLayer = (url: string, applicationName: string, maxConnections: number) =>
+  PgClient.layer({ url: Redacted.make(url), applicationName, maxConnections, connectTimeout: "10 seconds" })
+
+/** Creates the embedded server's application database on first use. */
+const ensureDatabase = (adminUrl: string, database: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const exists = yield* sql`SELECT 1 FROM pg_database WHERE datname = ${database}`
+    if (exists.length > 0) return
+    yield* sql.unsafe(`CREATE DATABASE "${database}"`).pipe(
+      // another process may have created it at the same moment (duplicate_database)
+      Effect.catchIf((error) => String((error.reason as { cause?: unknown }).cause ?? "").includes("42P04"), () => Effect.void)
+    )
+  }).pipe(Effect.provide(clientLayer(adminUrl, "timewheel-setup", 1)))
+
+/** The connection URL: DATABASE_URL, or the embedded server (started here, stopped with the scope). */
+export const databaseUrl = Effect.gen(function*() {
+  const config = yield* AppConfig
+  if (config.databaseUrl !== undefined) return config.databaseUrl
+  const server = yield* Effect.acquireRelease(
+    Effect.tryPromise({
+      try: () => startEmbedded(config.dataDir, (line) => console.error(line)),
+      catch: (cause) => new Error(`cannot start the embedded PostgreSQL in ${path.join(config.dataDir, "pg")}: ${String(cause)}`)
+    }),
+    (server) => Effect.promise(() => server.stop())
+  )
+  yield* ensureDatabase(embeddedUrl(server, "postgres"), EMBEDDED_DATABASE)
+  return embeddedUrl(server, EMBEDDED_DATABASE)
+})
+
+/** SqlClient + PgClient for the service or the CLI, migrated. */
+export const DatabaseLive = (options: { readonly applicationName: string; readonly maxConnections: number }) =>
+  Layer.unwrap(Effect.gen(function*() {
+    const url = yield* databaseUrl
+    const config = yield* AppConfig
+    const client = clientLayer(url, options.applicationName, options.maxConnections)
+    const migrated = Layer.effectDiscard(Effect.gen(function*() {
+      const nowMs = yield* Clock.currentTimeMillis
+      yield* migrate({ shards: config.shards, nowMs })
+    }))
+    return Layer.provideMerge(migrated, client)
+  }))

@@ -1,0 +1,70 @@
+// Projects: name, monthly quota and the project default retry policy (stored as its API view).
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+
+export interface ProjectRow {
+  readonly id: string
+  readonly name: string
+  readonly monthlyQuota: number
+}
+
+const isUniqueViolation = (error: { readonly reason: unknown }) =>
+  String((error.reason as { cause?: unknown }).cause ?? "").includes("23505") ||
+  (error.reason as { _tag?: string })._tag === "UniqueViolation"
+
+export { isUniqueViolation }
+
+/** Inserts a project; `false` when the name is taken. */
+export const projectsCreate = Effect.fn("projectsCreate")(function*(input: {
+  readonly id: string
+  readonly name: string
+  readonly monthlyQuota: number
+  readonly retryPolicy: unknown
+  readonly nowMs: number
+}) {
+  const sql = yield* SqlClient.SqlClient
+  const now = new Date(input.nowMs)
+  const rows = yield* sql<{ id: string }>`
+    INSERT INTO projects (id, name, monthly_quota, retry_policy, created_at, updated_at)
+    VALUES (${input.id}, ${input.name}, ${input.monthlyQuota}, ${JSON.stringify(input.retryPolicy)}::jsonb, ${now}, ${now})
+    ON CONFLICT (name) DO NOTHING
+    RETURNING id`
+  return rows.length === 1
+})
+
+export const projectsFindByName = Effect.fn("projectsFindByName")(function*(name: string) {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<{ id: string; name: string; monthly_quota: string }>`
+    SELECT id, name, monthly_quota::text FROM projects WHERE name = ${name}`
+  const row = rows[0]
+  return row === undefined ? undefined : { id: row.id, name: row.name, monthlyQuota: Number(row.monthly_quota) } satisfies ProjectRow
+})
+
+/** Sets the monthly quota; `false` when no project has that name. */
+export const projectsSetQuota = Effect.fn("projectsSetQuota")(function*(input: {
+  readonly name: string
+  readonly monthlyQuota: number
+  readonly nowMs: number
+}) {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql`
+    UPDATE projects SET monthly_quota = ${input.monthlyQuota}, updated_at = ${new Date(input.nowMs)}
+    WHERE name = ${input.name} RETURNING id`
+  return rows.length === 1
+})
+
+export const projectsGetRetryPolicy = Effect.fn("projectsGetRetryPolicy")(function*(projectId: string) {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<{ retry_policy: unknown }>`SELECT retry_policy FROM projects WHERE id = ${projectId}`
+  return rows[0]?.retry_policy
+})
+
+export const projectsSetRetryPolicy = Effect.fn("projectsSetRetryPolicy")(function*(input: {
+  readonly projectId: string
+  readonly retryPolicy: unknown
+  readonly nowMs: number
+}) {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`UPDATE projects SET retry_policy = ${JSON.stringify(input.retryPolicy)}::jsonb,
+    updated_at = ${new Date(input.nowMs)} WHERE id = ${input.projectId}`
+})
