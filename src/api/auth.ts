@@ -1,0 +1,54 @@
+// Authentication (SPEC "Authentication"). Keys are looked up by their SHA-256 hash and every query
+// is then scoped to the key's project. Two families:
+// - `/schedule`, `/cancel`: only the key header; its absence is an empty 400 (checked by the
+//   handler in the spec's order), an empty or unknown key is 401 `Invalid api key`.
+// - everything else: the key header (wins when both are sent), or `Authorization: Bearer <key>`
+//   (scheme case-insensitive), or a dashboard session; nothing usable is 401 `Unauthorized`.
+import { Context, Effect, Layer } from "effect"
+import type { HttpServerRequest } from "effect/http"
+import type { SqlClient } from "effect/sql"
+import { AppConfig } from "../config.ts"
+import { hashApiKey } from "../domain/apiKey.ts"
+import { apiKeysFindProject } from "../store/apiKeys.ts"
+import { Unauthorized } from "./errors.ts"
+
+export interface Principal {
+  readonly projectId: string
+}
+
+/**
+ * The seam for the dashboard: resolves a signed-in session (cookie) to its project. Until the
+ * dashboard exists, no request carries a session.
+ */
+export class DashboardSessions extends Context.Service<DashboardSessions, {
+  readonly projectOf: (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<string | undefined>
+}>()("timewheel/DashboardSessions") {
+  static readonly none = Layer.succeed(DashboardSessions)({ projectOf: () => Effect.succeed(undefined) })
+}
+
+export const keyHeaderName = Effect.map(AppConfig, (config) => `${config.prefix}-api-key`)
+
+/** Resolves a key to its project, or fails with 401 `Invalid api key`. */
+export const authenticateKey = (key: string): Effect.Effect<Principal, Unauthorized, SqlClient.SqlClient> =>
+  key === ""
+    ? Effect.fail(new Unauthorized({ message: "Invalid api key" }))
+    : Effect.flatMap(Effect.orDie(apiKeysFindProject(hashApiKey(key))), (projectId) =>
+      projectId === undefined
+        ? Effect.fail(new Unauthorized({ message: "Invalid api key" }))
+        : Effect.succeed({ projectId }))
+
+const BEARER = /^bearer[ \t]+(.*)$/i
+
+/** Key header, else Bearer, else dashboard session; see the header comment. */
+export const authenticate = (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.gen(function*() {
+    const header = yield* keyHeaderName
+    const key = request.headers[header]
+    if (key !== undefined && key !== "") return yield* authenticateKey(key)
+    const bearer = BEARER.exec(request.headers["authorization"] ?? "")?.[1]?.trim()
+    if (bearer !== undefined && bearer !== "") return yield* authenticateKey(bearer)
+    const sessions = yield* DashboardSessions
+    const projectId = yield* sessions.projectOf(request)
+    if (projectId !== undefined) return { projectId } satisfies Principal
+    return yield* Effect.fail(new Unauthorized({ message: "Unauthorized" }))
+  })

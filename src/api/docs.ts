@@ -1,0 +1,49 @@
+// GET /docs: an interactive browser (Scalar) of the same OpenAPI document as GET /openapi/json.
+// The Scalar bundle ships inside the `effect` package; it is inlined so the page needs no CDN.
+import { Effect } from "effect"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { createRequire } from "node:module"
+import * as path from "node:path"
+import { pathToFileURL } from "node:url"
+import { authenticate } from "./auth.ts"
+import { handle } from "./handle.ts"
+import type { Paths } from "./openapiParts.ts"
+
+const loadScalarBundle = Effect.promise(async () => {
+  const effectMain = createRequire(import.meta.url).resolve("effect")
+  const file = path.join(path.dirname(effectMain), "http-api", "internal", "httpApiScalar.js")
+  const module = (await import(pathToFileURL(file).href)) as { readonly javascript: string }
+  return module.javascript
+})
+
+const escapeJson = (value: unknown) =>
+  JSON.stringify(value).replace(/</g, "\\u003c").replace(/\u2028/g, "\\u2028").replace(/\u2029/g, "\\u2029")
+
+export const docsPage = (document: { readonly info: { readonly title: string } }, scalar: string) => `<!doctype html>
+<html>
+  <head>
+    <meta charset="utf-8" />
+    <title>${document.info.title.replace(/</g, "&lt;")}</title>
+    <meta name="viewport" content="width=device-width, initial-scale=1" />
+  </head>
+  <body>
+    <div id="api-reference-container"></div>
+    <script>${scalar}</script>
+    <script>
+      window.Scalar.createApiReference(document.getElementById("api-reference-container"), {
+        _integration: "html", withDefaultFonts: false, content: ${escapeJson(document)}
+      })
+    </script>
+  </body>
+</html>`
+
+export const DocsRoutes = (document: { readonly info: { readonly title: string } }) =>
+  HttpRouter.use(Effect.fn(function*(router) {
+    const page = docsPage(document, yield* loadScalarBundle)
+    yield* router.add("GET", "/docs", handle(Effect.gen(function*() {
+      yield* authenticate(yield* HttpServerRequest.HttpServerRequest)
+      return HttpServerResponse.html(page)
+    })))
+  }))
+
+export const docsPaths = (): Paths => ({})

@@ -1,0 +1,51 @@
+// GET /health: the heartbeats of the scheduler and materializer loops (SPEC "Other endpoints",
+// DECISIONS: 200 when both ran in the last 30 s, else 503 with status "stale").
+import { Effect } from "effect"
+import { HttpRouter, HttpServerRequest } from "effect/http"
+import { Heartbeats, STALE_AFTER_MS } from "../scheduler/heartbeats.ts"
+import { authenticate } from "./auth.ts"
+import { handle } from "./handle.ts"
+import { jsonResponse } from "./errors.ts"
+import { jsonResponseOf, keyOrBearer, type Paths, unauthorized } from "./openapiParts.ts"
+
+export const healthBody = Effect.gen(function*() {
+  const heartbeats = yield* Heartbeats
+  const schedulerStaleMs = yield* heartbeats.staleMs("scheduler")
+  const materializerStaleMs = yield* heartbeats.staleMs("materializer")
+  const healthy = schedulerStaleMs <= STALE_AFTER_MS && materializerStaleMs <= STALE_AFTER_MS
+  return { status: healthy ? "ok" : "stale", schedulerStaleMs, materializerStaleMs }
+})
+
+export const HealthRoutes = HttpRouter.use(Effect.fn(function*(router) {
+  yield* router.add("GET", "/health", handle(Effect.gen(function*() {
+    yield* authenticate(yield* HttpServerRequest.HttpServerRequest)
+    const body = yield* healthBody
+    return jsonResponse(body.status === "ok" ? 200 : 503, body)
+  })))
+}))
+
+const healthSchema = {
+  type: "object",
+  required: ["status", "schedulerStaleMs", "materializerStaleMs"],
+  properties: {
+    status: { type: "string", enum: ["ok", "stale"] },
+    schedulerStaleMs: { type: "integer", description: "Milliseconds since the scheduler loop last ran." },
+    materializerStaleMs: { type: "integer", description: "Milliseconds since the materializer loop last ran." }
+  }
+}
+
+export const healthPaths = (prefix: string): Paths => ({
+  "/health": {
+    get: {
+      operationId: "health",
+      summary: "Liveness and readiness probe",
+      description: "Checks only the scheduler and materializer loops: `ok` when both ran in the last 30 s.",
+      parameters: keyOrBearer(prefix),
+      responses: {
+        200: jsonResponseOf("Both loops ran in the last 30 seconds.", healthSchema),
+        401: unauthorized,
+        503: jsonResponseOf("A loop has not run for more than 30 seconds.", healthSchema)
+      }
+    }
+  }
+})

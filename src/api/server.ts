@@ -1,0 +1,34 @@
+// The HTTPS listener: TLS (configured or self-signed), 16 KB header limit (→ 431 by Node), every
+// endpoint module mounted on one router (each handler renders its own failures, see handle.ts).
+// Unknown paths and methods get the router's empty 404. No CORS headers except on /openapi/json.
+import { NodeHttpServer } from "@effect/platform-node"
+import { Effect, Layer } from "effect"
+import { HttpRouter } from "effect/http"
+import * as https from "node:https"
+import { AppConfig } from "../config.ts"
+import { DocsRoutes } from "./docs.ts"
+import { HealthRoutes, healthPaths } from "./health.ts"
+import { openApiDocument, OpenApiRoutes, openApiPaths } from "./openapi.ts"
+
+export const MAX_HEADER_BYTES = 16 * 1024
+
+/** Every route of the API, and the OpenAPI document describing them. */
+export const apiRoutes = (prefix: string) => {
+  const document = openApiDocument([healthPaths(prefix), openApiPaths()])
+  return Layer.mergeAll(HealthRoutes, OpenApiRoutes(document), DocsRoutes(document))
+}
+
+export const httpsListener = (options: { readonly host: string; readonly port: number; readonly cert: string; readonly key: string }) =>
+  NodeHttpServer.layer(
+    () => https.createServer({ cert: options.cert, key: options.key, maxHeaderSize: MAX_HEADER_BYTES, keepAliveTimeout: 65_000 }),
+    { host: options.host, port: options.port, gracefulShutdownTimeout: "10 seconds" }
+  )
+
+/** Serves the API over HTTPS; needs the database, heartbeats and the other services of the routes. */
+export const HttpsServerLive = (tls: { readonly cert: string; readonly key: string }) =>
+  Layer.unwrap(Effect.gen(function*() {
+    const config = yield* AppConfig
+    return HttpRouter.serve(apiRoutes(config.prefix), { disableLogger: true, disableListenLog: true }).pipe(
+      Layer.provideMerge(httpsListener({ host: config.host, port: config.port, ...tls }))
+    )
+  }))

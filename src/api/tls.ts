@@ -1,0 +1,41 @@
+// TLS material for the HTTPS listener: TLS_CERT_FILE/TLS_KEY_FILE when set, else a self-signed
+// certificate for `localhost` generated once into DATA_DIR/tls and reused on later starts.
+import * as fs from "node:fs"
+import * as path from "node:path"
+import selfsigned from "selfsigned"
+import type { AppConfigShape, TlsFiles } from "../config.ts"
+
+const generate = async (): Promise<TlsFiles> => {
+  const notBeforeDate = new Date(Date.now() - 60_000) // certificate validity is wall-clock by nature
+  const notAfterDate = new Date(notBeforeDate.getTime() + 5 * 365 * 24 * 3600_000)
+  const pems = await selfsigned.generate([{ name: "commonName", value: "localhost" }], {
+    keyType: "ec",
+    curve: "P-256",
+    algorithm: "sha256",
+    notBeforeDate,
+    notAfterDate,
+    extensions: [
+      { name: "basicConstraints", cA: false },
+      { name: "keyUsage", digitalSignature: true, keyEncipherment: true },
+      { name: "extKeyUsage", serverAuth: true },
+      { name: "subjectAltName", altNames: [{ type: 2, value: "localhost" }, { type: 7, ip: "127.0.0.1" }, { type: 7, ip: "::1" }] }
+    ]
+  })
+  return { cert: pems.cert, key: pems.private }
+}
+
+/** The certificate and key to serve, generating and storing a self-signed pair on first use. */
+export const loadTls = async (config: Pick<AppConfigShape, "tls" | "dataDir">): Promise<TlsFiles> => {
+  if (config.tls !== undefined) return config.tls
+  const dir = path.join(config.dataDir, "tls")
+  const certFile = path.join(dir, "cert.pem")
+  const keyFile = path.join(dir, "key.pem")
+  if (fs.existsSync(certFile) && fs.existsSync(keyFile)) {
+    return { cert: fs.readFileSync(certFile, "utf8"), key: fs.readFileSync(keyFile, "utf8") }
+  }
+  const generated = await generate()
+  fs.mkdirSync(dir, { recursive: true })
+  fs.writeFileSync(keyFile, generated.key, { mode: 0o600 })
+  fs.writeFileSync(certFile, generated.cert)
+  return generated
+}

@@ -1,0 +1,114 @@
+// Turns a stored trigger into what undici sends (SPEC "Item headers rules", DECISIONS "What /schedule stores").
+// Pure: a request that can never be sent (bad URL, method, header) is an InvalidRequestError, not an exception.
+import { isIP } from "node:net"
+import { Result } from "effect"
+import { InvalidRequestError } from "./classify.ts"
+
+/** A stored request, as the executor receives it. */
+export interface DeliveryRequest {
+  readonly url: string
+  readonly method: string
+  /** Stored header pairs in wire order; a repeated header appears once per value. */
+  readonly headers: ReadonlyArray<readonly [string, string]>
+  readonly body: Uint8Array | null
+  readonly contentType: string | null
+  /** Whole-exchange deadline (head and body); fractions allowed. */
+  readonly timeoutSeconds: number
+}
+
+/** What the executor hands to undici. */
+export interface PreparedRequest {
+  readonly origin: string
+  readonly path: string
+  /** The url's host without IPv6 brackets: where the connection goes, whatever Host says. */
+  readonly hostname: string
+  readonly method: string
+  /** Flat name/value list (undici's array form): order and repeats kept. */
+  readonly headers: ReadonlyArray<string>
+  readonly body: Uint8Array | null
+  /** TLS server name (SNI and certificate check): the url's host name; null for IP literals and plain HTTP. */
+  readonly servername: string | null
+  readonly timeoutMs: number
+}
+
+export const USER_AGENT = "timewheel"
+export const DEFAULT_CONTENT_TYPE = "application/octet-stream"
+
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
+const INVALID_VALUE_CHAR = /[^\t\x20-\x7e\x80-\xff]/
+/** Hop-by-hop headers that would change the framing of the connection: never sent. */
+const FORBIDDEN = new Set(["keep-alive", "transfer-encoding", "upgrade"])
+/** Recomputed (content-length) or meaningless for a replayed request that undici cannot send (expect). */
+const DROPPED = new Set(["content-length", "expect"])
+
+const invalid = (code: string, message: string) => Result.fail(new InvalidRequestError(code, message))
+
+const decode = (s: string): string => {
+  try {
+    return decodeURIComponent(s)
+  } catch {
+    return s
+  }
+}
+
+export const prepareRequest = (req: DeliveryRequest): Result.Result<PreparedRequest, InvalidRequestError> => {
+  let url: URL
+  try {
+    url = new URL(req.url)
+  } catch {
+    return invalid("INVALID_URL", `Invalid URL: ${req.url}`)
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") {
+    return invalid("INVALID_URL", `Unsupported URL scheme ${url.protocol} in ${req.url}`)
+  }
+  if (!TOKEN.test(req.method) || req.method.toUpperCase() === "CONNECT") {
+    return invalid("INVALID_METHOD", `Method ${JSON.stringify(req.method)} cannot be sent`)
+  }
+  if (!Number.isFinite(req.timeoutSeconds) || req.timeoutSeconds <= 0) {
+    return invalid("INVALID_TIMEOUT", `Invalid request timeout: ${req.timeoutSeconds} s`)
+  }
+
+  const headers: Array<string> = []
+  const seen = new Set<string>()
+  for (const [name, value] of req.headers) {
+    const lower = name.toLowerCase()
+    if (!TOKEN.test(name)) return invalid("INVALID_HEADER", `Invalid header name ${JSON.stringify(name)}`)
+    if (INVALID_VALUE_CHAR.test(value)) return invalid("INVALID_HEADER", `Invalid value for header ${name}`)
+    if (FORBIDDEN.has(lower)) {
+      return invalid("FORBIDDEN_HEADER", `Header ${name} cannot be sent in a delivered request`)
+    }
+    if (lower === "connection" && !/^(close|keep-alive)$/i.test(value.trim())) {
+      return invalid("FORBIDDEN_HEADER", `Header ${name}: ${value} cannot be sent (only close or keep-alive)`)
+    }
+    if (DROPPED.has(lower)) continue
+    if (lower === "host" && seen.has("host")) return invalid("INVALID_HEADER", "Header Host is given more than once")
+    seen.add(lower)
+    headers.push(name, value)
+  }
+
+  const body = req.body !== null && req.body.byteLength > 0 ? req.body : null
+  if (!seen.has("content-type")) {
+    if (req.contentType !== null && INVALID_VALUE_CHAR.test(req.contentType)) {
+      return invalid("INVALID_HEADER", "Invalid stored content type")
+    }
+    if (req.contentType !== null) headers.push("content-type", req.contentType)
+    else if (body !== null) headers.push("content-type", DEFAULT_CONTENT_TYPE)
+  }
+  if (!seen.has("user-agent")) headers.push("user-agent", USER_AGENT)
+  if ((url.username !== "" || url.password !== "") && !seen.has("authorization")) {
+    const credentials = Buffer.from(`${decode(url.username)}:${decode(url.password)}`).toString("base64")
+    headers.push("authorization", `Basic ${credentials}`)
+  }
+
+  const hostname = url.hostname.replace(/^\[(.*)\]$/, "$1")
+  return Result.succeed({
+    origin: url.origin,
+    path: `${url.pathname}${url.search}`,
+    hostname,
+    method: req.method,
+    headers,
+    body,
+    servername: url.protocol === "https:" && isIP(hostname) === 0 ? hostname : null,
+    timeoutMs: Math.ceil(req.timeoutSeconds * 1000)
+  })
+}

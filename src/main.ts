@@ -1,0 +1,31 @@
+// `npm start`: reads the settings (a bad one stops the start with one line, exit 1), then runs every
+// role of timewheel in this process until SIGTERM/SIGINT, which shuts it down gracefully.
+import { NodeRuntime } from "@effect/platform-node"
+import { Effect, Layer } from "effect"
+import { HttpServer } from "effect/http"
+import { loadTls } from "./api/tls.ts"
+import { ConfigError, loadConfig } from "./config.ts"
+import { ServiceLive } from "./service.ts"
+
+const fatal = (message: string): never => {
+  process.stderr.write(`timewheel: ${message}\n`)
+  process.exit(1)
+}
+
+const config = (() => {
+  try {
+    return loadConfig(process.env)
+  } catch (error) {
+    return fatal(error instanceof ConfigError ? error.message : String(error))
+  }
+})()
+
+const tls = await loadTls(config).catch((error: unknown) => fatal(`cannot prepare TLS in ${config.dataDir}/tls: ${String(error)}`))
+
+const announce = Layer.effectDiscard(Effect.gen(function*() {
+  const server = yield* HttpServer.HttpServer
+  const port = "port" in server.address ? server.address.port : config.port
+  yield* Effect.log(`timewheel listening on https://${config.host}:${port}`)
+}))
+
+NodeRuntime.runMain(Layer.launch(announce.pipe(Layer.provideMerge(ServiceLive(config, tls)))))
