@@ -1,0 +1,136 @@
+// The HTTPS foundation against the real service: auth matrix of the endpoints that exist, empty
+// 404s, 431 on oversized headers, CORS only on the OpenAPI document, its exact-path rules and shape.
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { TestServer, testServerLayer } from "../support/server.ts"
+
+layer(testServerLayer(), { timeout: "60 seconds" })("foundation", (it) => {
+  describe("authentication (key header or Bearer endpoints)", () => {
+    const cases: ReadonlyArray<[string, (key: string) => Record<string, string>, number, string | null]> = [
+      ["key header", (key) => ({ "ttr-api-key": key }), 200, null],
+      ["Bearer", (key) => ({ authorization: `Bearer ${key}` }), 200, null],
+      ["bearer scheme in any case", (key) => ({ authorization: `bEaReR ${key}` }), 200, null],
+      ["key header wins over a bad Bearer", (key) => ({ "ttr-api-key": key, authorization: "Bearer ttr_nope" }), 200, null],
+      ["bad key header, good Bearer: only the key header is checked", (key) => ({ "ttr-api-key": "ttr_nope", authorization: `Bearer ${key}` }), 401, "Invalid api key"],
+      ["unknown key", () => ({ "ttr-api-key": "ttr_" + "0".repeat(48) }), 401, "Invalid api key"],
+      ["unknown Bearer", () => ({ authorization: "Bearer ttr_" + "0".repeat(48) }), 401, "Invalid api key"],
+      ["no credentials", () => ({}), 401, "Unauthorized"],
+      ["empty key header", () => ({ "ttr-api-key": "" }), 401, "Unauthorized"],
+      ["non-Bearer Authorization", (key) => ({ authorization: `Basic ${key}` }), 401, "Unauthorized"],
+      ["Bearer without a token", () => ({ authorization: "Bearer " }), 401, "Unauthorized"]
+    ]
+    for (const [name, headers, status, message] of cases) {
+      it.effect(`GET /health with ${name} → ${status}`, () =>
+        Effect.gen(function*() {
+          const server = yield* TestServer
+          const key = yield* server.newKey()
+          const response = yield* server.call("GET", "/health", { headers: headers(key) })
+          assert.strictEqual(response.status, status)
+          if (message !== null) {
+            assert.deepStrictEqual(response.json(), { _tag: "Unauthorized", message })
+            assert.strictEqual(response.headers["content-type"], "application/json")
+          }
+        }))
+    }
+  })
+
+  it.effect("GET /health reports both loop heartbeats", () =>
+    Effect.gen(function*() {
+      const server = yield* TestServer
+      const key = yield* server.newKey()
+      const body = (yield* server.call("GET", "/health", { headers: { "ttr-api-key": key } })).json()
+      assert.strictEqual(body.status, "ok")
+      assert.isNumber(body.schedulerStaleMs)
+      assert.isNumber(body.materializerStaleMs)
+    }))
+
+  describe("unknown paths and methods → 404 with an empty body", () => {
+    const cases: ReadonlyArray<[string, string]> = [
+      ["GET", "/nope"],
+      ["POST", "/cancel"],
+      ["GET", "/cancel"],
+      ["POST", "/health"],
+      ["POST", "/openapi/json"],
+      ["GET", "/openapi/json/"],
+      ["GET", "/openapi/json?x=1"],
+      ["GET", "/schedule/abc"]
+    ]
+    for (const [method, path] of cases) {
+      it.effect(`${method} ${path}`, () =>
+        Effect.gen(function*() {
+          const server = yield* TestServer
+          const response = yield* server.call(method, path)
+          assert.strictEqual(response.status, 404)
+          assert.strictEqual(response.text, "")
+          assert.isUndefined(response.headers["content-type"])
+        }))
+    }
+  })
+
+  it.effect("request headers over 16 KB → 431 with an empty body", () =>
+    Effect.gen(function*() {
+      const server = yield* TestServer
+      const small = yield* server.call("GET", "/openapi/json", { headers: { "x-pad": "a".repeat(15_000) } })
+      assert.strictEqual(small.status, 200)
+      const big = yield* server.call("GET", "/openapi/json", { headers: { "x-pad": "a".repeat(17_000) } })
+      assert.strictEqual(big.status, 431)
+      assert.strictEqual(big.text, "")
+    }))
+
+  describe("CORS", () => {
+    it.effect("GET /openapi/json is public and carries Access-Control-Allow-Origin: *", () =>
+      Effect.gen(function*() {
+        const server = yield* TestServer
+        const response = yield* server.call("GET", "/openapi/json", { headers: { origin: "https://example.test" } })
+        assert.strictEqual(response.status, 200)
+        assert.strictEqual(response.headers["access-control-allow-origin"], "*")
+        assert.strictEqual(response.headers["content-type"], "application/json")
+      }))
+
+    it.effect("other endpoints send no CORS headers, and preflights get no allowance", () =>
+      Effect.gen(function*() {
+        const server = yield* TestServer
+        const key = yield* server.newKey()
+        const health = yield* server.call("GET", "/health", { headers: { "ttr-api-key": key, origin: "https://example.test" } })
+        const preflight = yield* server.call("OPTIONS", "/health", {
+          headers: { origin: "https://example.test", "access-control-request-method": "GET" }
+        })
+        const openapiPreflight = yield* server.call("OPTIONS", "/openapi/json", {
+          headers: { origin: "https://example.test", "access-control-request-method": "GET" }
+        })
+        for (const response of [health, preflight, openapiPreflight]) {
+          assert.deepStrictEqual(Object.keys(response.headers).filter((name) => name.startsWith("access-control-")), [])
+        }
+        assert.strictEqual(preflight.status, 404)
+        assert.strictEqual(openapiPreflight.status, 404)
+      }))
+  })
+
+  describe("OpenAPI document", () => {
+    it.effect("is OpenAPI 3.1 with no servers entry and keys as header parameters", () =>
+      Effect.gen(function*() {
+        const server = yield* TestServer
+        const document = (yield* server.call("GET", "/openapi/json")).json()
+        assert.strictEqual(document.openapi, "3.1.0")
+        assert.notProperty(document, "servers")
+        assert.notProperty(document.components ?? {}, "securitySchemes")
+        assert.notProperty(document, "security")
+        const health = document.paths["/health"].get
+        const names = health.parameters.map((parameter: { name: string; in: string }) => `${parameter.in}:${parameter.name}`)
+        assert.includeMembers(names, ["header:ttr-api-key", "header:Authorization"])
+      }))
+
+    it.effect("GET /docs serves an interactive page embedding the same document", () =>
+      Effect.gen(function*() {
+        const server = yield* TestServer
+        const key = yield* server.newKey()
+        const docs = yield* server.call("GET", "/docs", { headers: { "ttr-api-key": key } })
+        assert.strictEqual(docs.status, 200)
+        assert.match(String(docs.headers["content-type"]), /^text\/html/)
+        assert.include(docs.text, "Scalar.createApiReference")
+        assert.include(docs.text, '"openapi":"3.1.0"')
+        const anonymous = yield* server.call("GET", "/docs")
+        assert.strictEqual(anonymous.status, 401)
+      }))
+  })
+})

@@ -1,0 +1,83 @@
+// The real service in-process for tests: HTTPS on a free loopback port, a fresh database, and a
+// small client (undici, certificate not verified) plus helpers to create projects and keys.
+import { Context, Effect, Layer } from "effect"
+import { HttpServer } from "effect/http"
+import { Agent, request } from "undici"
+import { loadTls } from "../../src/api/tls.ts"
+import { keyCreate, projectCreate } from "../../src/cli/commands.ts"
+import { type AppConfigShape, loadConfig } from "../../src/config.ts"
+import { ServiceLive } from "../../src/service.ts"
+import { freshDatabaseUrl, makeTempDir, SHARDS_IN_TESTS } from "./database.ts"
+
+export interface TestResponse {
+  readonly status: number
+  readonly headers: Record<string, string | Array<string> | undefined>
+  readonly text: string
+  readonly json: () => any
+}
+
+export interface CallOptions {
+  readonly headers?: Record<string, string> | Array<[string, string]>
+  readonly body?: string | Uint8Array
+}
+
+export const insecureAgent = new Agent({ connect: { rejectUnauthorized: false }, keepAliveTimeout: 1000 })
+
+export const call = (baseUrl: string, method: string, path: string, options: CallOptions = {}) =>
+  Effect.promise(async (): Promise<TestResponse> => {
+    const headers = Array.isArray(options.headers) ? options.headers.flat() : options.headers
+    const response = await request(baseUrl + path, {
+      method,
+      dispatcher: insecureAgent,
+      ...(headers === undefined ? {} : { headers }),
+      ...(options.body === undefined ? {} : { body: options.body })
+    })
+    const text = await response.body.text()
+    return { status: response.statusCode, headers: response.headers, text, json: () => JSON.parse(text) }
+  })
+
+export class TestServer extends Context.Service<TestServer, {
+  readonly baseUrl: string
+  readonly config: AppConfigShape
+  readonly call: (method: string, path: string, options?: CallOptions) => Effect.Effect<TestResponse>
+  /** A new project (with an optional monthly quota) and a key for it. */
+  readonly newKey: (options?: { readonly monthlyQuota?: number }) => Effect.Effect<string>
+}>()("test/TestServer") {}
+
+let projectCounter = 0
+
+/** The whole service on a fresh database; `env` overrides settings (as environment variables). */
+export const testServerLayer = (env: Record<string, string> = {}) =>
+  Layer.unwrap(Effect.gen(function*() {
+    const databaseUrl = yield* freshDatabaseUrl
+    const dataDir = makeTempDir("data")
+    const config = loadConfig({
+      PORT: "0",
+      HOST: "127.0.0.1",
+      SHARDS: String(SHARDS_IN_TESTS),
+      LOG_LEVEL: "error",
+      ...env,
+      DATABASE_URL: databaseUrl,
+      DATA_DIR: dataDir
+    })
+    const tls = yield* Effect.promise(() => loadTls(config))
+    const service = ServiceLive(config, tls)
+    const testServer = Layer.effect(TestServer, Effect.gen(function*() {
+      const server = yield* HttpServer.HttpServer
+      const port = "port" in server.address ? server.address.port : 0
+      const baseUrl = `https://127.0.0.1:${port}`
+      const context = yield* Effect.context<never>()
+      return TestServer.of({
+        baseUrl,
+        config,
+        call: (method, path, options) => call(baseUrl, method, path, options),
+        newKey: (options) =>
+          Effect.gen(function*() {
+            const name = `project-${++projectCounter}-${Math.random().toString(36).slice(2, 8)}`
+            yield* projectCreate(name, options?.monthlyQuota)
+            return yield* keyCreate(name)
+          }).pipe(Effect.provideContext(context), Effect.orDie) as Effect.Effect<string>
+      })
+    }))
+    return Layer.provideMerge(testServer, service)
+  }))
