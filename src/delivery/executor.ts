@@ -80,10 +80,12 @@ const guardedLookup = (base: net.LookupFunction): net.LookupFunction => (hostnam
     const all = typeof addresses === "string" ? [{ address: addresses, family: net.isIP(addresses) }] : addresses
     const allowed = all.filter((a) => !isPrivateAddress(a.address))
     if (allowed.length === 0) {
-      return callback(all.length > 0 ? privateTargetError(all[0]!.address, hostname) : Object.assign(
-        new Error(`getaddrinfo ENOTFOUND ${hostname}`),
-        { code: "ENOTFOUND", syscall: "getaddrinfo", hostname }
-      ), [])
+      const none = Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), {
+        code: "ENOTFOUND",
+        syscall: "getaddrinfo",
+        hostname
+      })
+      return callback(all.length > 0 ? privateTargetError(all[0]!.address, hostname) : none, [])
     }
     if (options.all === true) return callback(null, allowed)
     callback(null, allowed[0]!.address, allowed[0]!.family)
@@ -164,6 +166,7 @@ const readCapped = async (body: Readable, limit: number): Promise<{ text: string
   let length = 0
   let complete = true
   let error: unknown = undefined
+  body.on("error", () => {}) // destroying an unfinished undici body emits RequestAbortedError: expected, not a crash
   try {
     for await (const chunk of body as AsyncIterable<Uint8Array>) {
       const take = Math.min(chunk.byteLength, limit - length)
@@ -198,10 +201,12 @@ const failed = (err: unknown, headArrived: boolean, partial?: Partial<Attempt>):
 const send = async (agent: Agent, prepared: PreparedRequest, interrupt: AbortSignal): Promise<Attempt> => {
   const deadline = AbortSignal.timeout(prepared.timeoutMs)
   const signal = AbortSignal.any([deadline, interrupt])
-  const timedOut = (a: Attempt): Attempt =>
-    deadline.aborted && a.errorKind === "timeout"
-      ? { ...a, errorMessage: `Request timed out after ${prepared.timeoutMs / 1000} s${a.httpStatus === null ? "" : " while reading the response body"}` }
-      : a
+  // Our deadline's message names the timeout that applied.
+  const timedOut = (a: Attempt): Attempt => {
+    if (!deadline.aborted || a.errorKind !== "timeout") return a
+    const during = a.httpStatus === null ? "" : " while reading the response body"
+    return { ...a, errorMessage: `Request timed out after ${prepared.timeoutMs / 1000} s${during}` }
+  }
   let res: Dispatcher.ResponseData<unknown>
   try {
     res = await request(`${prepared.origin}${prepared.path}`, {
