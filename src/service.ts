@@ -1,12 +1,18 @@
 // The whole service as one layer: configuration, database (migrated), heartbeats, the HTTPS API and
-// the background roles. `npm start` launches it; the test helpers build it in-process.
+// the background roles (shard manager with its actors, delivery). `npm start` launches it; the test
+// helpers build it in-process.
 import { Layer, Logger, References } from "effect"
 import type { LogLevel } from "effect/LogLevel"
 import { DashboardSessions } from "./api/auth.ts"
 import { HttpsServerLive } from "./api/server.ts"
 import { AppConfig, type AppConfigShape, type LogLevelName } from "./config.ts"
+import { DispatcherLive } from "./delivery/dispatcher.ts"
+import { Executor } from "./delivery/executor.ts"
 import { Heartbeats } from "./scheduler/heartbeats.ts"
-import { DatabaseLive } from "./store/db.ts"
+import { NodeIdentity } from "./scheduler/node.ts"
+import { ShardManagerLive } from "./scheduler/shardManager.ts"
+import { WakeRouterLive } from "./scheduler/wakeRouter.ts"
+import { DatabaseLive, ShardCount } from "./store/db.ts"
 
 const LOG_LEVEL: Record<LogLevelName, LogLevel> = {
   all: "All", trace: "Trace", debug: "Debug", info: "Info", warn: "Warn", error: "Error", fatal: "Fatal", none: "None"
@@ -18,11 +24,32 @@ export const loggingLayer = (config: AppConfigShape) =>
     Layer.succeed(References.MinimumLogLevel)(LOG_LEVEL[config.logLevel])
   )
 
-export const ServiceLive = (config: AppConfigShape, tls: { readonly cert: string; readonly key: string }) => {
-  const base = Layer.mergeAll(
-    DatabaseLive({ applicationName: "timewheel", maxConnections: 20 }),
+export interface ServiceOptions {
+  /** Connect timeout of deliveries (SPEC: a fixed 10 s); tests may shorten it. */
+  readonly connectTimeoutMs?: number
+}
+
+export const ServiceLive = (
+  config: AppConfigShape,
+  tls: { readonly cert: string; readonly key: string },
+  options: ServiceOptions = {}
+) => {
+  const database = DatabaseLive({ applicationName: "timewheel", maxConnections: 20 }).pipe(
+    Layer.provideMerge(Layer.succeed(AppConfig)(config))
+  )
+  const core = Layer.mergeAll(
+    ShardCount.layer,
     Heartbeats.layer,
-    DashboardSessions.none
-  ).pipe(Layer.provideMerge(Layer.succeed(AppConfig)(config)))
-  return HttpsServerLive(tls).pipe(Layer.provideMerge(base), Layer.provide(loggingLayer(config)))
+    DashboardSessions.none,
+    NodeIdentity.layer,
+    WakeRouterLive,
+    Executor.layer({
+      maxInFlight: config.maxInFlight,
+      blockPrivateTargets: config.blockPrivateTargets,
+      ...(options.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: options.connectTimeoutMs })
+    })
+  ).pipe(Layer.provideMerge(database))
+  const delivery = DispatcherLive.pipe(Layer.provideMerge(core))
+  const scheduler = ShardManagerLive.pipe(Layer.provideMerge(delivery))
+  return HttpsServerLive(tls).pipe(Layer.provideMerge(scheduler), Layer.provide(loggingLayer(config)))
 }

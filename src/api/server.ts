@@ -8,14 +8,19 @@ import * as https from "node:https"
 import { AppConfig } from "../config.ts"
 import { DocsRoutes } from "./docs.ts"
 import { HealthRoutes, healthPaths } from "./health.ts"
+import { LogRoutes } from "./logs.ts"
+import { logPaths } from "./logsOpenApi.ts"
 import { openApiDocument, OpenApiRoutes, openApiPaths } from "./openapi.ts"
+import { RetryPolicyRoutes, retryPolicyPaths } from "./retryPolicy.ts"
+import { ScheduleRoutes } from "./schedule.ts"
+import { schedulePaths } from "./scheduleDocs.ts"
 
 export const MAX_HEADER_BYTES = 16 * 1024
 
 /** Every route of the API, and the OpenAPI document describing them. */
 export const apiRoutes = (prefix: string) => {
-  const document = openApiDocument([healthPaths(prefix), openApiPaths()])
-  return Layer.mergeAll(HealthRoutes, OpenApiRoutes(document), DocsRoutes(document))
+  const document = openApiDocument([schedulePaths(prefix), healthPaths(prefix), logPaths(prefix), retryPolicyPaths(prefix), openApiPaths()])
+  return Layer.mergeAll(ScheduleRoutes, HealthRoutes, LogRoutes, RetryPolicyRoutes, OpenApiRoutes(document), DocsRoutes(document))
 }
 
 export const httpsListener = (options: { readonly host: string; readonly port: number; readonly cert: string; readonly key: string }) =>

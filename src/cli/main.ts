@@ -39,7 +39,11 @@ const readStdin = Effect.promise(async () => {
   return Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "")
 })
 
-/** The database commands; `undefined` when the arguments name none of them. */
+/**
+ * The database commands; `undefined` when the arguments name none of them. The outer effect checks
+ * the arguments (and reads stdin) without a database; it yields the command to run on the database,
+ * so a usage error never waits for, or is hidden by, a database connection.
+ */
 const databaseCommand = (args: ReadonlyArray<string>) => {
   const { positional, options } = splitArgs(args)
   const [group, action, first, second] = positional
@@ -50,24 +54,25 @@ const databaseCommand = (args: ReadonlyArray<string>) => {
       return Effect.gen(function*() {
         yield* expect(3, "<name>")
         const quota = options.has("monthly-quota") ? yield* parseQuota(options.get("monthly-quota")) : undefined
-        return yield* projectCreate(first!, quota)
+        return projectCreate(first!, quota)
       })
     case "project set-quota":
       return Effect.gen(function*() {
         yield* expect(4, "<name> <N>")
-        return yield* projectSetQuota(first!, yield* parseQuota(second))
+        const quota = yield* parseQuota(second)
+        return projectSetQuota(first!, quota)
       })
     case "key create":
-      return Effect.andThen(expect(3, "<project-name>"), keyCreate(first!))
+      return Effect.map(expect(3, "<project-name>"), () => keyCreate(first!))
     case "key list":
-      return Effect.andThen(expect(3, "<project-name>"), keyList(first!))
+      return Effect.map(expect(3, "<project-name>"), () => keyList(first!))
     case "key revoke":
-      return Effect.andThen(expect(3, "<key-id>"), keyRevoke(first!))
+      return Effect.map(expect(3, "<key-id>"), () => keyRevoke(first!))
     case "admin create":
       return Effect.gen(function*() {
         yield* expect(3, "<email>")
         const password = options.get("password") ?? (yield* readStdin)
-        return yield* adminCreate(first!, password)
+        return adminCreate(first!, password)
       })
     default:
       return undefined
@@ -96,6 +101,16 @@ export const runCli = async (args: ReadonlyArray<string>, env: Readonly<Record<s
     process.stderr.write((args.length === 0 ? "" : `unknown command: ${args.join(" ")}\n`) + USAGE + "\n")
     return 1
   }
+  /** Prints the one-line failure of an exit; true when it failed. */
+  const failed = (exit: Exit.Exit<unknown, unknown>): boolean => {
+    if (Exit.isSuccess(exit)) return false
+    const failure = Cause.findErrorOption(exit.cause)
+    if (failure._tag === "Some" && failure.value instanceof CliError) err(failure.value.message)
+    else err(`failed: ${describeFailure(Cause.squash(exit.cause))}`)
+    return true
+  }
+  const checked = await Effect.runPromiseExit(command)
+  if (failed(checked) || !Exit.isSuccess(checked)) return 1
   let config
   try {
     config = loadConfig(env)
@@ -106,7 +121,7 @@ export const runCli = async (args: ReadonlyArray<string>, env: Readonly<Record<s
     }
     throw error
   }
-  const program = command.pipe(
+  const program = checked.value.pipe(
     Effect.provide(DatabaseLive({ applicationName: "timewheel-cli", maxConnections: 2 }).pipe(
       Layer.provide(Layer.succeed(AppConfig)(config))
     )),
@@ -115,14 +130,9 @@ export const runCli = async (args: ReadonlyArray<string>, env: Readonly<Record<s
     Effect.provide(Logger.layer([]))
   )
   const exit = await Effect.runPromiseExit(program)
-  if (Exit.isSuccess(exit)) {
-    out(exit.value)
-    return 0
-  }
-  const failure = Cause.findErrorOption(exit.cause)
-  if (failure._tag === "Some" && failure.value instanceof CliError) err(failure.value.message)
-  else err(`failed: ${describeFailure(Cause.squash(exit.cause))}`)
-  return 1
+  if (failed(exit) || !Exit.isSuccess(exit)) return 1
+  out(exit.value)
+  return 0
 }
 
 if (import.meta.main) {

@@ -1,7 +1,7 @@
 // The database layer: @effect/sql-pg on DATABASE_URL, or on the embedded server in DATA_DIR/pg.
 // Building it also applies the migrations (serialised across processes by an advisory lock).
 import { PgClient } from "@effect/sql-pg"
-import { Clock, Effect, Layer, Redacted } from "effect"
+import { Clock, Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import * as path from "node:path"
 import { AppConfig } from "../config.ts"
@@ -45,6 +45,11 @@ export const storedShardCount = Effect.gen(function*() {
   const rows = yield* sql<{ value: string }>`SELECT value FROM settings WHERE key = 'shards'`
   return Number(rows[0]!.value)
 })
+
+/** The cluster's shard count, read once from the database (not from SHARDS, which only seeds it). */
+export class ShardCount extends Context.Service<ShardCount, { readonly count: number }>()("timewheel/ShardCount") {
+  static readonly layer = Layer.effect(ShardCount, Effect.map(storedShardCount, (count) => ({ count })))
+}
 
 const clientLayer = (url: string, applicationName: string, maxConnections: number) =>
   PgClient.layer({ url: Redacted.make(url), applicationName, maxConnections, connectTimeout: "10 seconds" })

@@ -8,11 +8,11 @@ export interface ProjectRow {
   readonly monthlyQuota: number
 }
 
-const isUniqueViolation = (error: { readonly reason: unknown }) =>
-  String((error.reason as { cause?: unknown }).cause ?? "").includes("23505") ||
-  (error.reason as { _tag?: string })._tag === "UniqueViolation"
-
-export { isUniqueViolation }
+/** True for an SqlError caused by a unique constraint (SQLSTATE 23505). */
+export const isUniqueViolation = (error: unknown): boolean => {
+  const reason = (error as { reason?: { _tag?: string; cause?: { code?: string } } } | undefined)?.reason
+  return reason?._tag === "UniqueViolation" || reason?.cause?.code === "23505"
+}
 
 /** Inserts a project; `false` when the name is taken. */
 export const projectsCreate = Effect.fn("projectsCreate")(function*(input: {

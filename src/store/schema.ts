@@ -76,7 +76,9 @@ CREATE TABLE triggers (
   retry         jsonb,                    -- per-trigger retry policy, NULL when none
   cron_expr     text,                     -- generators only; never returned by the API
   cron_tz       text,
-  attempts      integer NOT NULL DEFAULT 0,
+  attempts      integer NOT NULL DEFAULT 0,  -- attempts made so far (executions recorded)
+  triggered_by  text,
+  claimed_by    text,                     -- node that moved it to queued/running (crash recovery)                     -- why the pending attempt runs: NULL (schedule or retry policy) or 'retry' (replay)
   created_at    timestamptz NOT NULL,
   updated_at    timestamptz NOT NULL
 );

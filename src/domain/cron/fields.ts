@@ -16,8 +16,6 @@ export interface FieldSpec {
   readonly label: string
   readonly min: number
   readonly max: number
-  /** Highest value reached by `*` and open-ended steps (`a/n`); 6 for day of week, where 7 is an alias. */
-  readonly stepMax: number
   /** Three-letter names, the first one standing for `nameBase`. */
   readonly names: ReadonlyArray<string>
   readonly nameBase: number
@@ -36,13 +34,12 @@ const spec = (
   label: string,
   min: number,
   max: number,
-  extra: Partial<Pick<FieldSpec, "stepMax" | "names" | "nameBase" | "hashMax" | "accepts">> = {}
+  extra: Partial<Pick<FieldSpec, "names" | "nameBase" | "hashMax" | "accepts">> = {}
 ): FieldSpec => ({
   key,
   label,
   min,
   max,
-  stepMax: extra.stepMax ?? max,
   names: extra.names ?? [],
   nameBase: extra.nameBase ?? min,
   hashMin: min,
@@ -57,7 +54,6 @@ export const FIELD_SPECS: Readonly<Record<FieldKey, FieldSpec>> = {
   dayOfMonth: spec("dayOfMonth", "day-of-month", 1, 31, { hashMax: 28, accepts: "1-31, L or nL" }),
   month: spec("month", "month", 1, 12, { names: MONTH_NAMES, nameBase: 1, accepts: "1-12 or JAN-DEC" }),
   dayOfWeek: spec("dayOfWeek", "day-of-week", 0, 7, {
-    stepMax: 6,
     names: DAY_NAMES,
     nameBase: 0,
     hashMax: 6,
@@ -112,8 +108,6 @@ const parseStep = (field: FieldSpec, element: string, stepText: string): number 
   if (!DIGITS.test(stepText)) return fail(`${field.label} step "${stepText}" in "${element}" is not a whole number`)
   const step = Number(stepText)
   if (step === 0) return fail(`${field.label} step 0 in "${element}" is not allowed (use 1 or more)`)
-  const span = field.stepMax - field.min + 1
-  if (step > span) return fail(`${field.label} step ${step} in "${element}" is larger than ${span}`)
   return step
 }
 
@@ -143,6 +137,9 @@ const parseElement = (field: FieldSpec, element: string, fieldText: string): Ele
   if (/W/i.test(element) && field.key === "dayOfMonth") {
     return fail(`day-of-month value "${element}" is not supported: W (nearest weekday) forms are rejected`)
   }
+  if (field.key === "dayOfWeek" && /^[A-Za-z][\w+-]*\/[A-Za-z]/.test(element)) {
+    return fail(`day-of-week value "${element}" is not valid (a time zone goes after a comma)`)
+  }
   if (element.includes("L") && (field.key === "dayOfMonth" || field.key === "dayOfWeek")) {
     return parseLastElement(field, element, fieldText)
   }
@@ -151,7 +148,7 @@ const parseElement = (field: FieldSpec, element: string, fieldText: string): Ele
   if (slash.length > 2) return fail(`${describe(field, fieldText)}: "${element}" has more than one "/"`)
   const [base, stepText] = slash
   const step = stepText === undefined ? null : parseStep(field, element, stepText)
-  if (base === "*") return { values: rangeValues(field.min, field.stepMax, step ?? 1), single: false }
+  if (base === "*") return { values: rangeValues(field.min, field.max, step ?? 1), single: false }
   const dash = base.split("-")
   if (dash.length > 2) return fail(`${describe(field, fieldText)}: "${element}" is not a valid range`)
   const from = parseValue(field, dash[0])
@@ -160,7 +157,7 @@ const parseElement = (field: FieldSpec, element: string, fieldText: string): Ele
     if (to < from) return fail(`${field.label} range ${base} must go upward (write the smaller value first)`)
     return { values: rangeValues(from, to, step ?? 1), single: false }
   }
-  if (step !== null) return { values: rangeValues(from, Math.max(from, field.stepMax), step), single: false }
+  if (step !== null) return { values: rangeValues(from, field.max, step), single: false }
   return { values: [from], single: true }
 }
 
@@ -234,7 +231,7 @@ const parseHashed = (field: FieldSpec, text: string, hash: number): FieldValues 
 /** Parses one field. `hash` is the stable pseudo-random number used by `H`. */
 export const parseField = (field: FieldSpec, text: string, hash: number): FieldValues => {
   if (text === "*" || text === "?") {
-    return { ...restricted(rangeValues(field.min, field.stepMax, 1), []), unrestricted: true }
+    return { ...restricted(rangeValues(field.min, field.max, 1), []), unrestricted: true }
   }
   if (text.startsWith("H")) return parseHashed(field, text, hash)
   if (text.includes("#") && field.key === "dayOfWeek") return parseNth(field, text)
@@ -254,9 +251,15 @@ export const parseField = (field: FieldSpec, text: string, hash: number): FieldV
       if (lastWeekdays.includes(parsed.lastWeekday)) return fail(`${describe(field, text)} repeats "${element}"`)
       lastWeekdays.push(parsed.lastWeekday)
     }
+    const folded = new Set<number>()
     for (const value of parsed.values) {
-      if (seen.has(value)) return fail(`${field.label} list "${text}" repeats value ${value}`)
-      seen.add(value)
+      const key = field.key === "dayOfWeek" ? value % 7 : value
+      if (seen.has(key) && !folded.has(key)) {
+        const sunday = field.key === "dayOfWeek" && key === 0 ? " (0 and 7 are both Sunday)" : ""
+        return fail(`${field.label} list "${text}" repeats value ${value}${sunday}`)
+      }
+      seen.add(key)
+      folded.add(key)
     }
     if (parsed.single) singles.push(parsed.values[0])
   }

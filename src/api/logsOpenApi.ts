@@ -1,0 +1,210 @@
+// OpenAPI fragment of the log and replay endpoints (logs.ts): the trigger and execution views of
+// DECISIONS.md as schemas, the query parameters, and every error response the handlers give.
+import { EXECUTION_STATUSES, TRIGGER_KINDS, TRIGGER_STATUSES } from "./logs.ts"
+import { errorResponse, jsonResponseOf, keyOrBearer, type Paths, unauthorized } from "./openapiParts.ts"
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./requestParts.ts"
+
+const isoTime = { type: "string", format: "date-time", description: "ISO 8601, UTC, milliseconds." }
+const nullable = (type: string) => ({ type: [type, "null"] })
+
+const triggerSchema = {
+  type: "object",
+  required: [
+    "id", "kind", "status", "scheduledAt", "url", "method", "headers", "body", "contentType", "title", "tags",
+    "customKey", "retry", "generatorId", "attempts", "createdAt", "updatedAt"
+  ],
+  properties: {
+    id: { type: "string", format: "uuid" },
+    kind: { type: "string", enum: TRIGGER_KINDS },
+    status: {
+      type: "string",
+      enum: TRIGGER_STATUSES,
+      description: "One-shots and instances: registered … cancelled. Generators: active or cancelled."
+    },
+    scheduledAt: {
+      type: ["string", "null"],
+      format: "date-time",
+      description: "For a generator, the time of its upcoming instance (null when it has none)."
+    },
+    url: { type: "string" },
+    method: { type: "string" },
+    headers: {
+      type: "object",
+      additionalProperties: { type: "string" },
+      description: "A header stored several times has its values joined with \", \"."
+    },
+    body: {
+      type: ["object", "null"],
+      required: ["encoding", "value"],
+      properties: { encoding: { type: "string", enum: ["text", "base64"] }, value: { type: "string" } },
+      description: "`text` when the stored bytes are valid UTF-8, else `base64`."
+    },
+    contentType: nullable("string"),
+    title: nullable("string"),
+    tags: { type: "array", items: { type: "string" } },
+    customKey: nullable("string"),
+    retry: {
+      type: ["object", "null"],
+      description: "The per-trigger retry policy, or null.",
+      properties: {
+        strategy: { type: "string", enum: ["none", "fixed", "exponential"] },
+        maxAttempts: nullable("integer"),
+        initialDelaySeconds: { type: "integer" },
+        maxDelaySeconds: nullable("integer"),
+        jitter: { type: "boolean" },
+        retryOn: { type: "string", enum: ["network_only", "5xx_and_network", "non_2xx"] }
+      }
+    },
+    generatorId: { type: ["string", "null"], description: "Set on generator instances." },
+    attempts: { type: "integer", description: "Attempts made so far." },
+    createdAt: isoTime,
+    updatedAt: isoTime
+  }
+}
+
+const executionSchema = {
+  type: "object",
+  required: [
+    "id", "jobId", "attempt", "status", "startedAt", "finishedAt", "durationMs", "httpStatus", "responseHeaders",
+    "responseBody", "isDeadLetter", "connectTimeoutSeconds", "timeoutSeconds", "triggeredBy", "url"
+  ],
+  properties: {
+    id: { type: "string", format: "uuid" },
+    jobId: { type: "string", format: "uuid" },
+    attempt: { type: "integer", minimum: 1 },
+    status: { type: "string", enum: EXECUTION_STATUSES, description: "`succeeded` when a 2xx response arrived." },
+    startedAt: isoTime,
+    finishedAt: isoTime,
+    durationMs: { type: "integer" },
+    httpStatus: nullable("integer"),
+    responseHeaders: { type: ["object", "null"], additionalProperties: { type: "string" } },
+    responseBody: { type: ["string", "null"], description: "UTF-8, first 64 KiB." },
+    errorKind: {
+      type: ["string", "null"],
+      description: "Present when no HTTP response was received (always present, maybe null, with deadLetterOnly=true)."
+    },
+    errorCode: { type: ["string", "null"], description: "Underlying code (resolver, socket, certificate)." },
+    errorMessage: { type: "string", description: "Present on a failed attempt that has one." },
+    isDeadLetter: { type: "boolean" },
+    connectTimeoutSeconds: { type: "integer" },
+    timeoutSeconds: { type: "integer" },
+    triggeredBy: { type: ["string", "null"], description: "`retry` on a replayed attempt." },
+    url: { type: "string", description: "The job URL the attempt went to." }
+  }
+}
+
+const query = (name: string, description: string, schema: unknown) => ({ name, in: "query", required: false, description, schema })
+const pathId = (description: string) => ({ name: "id", in: "path", required: true, description, schema: { type: "string" } })
+
+const pageParameters = [
+  query("limit", `Page size, 1 to ${MAX_PAGE_SIZE}.`, { type: "integer", minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE }),
+  query("cursor", "`nextCursor` of the previous page.", { type: "string" })
+]
+
+const badQuery = errorResponse("A query value is invalid (the message names it).")
+const jobNotFound = errorResponse("`Job not found`: unknown id, or a trigger of another project.")
+const page = (name: string, item: unknown) => ({
+  type: "object",
+  required: [name, "nextCursor"],
+  properties: { [name]: { type: "array", items: item }, nextCursor: { type: ["string", "null"], description: "null on the last page." } }
+})
+
+export const logPaths = (prefix: string): Paths => ({
+  "/jobs": {
+    get: {
+      operationId: "listJobs",
+      summary: "List triggers, newest first",
+      parameters: [
+        ...keyOrBearer(prefix),
+        query("status", "Only triggers in this status.", { type: "string", enum: TRIGGER_STATUSES }),
+        query("kind", "`job` (one-shots and generator instances) or `generator`.", { type: "string", enum: TRIGGER_KINDS }),
+        query("tag", "Only triggers carrying this tag.", { type: "string" }),
+        query("customKey", "Only triggers with this custom key.", { type: "string" }),
+        ...pageParameters
+      ],
+      responses: { 200: jsonResponseOf("A page of triggers.", page("jobs", triggerSchema)), 400: badQuery, 401: unauthorized }
+    }
+  },
+  "/jobs/{id}": {
+    get: {
+      operationId: "getJob",
+      summary: "Get one trigger or generator",
+      parameters: [...keyOrBearer(prefix), pathId("Trigger or generator id.")],
+      responses: { 200: jsonResponseOf("The trigger.", triggerSchema), 401: unauthorized, 404: jobNotFound }
+    }
+  },
+  "/jobs/{id}/executions": {
+    get: {
+      operationId: "listJobExecutions",
+      summary: "Every attempt of one trigger, oldest first",
+      parameters: [...keyOrBearer(prefix), pathId("Trigger id.")],
+      responses: {
+        200: jsonResponseOf("The attempts.", {
+          type: "object", required: ["executions"], properties: { executions: { type: "array", items: executionSchema } }
+        }),
+        401: unauthorized,
+        404: jobNotFound
+      }
+    },
+    post: {
+      operationId: "replayJob",
+      summary: "Replay a completed trigger",
+      description: "Queues a fresh attempt with the trigger's stored method, headers and body, recorded with `triggeredBy: \"retry\"`.",
+      parameters: [...keyOrBearer(prefix), pathId("Trigger id.")],
+      requestBody: {
+        required: true,
+        content: {
+          "application/json": {
+            schema: { type: "object", required: ["triggeredBy"], properties: { triggeredBy: { type: "string", enum: ["retry"] } } }
+          }
+        }
+      },
+      responses: {
+        202: jsonResponseOf("Queued.", {
+          type: "object",
+          required: ["jobId", "status"],
+          properties: { jobId: { type: "string", format: "uuid" }, status: { type: "string", enum: ["queued"] } }
+        }),
+        400: {
+          description: "Invalid JSON (empty body), or `triggeredBy must be \"retry\"` / `Body must be a JSON object`.",
+          content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } }
+        },
+        401: unauthorized,
+        404: jobNotFound,
+        410: errorResponse("`Job is not completed (status=<status>)`."),
+        415: {
+          description: "A Content-Type other than application/json (plain text `Unsupported content-type: <type>`).",
+          content: { "text/plain": { schema: { type: "string" } } }
+        }
+      }
+    }
+  },
+  "/executions": {
+    get: {
+      operationId: "listExecutions",
+      summary: "List attempts across triggers, newest first",
+      parameters: [
+        ...keyOrBearer(prefix),
+        query("jobId", "Only attempts of this trigger.", { type: "string", format: "uuid" }),
+        query("customKey", "Only attempts of triggers with this custom key (a generator's key covers its instances).", { type: "string" }),
+        query("executionStatus", "`succeeded` or `failed`.", { type: "string", enum: EXECUTION_STATUSES }),
+        query("httpStatus", "Only attempts that got this HTTP status.", { type: "integer", minimum: 100, maximum: 599 }),
+        query("deadLetterOnly", "`true`: only dead letters.", { type: "boolean" }),
+        ...pageParameters
+      ],
+      responses: { 200: jsonResponseOf("A page of attempts.", page("executions", executionSchema)), 400: badQuery, 401: unauthorized }
+    }
+  },
+  "/executions/{id}": {
+    get: {
+      operationId: "getExecution",
+      summary: "Get one attempt",
+      parameters: [...keyOrBearer(prefix), pathId("Execution id.")],
+      responses: {
+        200: jsonResponseOf("The attempt.", executionSchema),
+        401: unauthorized,
+        404: errorResponse("`Execution not found`.")
+      }
+    }
+  }
+})

@@ -1,0 +1,89 @@
+// Reading the parts of a JSON-API request the same way everywhere: the exact path (the router
+// forgives a trailing or doubled slash, the spec does not), query parameters with one clear 400
+// message per bad value, and a JSON body under the spec's rules (another Content-Type → 415 plain
+// text; a missing one is read as JSON; unreadable or invalid JSON → empty 400).
+import { Effect } from "effect"
+import { HttpServerRequest } from "effect/http"
+import { BadRequest, EmptyBadRequest, EmptyNotFound, UnsupportedContentType } from "./errors.ts"
+
+/** Fails with the router's empty 404 unless the path (query excluded) matches `pattern` exactly. */
+export const requireExactPath = (request: HttpServerRequest.HttpServerRequest, pattern: RegExp) => {
+  const path = request.url.split("?", 1)[0] ?? ""
+  return pattern.test(path) ? Effect.void : Effect.fail(new EmptyNotFound())
+}
+
+/** The query parameters of the current request; a parameter sent twice is a 400. */
+export const queryParams = Effect.gen(function*() {
+  const params = yield* HttpServerRequest.ParsedSearchParams
+  return {
+    /** The value, or undefined when absent; an empty value is a 400 naming the parameter. */
+    get: (name: string): Effect.Effect<string | undefined, BadRequest> => {
+      const value = params[name]
+      if (value === undefined) return Effect.succeed(undefined)
+      if (typeof value !== "string") return Effect.fail(new BadRequest({ message: `${name} must be given at most once` }))
+      if (value === "") return Effect.fail(new BadRequest({ message: `${name} must not be empty` }))
+      return Effect.succeed(value)
+    }
+  }
+})
+
+export type QueryParams = Effect.Success<typeof queryParams>
+
+const bad = (message: string) => Effect.fail(new BadRequest({ message }))
+
+export const MAX_PAGE_SIZE = 500
+export const DEFAULT_PAGE_SIZE = 50
+
+/** `limit`: an integer from 1 to 500, default 50. */
+export const pageLimit = (query: QueryParams) =>
+  Effect.flatMap(query.get("limit"), (raw) => {
+    if (raw === undefined) return Effect.succeed(DEFAULT_PAGE_SIZE)
+    const n = Number(raw)
+    return /^\d+$/.test(raw) && n >= 1 && n <= MAX_PAGE_SIZE
+      ? Effect.succeed(n)
+      : bad(`limit must be an integer between 1 and ${MAX_PAGE_SIZE}`)
+  })
+
+/** A parameter restricted to a list of values. */
+export const oneOf = <const A extends string>(query: QueryParams, name: string, values: ReadonlyArray<A>) =>
+  Effect.flatMap(query.get(name), (raw): Effect.Effect<A | undefined, BadRequest> =>
+    raw === undefined || (values as ReadonlyArray<string>).includes(raw)
+      ? Effect.succeed(raw as A | undefined)
+      : bad(`${name} must be one of ${values.join(", ")}`))
+
+/** `true` or `false`. */
+export const booleanParam = (query: QueryParams, name: string) =>
+  Effect.flatMap(query.get(name), (raw): Effect.Effect<boolean | undefined, BadRequest> =>
+    raw === undefined ? Effect.succeed(undefined)
+    : raw === "true" ? Effect.succeed(true)
+    : raw === "false" ? Effect.succeed(false)
+    : bad(`${name} must be true or false`))
+
+/** A whole number within [min, max], written as plain digits. */
+export const integerParam = (query: QueryParams, name: string, min: number, max: number) =>
+  Effect.flatMap(query.get(name), (raw): Effect.Effect<number | undefined, BadRequest> =>
+    raw === undefined ? Effect.succeed(undefined)
+    : /^\d+$/.test(raw) && Number(raw) >= min && Number(raw) <= max ? Effect.succeed(Number(raw))
+    : bad(`${name} must be an integer between ${min} and ${max}`))
+
+const JSON_MEDIA_TYPE = "application/json"
+
+/**
+ * The request's JSON body: a Content-Type other than application/json (parameters such as
+ * charset allowed) → 415; no Content-Type (or an empty one) → read as JSON; unreadable or
+ * invalid JSON → empty 400.
+ */
+export const readJsonBody = (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.gen(function*() {
+    const contentType = request.headers["content-type"]
+    if (contentType !== undefined && contentType.trim() !== "") {
+      const mediaType = (contentType.split(";", 1)[0] ?? "").trim().toLowerCase()
+      if (mediaType !== JSON_MEDIA_TYPE) return yield* Effect.fail(new UnsupportedContentType({ contentType }))
+    }
+    const text = yield* Effect.mapError(request.text, () => new EmptyBadRequest())
+    try {
+      return JSON.parse(text) as unknown
+    } catch {
+      return yield* Effect.fail(new EmptyBadRequest())
+    }
+  })

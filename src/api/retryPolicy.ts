@@ -1,0 +1,124 @@
+// GET / PUT /project/retry-policy (SPEC "Project default retry policy", DECISIONS "Retry objects"):
+// the whole project default policy with SPEC's field names. PUT is a patch: omitted fields keep
+// their value, a bad value is a 400 naming the field. Key header, Bearer or dashboard session.
+import { Clock, Effect } from "effect"
+import { HttpRouter, HttpServerRequest } from "effect/http"
+import {
+  PROJECT_DEFAULT_RETRY,
+  projectPolicyView,
+  type ProjectRetryPolicyView,
+  type RetryPolicy,
+  validateRetryPolicyPatch
+} from "../domain/retry.ts"
+import { projectsPatchRetryPolicy } from "../store/projectRetryPolicy.ts"
+import { projectsGetRetryPolicy } from "../store/projects.ts"
+import { authenticate } from "./auth.ts"
+import { BadRequest, jsonResponse } from "./errors.ts"
+import { handle } from "./handle.ts"
+import { jsonResponseOf, keyOrBearer, type Paths, unauthorized } from "./openapiParts.ts"
+import { readJsonBody, requireExactPath } from "./requestParts.ts"
+
+const PATH = /^\/project\/retry-policy$/
+
+/** The stored view as a policy; a field missing from the stored object takes SPEC's default. */
+const policyOfStoredView = (stored: unknown): RetryPolicy => {
+  const view = (typeof stored === "object" && stored !== null ? stored : {}) as Partial<ProjectRetryPolicyView>
+  const d = PROJECT_DEFAULT_RETRY
+  return {
+    strategy: view.retryStrategy ?? d.strategy,
+    maxAttempts: view.retryMaxAttempts === undefined ? d.maxAttempts : view.retryMaxAttempts,
+    initialDelaySeconds: view.retryInitialDelaySeconds ?? d.initialDelaySeconds,
+    maxDelaySeconds: view.retryMaxDelaySeconds === undefined ? d.maxDelaySeconds : view.retryMaxDelaySeconds,
+    jitter: view.retryJitter ?? d.jitter,
+    retryOn: view.retryOn ?? d.retryOn
+  }
+}
+
+const FIELDS: ReadonlyArray<keyof ProjectRetryPolicyView> = [
+  "retryStrategy", "retryMaxAttempts", "retryInitialDelaySeconds", "retryMaxDelaySeconds", "retryJitter", "retryOn"
+]
+
+const readPolicy = (projectId: string) => Effect.map(projectsGetRetryPolicy(projectId), policyOfStoredView)
+
+const getPolicy = Effect.gen(function*() {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  yield* requireExactPath(request, PATH)
+  const { projectId } = yield* authenticate(request)
+  return jsonResponse(200, projectPolicyView(yield* readPolicy(projectId)))
+})
+
+/**
+ * Content-Type and JSON first (415, empty 400), then credentials, then the values. Only the
+ * fields present in the body are written, merged into the stored policy in one statement.
+ */
+const putPolicy = Effect.gen(function*() {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  yield* requireExactPath(request, PATH)
+  const patch = yield* readJsonBody(request)
+  const { projectId } = yield* authenticate(request)
+  const result = validateRetryPolicyPatch(yield* readPolicy(projectId), patch)
+  if (result._tag === "Err") return yield* Effect.fail(new BadRequest({ message: result.message }))
+  const patched = projectPolicyView(result.policy)
+  const fields = Object.fromEntries(
+    FIELDS.filter((field) => Object.hasOwn(patch as object, field)).map((field) => [field, patched[field]])
+  )
+  const nowMs = yield* Clock.currentTimeMillis
+  const stored = yield* projectsPatchRetryPolicy({ projectId, fields, nowMs })
+  return jsonResponse(200, projectPolicyView(policyOfStoredView(stored)))
+})
+
+export const RetryPolicyRoutes = HttpRouter.use(Effect.fn(function*(router) {
+  yield* router.add("GET", "/project/retry-policy", handle(getPolicy))
+  yield* router.add("PUT", "/project/retry-policy", handle(putPolicy))
+}))
+
+const policySchema = {
+  type: "object",
+  required: FIELDS,
+  properties: {
+    retryStrategy: { type: "string", enum: ["none", "fixed", "exponential"], default: "exponential" },
+    retryMaxAttempts: { type: "integer", minimum: 1, default: 3, description: "Counts the first attempt." },
+    retryInitialDelaySeconds: { type: "integer", minimum: 0, maximum: 86400, default: 30 },
+    retryMaxDelaySeconds: {
+      type: ["integer", "null"], minimum: 0, maximum: 86400, default: null, description: "Caps an exponential delay; null: no cap."
+    },
+    retryJitter: { type: "boolean", default: false, description: "Multiplies each delay by 0.5 to 1.5." },
+    retryOn: { type: "string", enum: ["network_only", "5xx_and_network", "non_2xx"], default: "network_only" }
+  }
+}
+
+const patchSchema = { ...policySchema, required: [], description: "Any of the fields; omitted ones keep their value." }
+
+export const retryPolicyPaths = (prefix: string): Paths => ({
+  "/project/retry-policy": {
+    get: {
+      operationId: "getProjectRetryPolicy",
+      summary: "Read the project default retry policy",
+      description: "Applies to triggers with no per-trigger policy whose tags express no retry opinion.",
+      parameters: keyOrBearer(prefix),
+      responses: {
+        200: jsonResponseOf("The whole policy.", policySchema),
+        401: unauthorized
+      }
+    },
+    put: {
+      operationId: "patchProjectRetryPolicy",
+      summary: "Patch the project default retry policy",
+      description: "Takes any of the policy's fields; omitted fields keep their value. Answers the whole policy after the patch.",
+      parameters: keyOrBearer(prefix),
+      requestBody: { required: true, content: { "application/json": { schema: patchSchema } } },
+      responses: {
+        200: jsonResponseOf("The whole policy after the patch.", policySchema),
+        400: {
+          description: "Invalid JSON (empty body), or a bad value (`BadRequest` with a message naming the field).",
+          content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } }
+        },
+        401: unauthorized,
+        415: {
+          description: "A Content-Type other than application/json (plain text `Unsupported content-type: <type>`).",
+          content: { "text/plain": { schema: { type: "string" } } }
+        }
+      }
+    }
+  }
+})

@@ -1,0 +1,47 @@
+// Any method /schedule (create or edit a trigger) and DELETE /cancel: raw routes, because the method,
+// headers and body of /schedule are the request to replay later.
+import { Clock, Effect } from "effect"
+import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import * as ByteSize from "effect/ByteSize"
+import { AppConfig } from "../config.ts"
+import { cancelTrigger, type CancelTarget } from "../commands/cancel.ts"
+import { scheduleTrigger } from "../commands/schedule.ts"
+import { authenticateKey } from "./auth.ts"
+import { BadRequest, EmptyBadRequest, jsonResponse } from "./errors.ts"
+import { handle } from "./handle.ts"
+import { MAX_BODY_BYTES, readScheduleRequest } from "./scheduleRequest.ts"
+
+const scheduleHandler = Effect.gen(function*() {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const config = yield* AppConfig
+  const nowMs = yield* Clock.currentTimeMillis
+  const command = yield* readScheduleRequest(request, config.prefix, nowMs).pipe(
+    Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MAX_BODY_BYTES))
+  )
+  const result = yield* scheduleTrigger(command, nowMs)
+  return request.method === "HEAD" ? HttpServerResponse.empty({ status: 200 }) : jsonResponse(200, result)
+})
+
+const cancelHandler = Effect.gen(function*() {
+  const request = yield* HttpServerRequest.HttpServerRequest
+  const { prefix } = yield* AppConfig
+  const key = request.headers[`${prefix}-api-key`]
+  if (key === undefined) return yield* Effect.fail(new EmptyBadRequest())
+  const id = request.headers[`${prefix}-trigger-id`]
+  const customKey = request.headers[`${prefix}-custom-key`]
+  if ((id === undefined && customKey === undefined) || id === "" || customKey === "") {
+    return yield* Effect.fail(new BadRequest({ message: `Must provide either ${prefix}-trigger-id or ${prefix}-custom-key header` }))
+  }
+  if (id !== undefined && customKey !== undefined) {
+    return yield* Effect.fail(new BadRequest({ message: `Provide either ${prefix}-trigger-id or ${prefix}-custom-key, not both` }))
+  }
+  const target: CancelTarget = id !== undefined ? { _tag: "Id", id } : { _tag: "CustomKey", customKey: customKey! }
+  const principal = yield* authenticateKey(key)
+  yield* cancelTrigger(principal.projectId, target, yield* Clock.currentTimeMillis)
+  return HttpServerResponse.empty({ status: 204 })
+})
+
+export const ScheduleRoutes = HttpRouter.use(Effect.fn(function*(router) {
+  yield* router.add("*", "/schedule", handle(scheduleHandler))
+  yield* router.add("DELETE", "/cancel", handle(cancelHandler))
+}))

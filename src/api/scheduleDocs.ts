@@ -1,0 +1,74 @@
+// OpenAPI description of /schedule (one operation shared by GET, POST, PUT, PATCH and DELETE) and
+// DELETE /cancel. Their credentials are the key header only.
+import { emptyResponse, errorResponse, jsonResponseOf, keyHeader, type Paths } from "./openapiParts.ts"
+
+const header = (name: string, description: string, required = false, schema: Record<string, unknown> = { type: "string" }) => ({
+  name, in: "header", required, description, schema
+})
+
+const scheduleResult = {
+  type: "object",
+  required: ["triggerId", "scheduledAt", "operation", "kind", "monthQuotaRemaining"],
+  properties: {
+    triggerId: { type: "string", format: "uuid", description: "One-shot: the trigger id. Recurring: the generator id." },
+    scheduledAt: { type: "string", format: "date-time", description: "Resolved time (recurring: the next instance)." },
+    operation: { type: "string", enum: ["schedule", "reschedule"] },
+    kind: { type: "string", enum: ["job", "generator"] },
+    monthQuotaRemaining: { type: "integer" }
+  }
+}
+
+export const schedulePaths = (prefix: string): Paths => {
+  const parameters = [
+    keyHeader(prefix, true),
+    header(`${prefix}-url`, "Absolute target URL (http or https).", true),
+    header(`${prefix}-scheduled-at`, "ISO 8601 date, or `now`, optionally followed by `| add <n><unit>` / `| subtract <n><unit>` (units s m h d w); or `cron(<expression>[, <zone>])`.", true),
+    header(`${prefix}-custom-key`, "Idempotency key: an existing pending trigger with this key is rescheduled."),
+    header(`${prefix}-trigger-id`, "Id of the trigger or generator to edit."),
+    header(`${prefix}-tags`, "Comma-separated tags: at most 10, each 1-50 characters of a-z 0-9 _ -."),
+    header(`${prefix}-title`, "Label, ASCII text."),
+    header(`${prefix}-run-missed`, "`true` fires a past-dated one-shot right away instead of skipping it."),
+    header(`${prefix}-retry-strategy`, "Default `exponential`.", false, { type: "string", enum: ["none", "fixed", "exponential"] }),
+    header(`${prefix}-retry-max-attempts`, "At least 1, counts the first attempt. Default 3.", false, { type: "integer", minimum: 1 }),
+    header(`${prefix}-retry-initial-delay`, "Seconds before the first retry (every retry for `fixed`). Default 30.", false, { type: "integer", minimum: 0 }),
+    header(`${prefix}-retry-max-delay`, "Seconds; cap for `exponential`. Default none.", false, { type: "integer", minimum: 0 }),
+    header(`${prefix}-retry-jitter`, "Multiply each delay by 0.5-1.5. Default false.", false, { type: "boolean" }),
+    header(`${prefix}-retry-on`, "Default `5xx_and_network`.", false, { type: "string", enum: ["network_only", "5xx_and_network", "non_2xx"] })
+  ]
+  const operation = {
+    operationId: "schedule",
+    summary: "Create, or edit, a one-shot or recurring trigger",
+    description: "Works like a proxy: the method, every header without the prefix, and the body (POST, PUT, PATCH, DELETE) are what timewheel later sends to the target URL.",
+    parameters,
+    requestBody: { required: false, content: { "*/*": { schema: { type: "string", format: "binary" } } } },
+    responses: {
+      200: jsonResponseOf("Scheduled.", scheduleResult),
+      400: errorResponse("A header or value is invalid (empty body when the key or URL header is missing)."),
+      401: errorResponse("`Invalid api key`."),
+      402: errorResponse("`Monthly quota of <limit> triggers exceeded`."),
+      404: errorResponse("`Trigger not found` / `Generator not found` (edit by id)."),
+      410: errorResponse("`Job is no longer in registered state` / `Generator is no longer active`.")
+    }
+  }
+  return {
+    "/schedule": { get: operation, post: operation, put: operation, patch: operation, delete: operation },
+    "/cancel": {
+      delete: {
+        operationId: "cancel",
+        summary: "Cancel one trigger or generator by id or custom key",
+        parameters: [
+          keyHeader(prefix, true),
+          header(`${prefix}-trigger-id`, "Id of a one-shot trigger, instance or generator."),
+          header(`${prefix}-custom-key`, "Custom key (an active generator first, else a one-shot trigger).")
+        ],
+        responses: {
+          204: emptyResponse("Cancelled."),
+          400: errorResponse("Neither or both identifiers (empty body when the key header is missing)."),
+          401: errorResponse("`Invalid api key`."),
+          404: errorResponse("`Job not found`."),
+          410: errorResponse("`Generator already cancelled` / `Job is no longer cancellable (status=<status>)`.")
+        }
+      }
+    }
+  }
+}

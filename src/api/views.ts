@@ -1,0 +1,172 @@
+// The read views of the log endpoints (DECISIONS "Trigger and generator views", "Executions"):
+// pure mappings from stored rows to the JSON the API answers, and the opaque page cursor.
+// Times are ISO 8601 UTC with milliseconds; cron expression and time zone are never part of a view.
+import { isUuid } from "../domain/ids.ts"
+import type { ExecutionRow } from "../store/executionReads.ts"
+import type { TriggerRow } from "../store/triggerReads.ts"
+
+export interface BodyView {
+  readonly encoding: "text" | "base64"
+  readonly value: string
+}
+
+export interface RetryView {
+  readonly strategy: unknown
+  readonly maxAttempts: unknown
+  readonly initialDelaySeconds: unknown
+  readonly maxDelaySeconds: unknown
+  readonly jitter: unknown
+  readonly retryOn: unknown
+}
+
+export interface TriggerView {
+  readonly id: string
+  readonly kind: "job" | "generator"
+  readonly status: string
+  readonly scheduledAt: string | null
+  readonly url: string
+  readonly method: string
+  readonly headers: Record<string, string>
+  readonly body: BodyView | null
+  readonly contentType: string | null
+  readonly title: string | null
+  readonly tags: ReadonlyArray<string>
+  readonly customKey: string | null
+  readonly retry: RetryView | null
+  readonly generatorId: string | null
+  readonly attempts: number
+  readonly createdAt: string
+  readonly updatedAt: string
+}
+
+export interface ExecutionView {
+  readonly id: string
+  readonly jobId: string
+  readonly attempt: number
+  readonly status: "succeeded" | "failed"
+  readonly startedAt: string
+  readonly finishedAt: string
+  readonly durationMs: number
+  readonly httpStatus: number | null
+  readonly responseHeaders: Record<string, string> | null
+  readonly responseBody: string | null
+  readonly errorKind?: string | null
+  readonly errorCode?: string | null
+  readonly errorMessage?: string | null
+  readonly isDeadLetter: boolean
+  readonly connectTimeoutSeconds: number
+  readonly timeoutSeconds: number
+  readonly triggeredBy: string | null
+  readonly url: string
+}
+
+const iso = (date: Date): string => date.toISOString()
+const isoOrNull = (date: Date | null): string | null => (date === null ? null : date.toISOString())
+
+const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
+
+/** Text when the bytes are valid UTF-8, else base64. */
+export const bodyView = (body: Uint8Array | null): BodyView | null => {
+  if (body === null) return null
+  try {
+    return { encoding: "text", value: strictUtf8.decode(body) }
+  } catch {
+    return { encoding: "base64", value: Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("base64") }
+  }
+}
+
+/**
+ * Stored `[[name, value], …]` pairs as one object. Header names are case-insensitive, so a name
+ * repeated in any spelling is one entry (under its first spelling) with the values joined by ", ".
+ */
+export const headersView = (pairs: unknown): Record<string, string> => {
+  const out: Record<string, string> = {}
+  const spelling = new Map<string, string>()
+  if (!Array.isArray(pairs)) return out
+  for (const pair of pairs) {
+    if (!Array.isArray(pair) || typeof pair[0] !== "string") continue
+    const [name, value] = pair as [string, unknown]
+    const text = typeof value === "string" ? value : String(value)
+    const key = spelling.get(name.toLowerCase())
+    if (key === undefined) {
+      spelling.set(name.toLowerCase(), name)
+      out[name] = text
+    } else {
+      out[key] = `${out[key]}, ${text}`
+    }
+  }
+  return out
+}
+
+/** The per-trigger policy with exactly its six fields, in a stable order. */
+const retryView = (retry: unknown): RetryView | null => {
+  if (typeof retry !== "object" || retry === null) return null
+  const r = retry as Record<string, unknown>
+  return {
+    strategy: r.strategy,
+    maxAttempts: r.maxAttempts ?? null,
+    initialDelaySeconds: r.initialDelaySeconds,
+    maxDelaySeconds: r.maxDelaySeconds ?? null,
+    jitter: r.jitter,
+    retryOn: r.retryOn
+  }
+}
+
+export const triggerView = (row: TriggerRow): TriggerView => ({
+  id: row.id,
+  kind: row.kind,
+  status: row.status,
+  scheduledAt: isoOrNull(row.kind === "generator" ? row.upcoming_at : row.scheduled_at),
+  url: row.url,
+  method: row.method,
+  headers: headersView(row.headers),
+  body: bodyView(row.body),
+  contentType: row.content_type,
+  title: row.title,
+  tags: [...row.tags],
+  customKey: row.custom_key,
+  retry: retryView(row.retry),
+  generatorId: row.generator_id,
+  attempts: row.attempts,
+  createdAt: iso(row.created_at),
+  updatedAt: iso(row.updated_at)
+})
+
+/**
+ * `errorKind`, `errorCode`, `errorMessage` are omitted when null. A dead-letter listing
+ * (`alwaysWithErrorFields`) always carries `errorKind` and `errorCode` (null when the attempt got
+ * a response): SPEC lists them on every entry of `deadLetterOnly=true`.
+ */
+export const executionView = (row: ExecutionRow, options: { readonly alwaysWithErrorFields?: boolean } = {}): ExecutionView => {
+  const always = options.alwaysWithErrorFields === true
+  return {
+    id: row.id,
+    jobId: row.trigger_id,
+    attempt: row.attempt,
+    status: row.status,
+    startedAt: iso(row.started_at),
+    finishedAt: iso(row.finished_at),
+    durationMs: row.duration_ms,
+    httpStatus: row.http_status,
+    responseHeaders: (row.response_headers ?? null) as Record<string, string> | null,
+    responseBody: row.response_body,
+    ...(row.error_kind !== null || always ? { errorKind: row.error_kind } : {}),
+    ...(row.error_code !== null || always ? { errorCode: row.error_code } : {}),
+    ...(row.error_message !== null ? { errorMessage: row.error_message } : {}),
+    isDeadLetter: row.is_dead_letter,
+    connectTimeoutSeconds: row.connect_timeout_seconds,
+    timeoutSeconds: row.timeout_seconds,
+    triggeredBy: row.triggered_by,
+    url: row.url
+  }
+}
+
+/** The opaque cursor of the next page: the last id of this page, base64url. */
+export const encodeCursor = (lastId: string): string => Buffer.from(lastId, "utf8").toString("base64url")
+
+/** The id inside a cursor, or undefined when it is not one this service handed out. */
+export const decodeCursor = (cursor: string): string | undefined => {
+  if (!/^[A-Za-z0-9_-]+$/.test(cursor)) return undefined
+  const id = Buffer.from(cursor, "base64url").toString("utf8")
+  return isUuid(id) ? id.toLowerCase() : undefined
+}

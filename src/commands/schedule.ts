@@ -1,0 +1,92 @@
+// /schedule as one command: consume a quota unit, then in one transaction create or edit the
+// trigger by custom key or id (SPEC "/schedule" rules 3–8), then wake the shard that owns it.
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import type { ScheduleCommand } from "../api/scheduleRequest.ts"
+import { Gone, NotFound, QuotaExceeded } from "../api/errors.ts"
+import { isUuid, uuidv7 } from "../domain/ids.ts"
+import { isPast } from "../domain/scheduledAt.ts"
+import { shardOf } from "../domain/trigger.ts"
+import { isUniqueViolation } from "../store/projects.ts"
+import { ShardCount } from "../store/db.ts"
+import { quotaConsume } from "../store/quota.ts"
+import {
+  triggersCancel, triggersFindById, triggersFindKeyOwner, triggersInsertOneShot, triggersReplaceOneShot
+} from "../store/triggers.ts"
+import { type WakeItem, Wakeups } from "../scheduler/wake.ts"
+
+export interface ScheduleResult {
+  readonly triggerId: string
+  readonly scheduledAt: string
+  readonly operation: "schedule" | "reschedule"
+  readonly kind: "job" | "generator"
+  readonly monthQuotaRemaining: number
+}
+
+type Upserted =
+  | { readonly _tag: "Done"; readonly id: string; readonly operation: "schedule" | "reschedule"; readonly wake: ReadonlyArray<WakeItem> }
+  | { readonly _tag: "Failed"; readonly error: NotFound | Gone }
+
+const upsertOneShot = (command: ScheduleCommand & { readonly value: { readonly _tag: "Once" } }, nowMs: number) =>
+  Effect.gen(function*() {
+    const shards = (yield* ShardCount).count
+    const { fireAtMs, nowBased } = command.value
+    const status = !nowBased && !command.runMissed && isPast(fireAtMs, nowMs) ? "skipped" : "registered"
+    const dueAtMs = status === "registered" ? fireAtMs : null
+    const write = { status, scheduledAtMs: fireAtMs, definition: command.definition, nowMs } as const
+
+    const key = command.definition.customKey
+    const owner = key === null ? undefined : yield* triggersFindKeyOwner({ projectId: command.projectId, customKey: key })
+    if (owner !== undefined && owner.kind === "job") {
+      yield* triggersReplaceOneShot({ id: owner.id, ...write })
+      return { _tag: "Done", id: owner.id, operation: "reschedule", wake: [{ shard: owner.shard, id: owner.id, dueAtMs }] } satisfies Upserted
+    }
+    const replaced: Array<WakeItem> = []
+    if (owner !== undefined) {
+      // the key moves from a generator to a one-shot trigger: the generator is cancelled
+      for (const row of yield* triggersCancel({ id: owner.id, nowMs })) replaced.push({ shard: row.shard, id: row.id, dueAtMs: null })
+    } else if (command.triggerId !== null) {
+      const existing = isUuid(command.triggerId)
+        ? yield* triggersFindById({ projectId: command.projectId, id: command.triggerId })
+        : undefined
+      if (existing === undefined || existing.kind !== "job" || existing.generatorId !== null) {
+        return { _tag: "Failed", error: new NotFound({ message: "Trigger not found" }) } satisfies Upserted
+      }
+      if (existing.status !== "registered") {
+        return { _tag: "Failed", error: new Gone({ message: "Job is no longer in registered state" }) } satisfies Upserted
+      }
+      yield* triggersReplaceOneShot({ id: existing.id, ...write })
+      return { _tag: "Done", id: existing.id, operation: "reschedule", wake: [{ shard: existing.shard, id: existing.id, dueAtMs }] } satisfies Upserted
+    }
+    const id = uuidv7(nowMs)
+    const shard = shardOf(id, shards)
+    yield* triggersInsertOneShot({ id, projectId: command.projectId, shard, ...write })
+    return {
+      _tag: "Done", id, operation: owner === undefined ? "schedule" : "reschedule",
+      wake: [...replaced, { shard, id, dueAtMs }]
+    } satisfies Upserted
+  })
+
+export const scheduleTrigger = (command: ScheduleCommand, nowMs: number) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const wakeups = yield* Wakeups
+    const quota = yield* quotaConsume({ projectId: command.projectId, nowMs })
+    if (quota._tag === "Exceeded") {
+      return yield* Effect.fail(new QuotaExceeded({ message: `Monthly quota of ${quota.limit} triggers exceeded` }))
+    }
+    const transaction = sql.withTransaction(upsertOneShot(command, nowMs))
+    // two requests creating the same new custom key at once: the loser retries and finds the owner
+    const upserted = yield* transaction.pipe(
+      Effect.catchIf((error) => isUniqueViolation(error), () => transaction)
+    )
+    if (upserted._tag === "Failed") return yield* Effect.fail(upserted.error)
+    yield* wakeups.wake(upserted.wake)
+    return {
+      triggerId: upserted.id,
+      scheduledAt: new Date(command.value.fireAtMs).toISOString(),
+      operation: upserted.operation,
+      kind: "job",
+      monthQuotaRemaining: quota.remaining
+    } satisfies ScheduleResult
+  })

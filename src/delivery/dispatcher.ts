@@ -1,0 +1,118 @@
+// The live Dispatcher: triggers submitted by id (claimed, replayed or recovered) are started in
+// batches (queued → running, one statement returning what to send), sent by the Executor, and
+// their outcomes recorded by the completer in batches (executions + status in one transaction).
+// Retries due soon are woken into their shard's wheel right after the commit.
+import { Cause, Clock, Effect, Layer, Queue, Random } from "effect"
+import { uuidv7 } from "../domain/ids.ts"
+import {
+  type AttemptResult, decideOutcome, effectivePolicy, PROJECT_DEFAULT_RETRY, type RetryPolicy, validateRetryPolicyPatch
+} from "../domain/retry.ts"
+import { type ExecutionRecord, executionsRecord, type TriggerOutcome } from "../store/executions.ts"
+import { type DeliveryRow, triggersStartDelivery } from "../store/schedulerQueries.ts"
+import { NodeIdentity } from "../scheduler/node.ts"
+import { Wakeups } from "../scheduler/wake.ts"
+import { Dispatcher } from "./dispatch.ts"
+import { type DeliveryOutcome, Executor } from "./executor.ts"
+
+export const DEFAULT_TIMEOUT_SECONDS = 300
+const START_BATCH = 512
+const COMPLETE_BATCH = 1_000
+
+interface Completion {
+  readonly shard: number
+  readonly execution: ExecutionRecord
+  readonly outcome: TriggerOutcome
+}
+
+/** The project default policy as stored (API field names), falling back to the SPEC defaults. */
+const projectPolicy = (stored: unknown): RetryPolicy => {
+  const parsed = validateRetryPolicyPatch(PROJECT_DEFAULT_RETRY, stored ?? {})
+  return parsed._tag === "Ok" ? parsed.policy : PROJECT_DEFAULT_RETRY
+}
+
+const attemptResult = (outcome: DeliveryOutcome): AttemptResult =>
+  outcome.errorKind !== null
+    ? { _tag: "NoResponse", errorKind: outcome.errorKind }
+    : { _tag: "Response", httpStatus: outcome.httpStatus ?? 0 }
+
+/** The single place that turns one delivery outcome into an execution record and a next state. */
+export const completionOf = (row: DeliveryRow, outcome: DeliveryOutcome, random: number, id: string): Completion => {
+  // tag policies (retry rules, timeouts) plug in here once they exist: tagPolicies stays empty
+  const policy = effectivePolicy({ trigger: row.retry as RetryPolicy | null, tagPolicies: [], project: projectPolicy(row.projectRetry) })
+  const result = attemptResult(outcome)
+  const decision = decideOutcome({ policy, attempt: row.attempt, result, random })
+  return {
+    shard: row.shard,
+    execution: {
+      id,
+      triggerId: row.id,
+      projectId: row.projectId,
+      attempt: row.attempt,
+      succeeded: decision._tag === "Succeeded",
+      startedAtMs: outcome.startedAtMs,
+      finishedAtMs: outcome.finishedAtMs,
+      durationMs: outcome.durationMs,
+      httpStatus: outcome.httpStatus,
+      responseHeaders: outcome.responseHeaders,
+      responseBody: outcome.responseBody,
+      errorKind: outcome.errorKind,
+      errorCode: outcome.errorCode,
+      errorMessage: outcome.errorMessage,
+      isDeadLetter: decision._tag === "DeadLetter",
+      connectTimeoutSeconds: outcome.connectTimeoutSeconds,
+      timeoutSeconds: outcome.timeoutSeconds,
+      triggeredBy: row.triggeredBy,
+      url: row.url
+    },
+    outcome: { id: row.id, retryAtMs: decision._tag === "RetryAt" ? outcome.finishedAtMs + decision.delayMs : null }
+  }
+}
+
+export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
+  const executor = yield* Executor
+  const wakeups = yield* Wakeups
+  const node = (yield* NodeIdentity).id
+  const submitted = yield* Queue.unbounded<string>()
+  const completions = yield* Queue.unbounded<Completion>()
+
+  const deliver = (row: DeliveryRow) =>
+    Effect.gen(function*() {
+      const outcome = yield* executor.send({
+        url: row.url, method: row.method, headers: row.headers, body: row.body, contentType: row.contentType,
+        timeoutSeconds: DEFAULT_TIMEOUT_SECONDS
+      })
+      const random = yield* Random.next
+      yield* Queue.offer(completions, completionOf(row, outcome, random, uuidv7(outcome.finishedAtMs)))
+    })
+
+  const starter = Effect.gen(function*() {
+    const ids = yield* Queue.takeBetween(submitted, 1, START_BATCH)
+    const rows = yield* triggersStartDelivery({ ids, node })
+    for (const row of rows) yield* Effect.forkDetach(deliver(row))
+  })
+
+  const completer = Effect.gen(function*() {
+    const batch = yield* Queue.takeBetween(completions, 1, COMPLETE_BATCH)
+    const nowMs = yield* Clock.currentTimeMillis
+    yield* executionsRecord({ executions: batch.map((c) => c.execution), outcomes: batch.map((c) => c.outcome), nowMs }).pipe(
+      // on a database error the batch is retried; the triggers stay `running` meanwhile
+      Effect.tapCause((cause) => Effect.logWarning("recording executions failed; retrying", cause)),
+      Effect.retry({ times: 5 }),
+      Effect.catchCause((cause) => Effect.logError(`dropped ${batch.length} execution records`, cause))
+    )
+    yield* wakeups.wake(batch.flatMap((c) =>
+      c.outcome.retryAtMs === null ? [] : [{ shard: c.shard, id: c.outcome.id, dueAtMs: c.outcome.retryAtMs }]
+    ))
+  })
+
+  const loop = <R>(name: string, body: Effect.Effect<void, unknown, R>) =>
+    body.pipe(
+      Effect.catchCause((cause) => Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.logError(`${name} failed`, cause)),
+      Effect.forever,
+      Effect.forkScoped
+    )
+  yield* loop("delivery starter", starter)
+  yield* loop("completer", completer)
+
+  return Dispatcher.of({ submit: (ids) => Queue.offerAll(submitted, ids).pipe(Effect.asVoid) })
+}))

@@ -1,0 +1,98 @@
+// One ShardActor per owned shard: a timer wheel holding the shard's triggers due within the next
+// LOOKAHEAD, a loader that treats PostgreSQL as the overflow wheel (reading the next window before
+// the current one runs out), a mailbox of wake-ups, and a batched claim of whatever comes due.
+// It sleeps exactly until the earliest deadline (or a wake-up), so firing is not tied to polling.
+import { Cause, Clock, Effect, Option, Queue } from "effect"
+import { Dispatcher } from "../delivery/dispatch.ts"
+import { BEGINNING_MS, triggersClaim, triggersLoadDue, triggersRecover } from "../store/schedulerQueries.ts"
+import { TimerWheel } from "./timerWheel.ts"
+import type { WakeItem } from "./wake.ts"
+
+export const LOOKAHEAD_MS = 60_000
+const LOAD_LIMIT = 5_000
+const CLAIM_CHUNK = 1_000
+const RECOVER_EVERY_MS = 15_000
+const CLAIM_RETRY_MS = 1_000
+
+export interface ShardActorOptions {
+  readonly shard: number
+  readonly node: string
+  readonly mailbox: Queue.Queue<WakeItem>
+  /** Ids of the nodes connected now (for crash recovery of claimed triggers). */
+  readonly liveNodes: Effect.Effect<ReadonlyArray<string>, unknown>
+}
+
+export const runShardActor = (options: ShardActorOptions) =>
+  Effect.gen(function*() {
+    const dispatcher = yield* Dispatcher
+    const startMs = yield* Clock.currentTimeMillis
+    const wheel = new TimerWheel({ nowMs: startMs })
+    /** Every pending trigger due before this instant is in the wheel. */
+    let loadedUntil = BEGINNING_MS
+    let nextRecoverAt = startMs
+
+    const load = (nowMs: number) =>
+      Effect.gen(function*() {
+        const until = nowMs + LOOKAHEAD_MS
+        const rows = yield* triggersLoadDue({ shard: options.shard, fromMs: loadedUntil, untilMs: until, limit: LOAD_LIMIT })
+        for (const row of rows) wheel.add(row.id, row.dueAtMs)
+        // a full page ends the window at its last row; the next load continues from there
+        loadedUntil = rows.length === LOAD_LIMIT ? rows[rows.length - 1]!.dueAtMs : until
+      })
+
+    const recover = (nowMs: number) =>
+      Effect.gen(function*() {
+        const ids = yield* triggersRecover({ shard: options.shard, node: options.node, liveNodes: yield* options.liveNodes })
+        if (ids.length > 0) {
+          yield* Effect.logInfo(`shard ${options.shard}: recovered ${ids.length} triggers left by a stopped node`)
+          yield* dispatcher.submit(ids)
+        }
+        nextRecoverAt = nowMs + RECOVER_EVERY_MS
+      })
+
+    const fireDue = (nowMs: number) =>
+      Effect.gen(function*() {
+        const due = wheel.advance(nowMs)
+        for (let i = 0; i < due.length; i += CLAIM_CHUNK) {
+          const ids = due.slice(i, i + CLAIM_CHUNK)
+          const claimed = yield* triggersClaim({ ids, nowMs, node: options.node }).pipe(
+            Effect.catchCause((cause) =>
+              Effect.as(
+                Effect.sync(() => ids.forEach((id) => wheel.add(id, nowMs + CLAIM_RETRY_MS))).pipe(
+                  Effect.andThen(Effect.logWarning(`shard ${options.shard}: claim failed, retrying`, cause))
+                ),
+                [] as Array<string>
+              ))
+          )
+          if (claimed.length > 0) yield* dispatcher.submit(claimed)
+        }
+      })
+
+    const apply = (items: ReadonlyArray<WakeItem>) => {
+      for (const item of items) {
+        if (item.dueAtMs !== null && item.dueAtMs < loadedUntil) wheel.add(item.id, item.dueAtMs)
+        else wheel.cancel(item.id) // gone, or beyond the window: the loader brings it back in time
+      }
+    }
+
+    yield* load(startMs)
+    yield* recover(startMs)
+    for (;;) {
+      const nowMs = yield* Clock.currentTimeMillis
+      yield* fireDue(nowMs)
+      if (loadedUntil - nowMs < LOOKAHEAD_MS / 2) yield* load(nowMs)
+      if (nowMs >= nextRecoverAt) yield* recover(nowMs)
+      const wakeAt = Math.min(wheel.nextDeadlineMs() ?? Infinity, loadedUntil - LOOKAHEAD_MS / 2, nextRecoverAt)
+      const waitMs = Math.max(0, wakeAt - (yield* Clock.currentTimeMillis))
+      const items = waitMs === 0
+        ? yield* Queue.takeBetween(options.mailbox, 0, 10_000)
+        : Option.getOrElse(yield* Effect.timeoutOption(Queue.takeBetween(options.mailbox, 1, 10_000), waitMs), () => [])
+      apply(items)
+    }
+  }).pipe(
+    Effect.catchCause((cause) =>
+      Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.logError(`shard ${options.shard} actor failed; restarting`, cause)
+    ),
+    Effect.andThen(Effect.sleep(1_000)),
+    Effect.forever
+  )

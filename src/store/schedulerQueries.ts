@@ -1,0 +1,110 @@
+// The scheduler's and delivery's statements on `triggers`: load a shard's due rows into the timer
+// wheel, claim due triggers (compare-and-set registered/retrying → queued), start delivery
+// (queued → running, returning what to send), and recover triggers whose claimer died.
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import type { HeaderPairs } from "../domain/trigger.ts"
+
+export interface DueRow {
+  readonly id: string
+  readonly dueAtMs: number
+}
+
+/** An instant before any storable trigger time (year ~1200 BC; PostgreSQL goes back to 4713 BC). */
+export const BEGINNING_MS = -1e14
+
+/**
+ * Pending triggers of a shard due at or after `fromMs` (inclusive) and before `untilMs`, in time
+ * order. Uses the partial index triggers_due (shard, due_at).
+ */
+export const triggersLoadDue = Effect.fn("triggersLoadDue")(function*(input: {
+  readonly shard: number
+  readonly fromMs: number
+  readonly untilMs: number
+  readonly limit: number
+}) {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<{ id: string; due_ms: string }>`
+    SELECT id, (extract(epoch FROM due_at) * 1000)::bigint::text AS due_ms FROM triggers
+    WHERE shard = ${input.shard} AND status IN ('registered', 'retrying')
+      AND due_at >= ${new Date(input.fromMs)} AND due_at < ${new Date(input.untilMs)}
+    ORDER BY due_at LIMIT ${input.limit}`
+  return rows.map((row): DueRow => ({ id: row.id, dueAtMs: Number(row.due_ms) }))
+})
+
+/**
+ * Claims due triggers in one statement: a compare-and-set on status that also re-checks the time,
+ * so a stale wheel entry (the trigger was moved or cancelled) never fires.
+ */
+export const triggersClaim = Effect.fn("triggersClaim")(function*(input: {
+  readonly ids: ReadonlyArray<string>
+  readonly nowMs: number
+  readonly node: string
+}) {
+  if (input.ids.length === 0) return []
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<{ id: string }>`
+    UPDATE triggers SET status = 'queued', claimed_by = ${input.node}
+    WHERE id = ANY(${input.ids}::uuid[]) AND status IN ('registered', 'retrying') AND due_at <= ${new Date(input.nowMs)}
+    RETURNING id`
+  return rows.map((row) => row.id)
+})
+
+export interface DeliveryRow {
+  readonly id: string
+  readonly shard: number
+  readonly projectId: string
+  readonly url: string
+  readonly method: string
+  readonly headers: HeaderPairs
+  readonly body: Uint8Array | null
+  readonly contentType: string | null
+  readonly tags: ReadonlyArray<string>
+  /** 1-based number of the attempt about to be made. */
+  readonly attempt: number
+  readonly retry: unknown
+  readonly projectRetry: unknown
+  readonly triggeredBy: string | null
+}
+
+/** Moves queued triggers to running and returns what to send, with the project default policy. */
+export const triggersStartDelivery = Effect.fn("triggersStartDelivery")(function*(input: {
+  readonly ids: ReadonlyArray<string>
+  readonly node: string
+}) {
+  if (input.ids.length === 0) return []
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<{
+    id: string; shard: number; project_id: string; url: string; method: string; headers: HeaderPairs; body: Uint8Array | null
+    content_type: string | null; tags: Array<string>; attempts: number; retry: unknown; retry_policy: unknown
+    triggered_by: string | null
+  }>`
+    UPDATE triggers t SET status = 'running', attempts = t.attempts + 1, claimed_by = ${input.node}
+    FROM projects p
+    WHERE t.id = ANY(${input.ids}::uuid[]) AND t.status = 'queued' AND p.id = t.project_id
+    RETURNING t.id, t.shard, t.project_id, t.url, t.method, t.headers, t.body, t.content_type, t.tags, t.attempts,
+      t.retry, p.retry_policy, t.triggered_by`
+  return rows.map((row): DeliveryRow => ({
+    id: row.id, shard: row.shard, projectId: row.project_id, url: row.url, method: row.method, headers: row.headers, body: row.body,
+    contentType: row.content_type, tags: row.tags, attempt: row.attempts, retry: row.retry,
+    projectRetry: row.retry_policy, triggeredBy: row.triggered_by
+  }))
+})
+
+/**
+ * Triggers of a shard left queued or running by a node that is no longer connected (killed): put
+ * back to queued under this node and returned for delivery (at least once).
+ */
+export const triggersRecover = Effect.fn("triggersRecover")(function*(input: {
+  readonly shard: number
+  readonly node: string
+  readonly liveNodes: ReadonlyArray<string>
+}) {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<{ id: string }>`
+    UPDATE triggers SET status = 'queued', claimed_by = ${input.node}
+    WHERE shard = ${input.shard} AND status IN ('queued', 'running')
+      AND (claimed_by IS NULL OR NOT (claimed_by = ANY(${input.liveNodes}::text[])))
+    RETURNING id`
+  return rows.map((row) => row.id)
+})

@@ -1,0 +1,137 @@
+// Trigger writes of /schedule and /cancel. Every state change is a compare-and-set on `status` in
+// SQL, so a concurrent scheduler claim or a second request can never act on a stale state.
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import type { TriggerDefinition } from "../domain/trigger.ts"
+
+export interface TriggerRef {
+  readonly id: string
+  readonly kind: "job" | "generator"
+  readonly generatorId: string | null
+  readonly status: string
+  readonly shard: number
+}
+
+const refColumns = "id, kind, generator_id, status, shard"
+
+interface RefRow {
+  readonly id: string
+  readonly kind: "job" | "generator"
+  readonly generator_id: string | null
+  readonly status: string
+  readonly shard: number
+}
+
+const toRef = (row: RefRow): TriggerRef => ({
+  id: row.id, kind: row.kind, generatorId: row.generator_id, status: row.status, shard: row.shard
+})
+
+/** The pending one-shot trigger or active generator that owns a custom key, locked for update. */
+export const triggersFindKeyOwner = Effect.fn("triggersFindKeyOwner")(function*(input: {
+  readonly projectId: string
+  readonly customKey: string
+}) {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<RefRow>`SELECT ${sql.unsafe(refColumns)} FROM triggers
+    WHERE project_id = ${input.projectId} AND custom_key = ${input.customKey}
+      AND status IN ('registered', 'skipped', 'retrying', 'active')
+    FOR UPDATE`
+  return rows[0] === undefined ? undefined : toRef(rows[0])
+})
+
+/** A trigger of the project by id, locked for update. */
+export const triggersFindById = Effect.fn("triggersFindById")(function*(input: {
+  readonly projectId: string
+  readonly id: string
+}) {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<RefRow>`SELECT ${sql.unsafe(refColumns)} FROM triggers
+    WHERE id = ${input.id} AND project_id = ${input.projectId} FOR UPDATE`
+  return rows[0] === undefined ? undefined : toRef(rows[0])
+})
+
+const definitionColumns = (definition: TriggerDefinition) => ({
+  url: definition.url,
+  method: definition.method,
+  headers: JSON.stringify(definition.headers),
+  body: definition.body,
+  content_type: definition.contentType,
+  title: definition.title,
+  tags: definition.tags,
+  custom_key: definition.customKey,
+  retry: definition.retry === null ? null : JSON.stringify(definition.retry)
+})
+
+export interface NewOneShot {
+  readonly id: string
+  readonly projectId: string
+  readonly shard: number
+  readonly status: "registered" | "skipped"
+  readonly scheduledAtMs: number
+  readonly definition: TriggerDefinition
+  readonly generatorId?: string
+  readonly nowMs: number
+}
+
+export const triggersInsertOneShot = Effect.fn("triggersInsertOneShot")(function*(input: NewOneShot) {
+  const sql = yield* SqlClient.SqlClient
+  const d = definitionColumns(input.definition)
+  const scheduledAt = new Date(input.scheduledAtMs)
+  const now = new Date(input.nowMs)
+  yield* sql`INSERT INTO triggers (id, project_id, kind, generator_id, shard, status, scheduled_at, due_at,
+      url, method, headers, body, content_type, title, tags, custom_key, retry, created_at, updated_at)
+    VALUES (${input.id}, ${input.projectId}, 'job', ${input.generatorId ?? null}, ${input.shard}, ${input.status},
+      ${scheduledAt}, ${input.status === "registered" ? scheduledAt : null},
+      ${d.url}, ${d.method}, ${d.headers}::jsonb, ${d.body}, ${d.content_type}, ${d.title}, ${d.tags}::text[],
+      ${d.custom_key}, ${d.retry}::jsonb, ${now}, ${now})`
+})
+
+/** Replaces the definition and time of a pending one-shot trigger in place (same id). */
+export const triggersReplaceOneShot = Effect.fn("triggersReplaceOneShot")(function*(input: {
+  readonly id: string
+  readonly status: "registered" | "skipped"
+  readonly scheduledAtMs: number
+  readonly definition: TriggerDefinition
+  readonly nowMs: number
+}) {
+  const sql = yield* SqlClient.SqlClient
+  const d = definitionColumns(input.definition)
+  const scheduledAt = new Date(input.scheduledAtMs)
+  yield* sql`UPDATE triggers SET status = ${input.status}, scheduled_at = ${scheduledAt},
+      due_at = ${input.status === "registered" ? scheduledAt : null}, attempts = 0, triggered_by = NULL,
+      url = ${d.url}, method = ${d.method}, headers = ${d.headers}::jsonb, body = ${d.body},
+      content_type = ${d.content_type}, title = ${d.title}, tags = ${d.tags}::text[], custom_key = ${d.custom_key},
+      retry = ${d.retry}::jsonb, updated_at = ${new Date(input.nowMs)}
+    WHERE id = ${input.id} AND status IN ('registered', 'skipped', 'retrying')`
+})
+
+/**
+ * Cancels a pending one-shot trigger, or an active generator together with its upcoming instance.
+ * Returns the cancelled rows (for wake-ups); empty when the state changed underneath.
+ */
+export const triggersCancel = Effect.fn("triggersCancel")(function*(input: { readonly id: string; readonly nowMs: number }) {
+  const sql = yield* SqlClient.SqlClient
+  const now = new Date(input.nowMs)
+  const rows = yield* sql<RefRow>`UPDATE triggers SET status = 'cancelled', due_at = NULL, updated_at = ${now}
+    WHERE (id = ${input.id} AND status IN ('registered', 'skipped', 'retrying', 'active'))
+       OR (generator_id = ${input.id} AND status = 'registered'
+           AND EXISTS (SELECT 1 FROM triggers g WHERE g.id = ${input.id} AND g.status = 'active'))
+    RETURNING ${sql.unsafe(refColumns)}`
+  return rows.map(toRef)
+})
+
+/**
+ * The trigger `/cancel` by custom key acts on: an active generator first, then a pending one-shot,
+ * then the newest other uncancelled one-shot (which answers 410); locked for update.
+ */
+export const triggersFindForCancelByKey = Effect.fn("triggersFindForCancelByKey")(function*(input: {
+  readonly projectId: string
+  readonly customKey: string
+}) {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<RefRow>`SELECT ${sql.unsafe(refColumns)} FROM triggers
+    WHERE project_id = ${input.projectId} AND custom_key = ${input.customKey} AND status <> 'cancelled'
+    ORDER BY (status = 'active') DESC, (status IN ('registered', 'skipped', 'retrying')) DESC, id DESC
+    LIMIT 1 FOR UPDATE`
+  return rows[0] === undefined ? undefined : toRef(rows[0])
+})
