@@ -44,7 +44,10 @@ export const executionsGet = Effect.fn("executionsGet")(function*(input: {
   return rows[0]
 })
 
-/** Every attempt of one trigger, oldest first. */
+/**
+ * Every attempt of one trigger, oldest first: by attempt number (it only grows for a trigger: each
+ * start, replays included, takes attempts + 1), which is also the order of executions_trigger.
+ */
 export const executionsListForTrigger = Effect.fn("executionsListForTrigger")(function*(input: {
   readonly projectId: string
   readonly triggerId: string
@@ -52,7 +55,7 @@ export const executionsListForTrigger = Effect.fn("executionsListForTrigger")(fu
   const sql = yield* SqlClient.SqlClient
   return yield* sql<ExecutionRow>`${selectExecution(sql)}
     WHERE e.trigger_id = ${input.triggerId} AND e.project_id = ${input.projectId}
-    ORDER BY e.started_at, e.id`
+    ORDER BY e.attempt, e.started_at, e.id`
 })
 
 export interface ExecutionsListInput {
