@@ -75,8 +75,8 @@ export interface FieldValues {
   readonly lastWeekdays: ReadonlyArray<number>
   /** Day of week: `n#k`, the k-th weekday n (0-6) of the month. */
   readonly nth: { readonly weekday: number; readonly occurrence: number } | null
-  /** For `H` forms: the highest value the hash could have picked (independent of the seed). */
-  readonly hashedMax: number | null
+  /** For `H` forms: every value set the hash could pick, whatever the seed (checks must not depend on it). */
+  readonly hashedChoices: ReadonlyArray<ReadonlyArray<number>> | null
 }
 
 const DIGITS = /^\d+$/
@@ -141,7 +141,7 @@ const parseElement = (field: FieldSpec, element: string, fieldText: string): Ele
     return fail(`day-of-week value "${element}" is not valid (a time zone goes after a comma)`)
   }
   if (element.includes("L") && (field.key === "dayOfMonth" || field.key === "dayOfWeek")) {
-    return parseLastElement(field, element, fieldText)
+    return parseLastElement(field, element)
   }
 
   const slash = element.split("/")
@@ -162,7 +162,7 @@ const parseElement = (field: FieldSpec, element: string, fieldText: string): Ele
 }
 
 /** `L`, `nL` (day of month: both mean the last day) and `nL` (day of week: last weekday n). */
-const parseLastElement = (field: FieldSpec, element: string, fieldText: string): ElementValues => {
+const parseLastElement = (field: FieldSpec, element: string): ElementValues => {
   if (field.key === "dayOfMonth") {
     if (element === "L") return { values: [], single: false, last: true }
     const match = /^(\d+)L$/.exec(element)
@@ -175,15 +175,12 @@ const parseLastElement = (field: FieldSpec, element: string, fieldText: string):
     }
     return fail(`day-of-month value "${element}" is not valid (use L for the last day of the month)`)
   }
-  if (field.key === "dayOfWeek") {
-    if (element === "L") {
-      return fail(`day-of-week value "L" is not supported: use nL for the last weekday n of the month (e.g. 5L)`)
-    }
-    const match = /^(\d+|[A-Za-z]{3})L$/.exec(element)
-    if (match !== null) return { values: [], single: false, lastWeekday: parseValue(field, match[1]) % 7 }
-    return fail(`day-of-week value "${element}" is not valid (nL must be a single weekday followed by L, e.g. 5L)`)
+  if (element === "L") {
+    return fail(`day-of-week value "L" is not supported: use nL for the last weekday n of the month (e.g. 5L)`)
   }
-  return fail(`${describe(field, fieldText)}: L is only allowed in the day-of-month and day-of-week fields`)
+  const match = /^(\d+|[A-Za-z]{3})L$/.exec(element)
+  if (match !== null) return { values: [], single: false, lastWeekday: parseValue(field, match[1]) % 7 }
+  return fail(`day-of-week value "${element}" is not valid (nL must be a single weekday followed by L, e.g. 5L)`)
 }
 
 /** `n#k` as the whole day-of-week field. */
@@ -206,7 +203,7 @@ const restricted = (values: ReadonlyArray<number>, singles: ReadonlyArray<number
   last: false,
   lastWeekdays: [],
   nth: null,
-  hashedMax: null
+  hashedChoices: null
 })
 
 /** `H`, `H/n`, `H(a-b)`, `H(a-b)/n` as the whole field: a stable value picked from `hash`. */
@@ -221,11 +218,13 @@ const parseHashed = (field: FieldSpec, text: string, hash: number): FieldValues 
     if (high < low) return fail(`${field.label} range ${match[1]}-${match[2]} in "${text}" must go upward`)
   }
   if (match[3] === undefined) {
-    return { ...restricted([low + (hash % (high - low + 1))], []), hashedMax: high }
+    const choices = rangeValues(low, high, 1).map((v) => [v])
+    return { ...restricted([low + (hash % (high - low + 1))], []), hashedChoices: choices }
   }
   const step = parseStep(field, text, match[3])
   if (step > high - low + 1) return fail(`${field.label} step ${step} in "${text}" is larger than its range ${low}-${high}`)
-  return { ...restricted(rangeValues(low + (hash % step), high, step), []), hashedMax: high }
+  const choices = rangeValues(0, step - 1, 1).map((offset) => rangeValues(low + offset, high, step))
+  return { ...restricted(rangeValues(low + (hash % step), high, step), []), hashedChoices: choices }
 }
 
 /** Parses one field. `hash` is the stable pseudo-random number used by `H`. */

@@ -87,17 +87,27 @@ export const stableHash = (text: string): number => {
 
 const MONTH_NAMES = ["", "JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"]
 
-/** A day of month that none of the listed months has is rejected (DECISIONS). */
+const longestOf = (months: ReadonlyArray<number>): number => Math.max(...months.map(maxDaysInMonth))
+
+/**
+ * A day of month that none of the listed months has is rejected (DECISIONS). With `H` in either
+ * field the check assumes the least favourable pick, so acceptance never depends on the seed.
+ */
 const checkDaysExist = (dom: FieldValues, month: FieldValues): void => {
   if (dom.unrestricted) return
-  const longest = Math.max(...month.values.map(maxDaysInMonth))
-  const monthList = month.values.map((m) => MONTH_NAMES[m]).join(", ")
-  const where = month.values.length === 1 ? `in ${monthList}` : `in any of ${monthList}`
+  let longest = longestOf(month.values)
+  let where = month.values.length === 1 ? `in ${MONTH_NAMES[month.values[0]]}` : `in any of ${month.values.map((m) => MONTH_NAMES[m]).join(", ")}`
+  if (month.hashedChoices !== null) {
+    const worst = month.hashedChoices.reduce((a, b) => (longestOf(b) < longestOf(a) ? b : a))
+    longest = longestOf(worst)
+    where = `in ${worst.map((m) => MONTH_NAMES[m]).join(", ")}, which the month field's H can pick`
+  }
   for (const day of dom.singles) {
     if (day > longest) fail(`day-of-month ${day} does not exist ${where}`)
   }
-  if (dom.hashedMax !== null && dom.hashedMax > longest) {
-    fail(`day-of-month H range reaching ${dom.hashedMax} does not exist ${where}`)
+  if (dom.hashedChoices !== null) {
+    const highest = Math.max(...dom.hashedChoices.flat())
+    if (highest > longest) fail(`day-of-month H can pick ${highest}, which does not exist ${where}`)
   }
   const anyDay = dom.last || dom.values.some((day) => day <= longest)
   if (!anyDay) fail(`no day of the day-of-month field exists ${where}`)

@@ -128,32 +128,50 @@ const makeZone = (name: string): TimeZone => {
   return { name, offsetAt, transitionAtOrBefore, transitionAfter }
 }
 
-const zones = new Map<string, TimeZone>([["UTC", UTC_ZONE]])
-
-/** The zone for a name already accepted by `resolveTimeZoneName`. */
-export const getTimeZone = (name: string): TimeZone => {
-  let zone = zones.get(name)
-  if (zone === undefined) {
-    zone = makeZone(name)
-    zones.set(name, zone)
-  }
-  return zone
-}
-
 /** IANA names only (letters first; no bare offsets such as "+01:00"). */
 const NAME_SHAPE = /^[A-Za-z][A-Za-z0-9_+\-/]*$/
 
-/**
- * The spelling to keep for a time zone name, or null when Intl does not know it. A name that only
- * differs in case from the one Intl reports takes Intl's spelling ("europe/paris" -> "Europe/Paris").
- */
-export const resolveTimeZoneName = (name: string): string | null => {
-  if (!NAME_SHAPE.test(name)) return null
-  let resolved: string
-  try {
-    resolved = new Intl.DateTimeFormat("en-US", { timeZone: name }).resolvedOptions().timeZone
-  } catch {
-    return null
+interface Resolution {
+  /** Spelling to keep: Intl's when it differs only in case, else the name as written (a link such as US/Eastern). */
+  readonly spelling: string
+  /** Intl's identifier, shared by links and case variants (one zone object each). */
+  readonly id: string
+}
+
+/** Asking Intl costs ~50 µs; answers are remembered (bounded, since names come from requests). */
+const resolutions = new Map<string, Resolution | null>()
+const RESOLUTIONS_CAP = 2000
+
+const resolve = (name: string): Resolution | null => {
+  const cached = resolutions.get(name)
+  if (cached !== undefined) return cached
+  let result: Resolution | null = null
+  if (NAME_SHAPE.test(name)) {
+    try {
+      const id = new Intl.DateTimeFormat("en-US", { timeZone: name }).resolvedOptions().timeZone
+      result = { spelling: id.toLowerCase() === name.toLowerCase() ? id : name, id }
+    } catch {
+      result = null
+    }
   }
-  return resolved.toLowerCase() === name.toLowerCase() ? resolved : name
+  if (resolutions.size >= RESOLUTIONS_CAP) resolutions.clear()
+  resolutions.set(name, result)
+  return result
+}
+
+/** The spelling to keep for a time zone name ("europe/paris" -> "Europe/Paris"), or null when unknown. */
+export const resolveTimeZoneName = (name: string): string | null => resolve(name)?.spelling ?? null
+
+const zones = new Map<string, TimeZone>([["UTC", UTC_ZONE]])
+
+/** The zone for a name accepted by `resolveTimeZoneName`. */
+export const getTimeZone = (name: string): TimeZone => {
+  const resolution = resolve(name)
+  if (resolution === null) throw new Error(`unknown time zone ${name}`)
+  let zone = zones.get(resolution.id)
+  if (zone === undefined) {
+    zone = makeZone(resolution.id)
+    zones.set(resolution.id, zone)
+  }
+  return zone
 }
