@@ -4,6 +4,7 @@
 import { Effect } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import { NodeHttpServerRequest } from "@effect/platform-node"
+import { isCronValue, nextFireAfter, parseCronValue } from "../domain/cron/index.ts"
 import { parseRetryHeaders } from "../domain/retry.ts"
 import { parseDateValue } from "../domain/scheduledAt.ts"
 import { parseTagsHeader } from "../domain/tags.ts"
@@ -23,6 +24,7 @@ export const MAX_BODY_BYTES = 10 * 1024 * 1024
 
 export type ScheduleValue =
   | { readonly _tag: "Once"; readonly fireAtMs: number; readonly nowBased: boolean }
+  | { readonly _tag: "Cron"; readonly cronExpr: string; readonly cronTz: string }
 
 export interface ScheduleCommand {
   readonly projectId: string
@@ -72,6 +74,21 @@ const readBody = (request: HttpServerRequest.HttpServerRequest) =>
       Effect.mapError(() => new BadRequest({ message: "Failed to read request body" }))
     )
 
+/** `svc-scheduled-at`: a date (with operations) or a `cron(...)` value; its 400 messages. */
+export const readScheduleValue = (scheduledAt: string, nowMs: number): Effect.Effect<ScheduleValue, BadRequest> => {
+  if (isCronValue(scheduledAt)) {
+    const parsed = parseCronValue(scheduledAt)
+    if (parsed._tag === "Err") return Effect.fail(new BadRequest({ message: parsed.message }))
+    if (nextFireAfter(parsed.schedule, nowMs) === null) {
+      return Effect.fail(new BadRequest({ message: `Invalid cron expression: ${parsed.schedule.expression} never fires` }))
+    }
+    return Effect.succeed({ _tag: "Cron", cronExpr: parsed.schedule.expression, cronTz: parsed.schedule.timeZone })
+  }
+  const parsed = parseDateValue(scheduledAt, nowMs)
+  if (parsed._tag === "Err") return Effect.fail(new BadRequest({ message: parsed.message }))
+  return Effect.succeed({ _tag: "Once", fireAtMs: parsed.fireAtMs, nowBased: parsed.nowBased })
+}
+
 export const readScheduleRequest = (request: HttpServerRequest.HttpServerRequest, prefix: string, nowMs: number) =>
   Effect.gen(function*() {
     const header = (name: string): string | undefined => request.headers[`${prefix}-${name}`]
@@ -84,10 +101,7 @@ export const readScheduleRequest = (request: HttpServerRequest.HttpServerRequest
     if (tags._tag === "Err") return yield* Effect.fail(new BadRequest({ message: tags.message }))
     const principal = yield* authenticateKey(key)
 
-    const scheduledAt = header("scheduled-at") ?? ""
-    const parsed = parseDateValue(scheduledAt, nowMs)
-    if (parsed._tag === "Err") return yield* Effect.fail(new BadRequest({ message: parsed.message }))
-    const value: ScheduleValue = { _tag: "Once", fireAtMs: parsed.fireAtMs, nowBased: parsed.nowBased }
+    const value = yield* readScheduleValue(header("scheduled-at") ?? "", nowMs)
 
     const retry = parseRetryHeaders((name) => request.headers[name.toLowerCase()], prefix)
     if (retry._tag === "Err") return yield* Effect.fail(new BadRequest({ message: retry.message }))
@@ -105,7 +119,8 @@ export const readScheduleRequest = (request: HttpServerRequest.HttpServerRequest
       headers: forwardedHeaders(rawHeaders, prefix),
       body,
       contentType: request.headers["content-type"] ?? null,
-      title: title === undefined || title === "" ? null : title,
+      // svc-title has no effect on recurring triggers
+      title: title === undefined || title === "" || value._tag === "Cron" ? null : title,
       tags: tags.tags,
       customKey: customKey === undefined || customKey === "" ? null : customKey,
       retry: retry.policy

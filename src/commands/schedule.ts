@@ -1,8 +1,9 @@
 // /schedule as one command: consume a quota unit, then in one transaction create or edit the
 // trigger by custom key or id (SPEC "/schedule" rules 3–8), then wake the shard that owns it.
+// This module handles one-shot values; scheduleGenerator.ts handles `cron(...)`.
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import type { ScheduleCommand } from "../api/scheduleRequest.ts"
+import type { ScheduleCommand, ScheduleValue } from "../api/scheduleRequest.ts"
 import { Gone, NotFound, QuotaExceeded } from "../api/errors.ts"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
 import { isPast } from "../domain/scheduledAt.ts"
@@ -14,6 +15,9 @@ import {
   triggersCancel, triggersFindById, triggersFindKeyOwner, triggersInsertOneShot, triggersReplaceOneShot
 } from "../store/triggers.ts"
 import { type WakeItem, Wakeups } from "../scheduler/wake.ts"
+import { upsertGenerator } from "./scheduleGenerator.ts"
+
+type OnceValue = Extract<ScheduleValue, { readonly _tag: "Once" }>
 
 export interface ScheduleResult {
   readonly triggerId: string
@@ -23,14 +27,20 @@ export interface ScheduleResult {
   readonly monthQuotaRemaining: number
 }
 
-type Upserted =
-  | { readonly _tag: "Done"; readonly id: string; readonly operation: "schedule" | "reschedule"; readonly wake: ReadonlyArray<WakeItem> }
+export type Upserted =
+  | {
+    readonly _tag: "Done"
+    readonly id: string
+    readonly operation: "schedule" | "reschedule"
+    readonly scheduledAtMs: number
+    readonly wake: ReadonlyArray<WakeItem>
+  }
   | { readonly _tag: "Failed"; readonly error: NotFound | Gone }
 
-const upsertOneShot = (command: ScheduleCommand & { readonly value: { readonly _tag: "Once" } }, nowMs: number) =>
+const upsertOneShot = (command: ScheduleCommand, value: OnceValue, nowMs: number) =>
   Effect.gen(function*() {
     const shards = (yield* ShardCount).count
-    const { fireAtMs, nowBased } = command.value
+    const { fireAtMs, nowBased } = value
     const status = !nowBased && !command.runMissed && isPast(fireAtMs, nowMs) ? "skipped" : "registered"
     const dueAtMs = status === "registered" ? fireAtMs : null
     const write = { status, scheduledAtMs: fireAtMs, definition: command.definition, nowMs } as const
@@ -39,7 +49,10 @@ const upsertOneShot = (command: ScheduleCommand & { readonly value: { readonly _
     const owner = key === null ? undefined : yield* triggersFindKeyOwner({ projectId: command.projectId, customKey: key })
     if (owner !== undefined && owner.kind === "job") {
       yield* triggersReplaceOneShot({ id: owner.id, ...write })
-      return { _tag: "Done", id: owner.id, operation: "reschedule", wake: [{ shard: owner.shard, id: owner.id, dueAtMs }] } satisfies Upserted
+      return {
+        _tag: "Done", id: owner.id, operation: "reschedule", scheduledAtMs: fireAtMs,
+        wake: [{ shard: owner.shard, id: owner.id, dueAtMs }]
+      } satisfies Upserted
     }
     const replaced: Array<WakeItem> = []
     if (owner !== undefined) {
@@ -56,13 +69,16 @@ const upsertOneShot = (command: ScheduleCommand & { readonly value: { readonly _
         return { _tag: "Failed", error: new Gone({ message: "Job is no longer in registered state" }) } satisfies Upserted
       }
       yield* triggersReplaceOneShot({ id: existing.id, ...write })
-      return { _tag: "Done", id: existing.id, operation: "reschedule", wake: [{ shard: existing.shard, id: existing.id, dueAtMs }] } satisfies Upserted
+      return {
+        _tag: "Done", id: existing.id, operation: "reschedule", scheduledAtMs: fireAtMs,
+        wake: [{ shard: existing.shard, id: existing.id, dueAtMs }]
+      } satisfies Upserted
     }
     const id = uuidv7(nowMs)
     const shard = shardOf(id, shards)
     yield* triggersInsertOneShot({ id, projectId: command.projectId, shard, ...write })
     return {
-      _tag: "Done", id, operation: owner === undefined ? "schedule" : "reschedule",
+      _tag: "Done", id, operation: owner === undefined ? "schedule" : "reschedule", scheduledAtMs: fireAtMs,
       wake: [...replaced, { shard, id, dueAtMs }]
     } satisfies Upserted
   })
@@ -75,7 +91,10 @@ export const scheduleTrigger = (command: ScheduleCommand, nowMs: number) =>
     if (quota._tag === "Exceeded") {
       return yield* Effect.fail(new QuotaExceeded({ message: `Monthly quota of ${quota.limit} triggers exceeded` }))
     }
-    const transaction = sql.withTransaction(upsertOneShot(command, nowMs))
+    const value = command.value
+    const transaction = sql.withTransaction(
+      value._tag === "Once" ? upsertOneShot(command, value, nowMs) : upsertGenerator(command, value, nowMs)
+    )
     // two requests creating the same new custom key at once: the loser retries and finds the owner
     const upserted = yield* transaction.pipe(
       Effect.catchIf((error) => isUniqueViolation(error), () => transaction)
@@ -84,9 +103,9 @@ export const scheduleTrigger = (command: ScheduleCommand, nowMs: number) =>
     yield* wakeups.wake(upserted.wake)
     return {
       triggerId: upserted.id,
-      scheduledAt: new Date(command.value.fireAtMs).toISOString(),
+      scheduledAt: new Date(upserted.scheduledAtMs).toISOString(),
       operation: upserted.operation,
-      kind: "job",
+      kind: value._tag === "Once" ? "job" : "generator",
       monthQuotaRemaining: quota.remaining
     } satisfies ScheduleResult
   })

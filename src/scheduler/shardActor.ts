@@ -2,9 +2,15 @@
 // LOOKAHEAD, a loader that treats PostgreSQL as the overflow wheel (reading the next window before
 // the current one runs out), a mailbox of wake-ups, and a batched claim of whatever comes due.
 // It sleeps exactly until the earliest deadline (or a wake-up), so firing is not tied to polling.
+// The actor is also its shard's materializer: every MATERIALIZE_EVERY_MS, and right after claiming
+// a generator's instance, it creates the next instance of each active generator that has none.
 import { Cause, Clock, Effect, Option, Queue } from "effect"
 import { Dispatcher } from "../delivery/dispatch.ts"
-import { BEGINNING_MS, triggersClaim, triggersLoadDue, triggersRecover } from "../store/schedulerQueries.ts"
+import { nextInstanceAfter } from "../domain/generator.ts"
+import { uuidv7 } from "../domain/ids.ts"
+import { generatorsWithoutUpcoming, instancesInsert } from "../store/generators.ts"
+import { BEGINNING_MS, type ClaimedRow, triggersClaim, triggersLoadDue, triggersRecover } from "../store/schedulerQueries.ts"
+import { Heartbeats } from "./heartbeats.ts"
 import { TimerWheel } from "./timerWheel.ts"
 import type { WakeItem } from "./wake.ts"
 
@@ -12,6 +18,8 @@ export const LOOKAHEAD_MS = 60_000
 const LOAD_LIMIT = 5_000
 const CLAIM_CHUNK = 1_000
 const RECOVER_EVERY_MS = 15_000
+export const MATERIALIZE_EVERY_MS = 5_000
+const MATERIALIZE_BATCH = 1_000
 const CLAIM_RETRY_MS = 1_000
 
 export interface ShardActorOptions {
@@ -25,11 +33,34 @@ export interface ShardActorOptions {
 export const runShardActor = (options: ShardActorOptions) =>
   Effect.gen(function*() {
     const dispatcher = yield* Dispatcher
+    const heartbeats = yield* Heartbeats
     const startMs = yield* Clock.currentTimeMillis
     const wheel = new TimerWheel({ nowMs: startMs })
     /** Every pending trigger due before this instant is in the wheel. */
     let loadedUntil = BEGINNING_MS
     let nextRecoverAt = startMs
+    let nextMaterializeAt = startMs
+
+    /** Next instances for active generators without an upcoming one; never catches up missed times. */
+    const materialize = (nowMs: number) =>
+      Effect.gen(function*() {
+        for (;;) {
+          const generators = yield* generatorsWithoutUpcoming({ shard: options.shard, limit: MATERIALIZE_BATCH })
+          const instances = generators.flatMap((generator) => {
+            const scheduledAtMs = nextInstanceAfter(generator, nowMs)
+            return scheduledAtMs === null ? [] : [{ generatorId: generator.id, instanceId: uuidv7(nowMs), scheduledAtMs }]
+          })
+          const created = yield* instancesInsert({ instances, nowMs })
+          const times = new Map(instances.map((instance) => [instance.instanceId, instance.scheduledAtMs]))
+          for (const row of created) {
+            const dueAtMs = times.get(row.id)!
+            if (dueAtMs < loadedUntil) wheel.add(row.id, dueAtMs)
+          }
+          if (generators.length < MATERIALIZE_BATCH || created.length === 0) break
+        }
+        yield* heartbeats.beat("materializer")
+        nextMaterializeAt = nowMs + MATERIALIZE_EVERY_MS
+      })
 
     const load = (nowMs: number) =>
       Effect.gen(function*() {
@@ -61,10 +92,11 @@ export const runShardActor = (options: ShardActorOptions) =>
                 Effect.sync(() => ids.forEach((id) => wheel.add(id, nowMs + CLAIM_RETRY_MS))).pipe(
                   Effect.andThen(Effect.logWarning(`shard ${options.shard}: claim failed, retrying`, cause))
                 ),
-                [] as Array<string>
+                [] as ReadonlyArray<ClaimedRow>
               ))
           )
-          if (claimed.length > 0) yield* dispatcher.submit(claimed)
+          if (claimed.length > 0) yield* dispatcher.submit(claimed.map((row) => row.id))
+          if (claimed.some((row) => row.generatorId !== null)) nextMaterializeAt = nowMs
         }
       })
 
@@ -82,7 +114,8 @@ export const runShardActor = (options: ShardActorOptions) =>
       yield* fireDue(nowMs)
       if (loadedUntil - nowMs < LOOKAHEAD_MS / 2) yield* load(nowMs)
       if (nowMs >= nextRecoverAt) yield* recover(nowMs)
-      const wakeAt = Math.min(wheel.nextDeadlineMs() ?? Infinity, loadedUntil - LOOKAHEAD_MS / 2, nextRecoverAt)
+      if (nowMs >= nextMaterializeAt) yield* materialize(nowMs)
+      const wakeAt = Math.min(wheel.nextDeadlineMs() ?? Infinity, loadedUntil - LOOKAHEAD_MS / 2, nextRecoverAt, nextMaterializeAt)
       const waitMs = Math.max(0, wakeAt - (yield* Clock.currentTimeMillis))
       const items = waitMs === 0
         ? yield* Queue.takeBetween(options.mailbox, 0, 10_000)

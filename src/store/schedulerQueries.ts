@@ -32,6 +32,12 @@ export const triggersLoadDue = Effect.fn("triggersLoadDue")(function*(input: {
   return rows.map((row): DueRow => ({ id: row.id, dueAtMs: Number(row.due_ms) }))
 })
 
+export interface ClaimedRow {
+  readonly id: string
+  /** Set when the trigger is a generator's instance: its generator needs a next instance. */
+  readonly generatorId: string | null
+}
+
 /**
  * Claims due triggers in one statement: a compare-and-set on status that also re-checks the time,
  * so a stale wheel entry (the trigger was moved or cancelled) never fires.
@@ -41,13 +47,13 @@ export const triggersClaim = Effect.fn("triggersClaim")(function*(input: {
   readonly nowMs: number
   readonly node: string
 }) {
-  if (input.ids.length === 0) return []
+  if (input.ids.length === 0) return [] as Array<ClaimedRow>
   const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql<{ id: string }>`
+  const rows = yield* sql<{ id: string; generator_id: string | null }>`
     UPDATE triggers SET status = 'queued', claimed_by = ${input.node}
     WHERE id = ANY(${input.ids}::uuid[]) AND status IN ('registered', 'retrying') AND due_at <= ${new Date(input.nowMs)}
-    RETURNING id`
-  return rows.map((row) => row.id)
+    RETURNING id, generator_id`
+  return rows.map((row): ClaimedRow => ({ id: row.id, generatorId: row.generator_id }))
 })
 
 export interface DeliveryRow {

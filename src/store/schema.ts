@@ -93,8 +93,10 @@ CREATE UNIQUE INDEX triggers_custom_key ON triggers (project_id, custom_key)
 CREATE INDEX triggers_project ON triggers (project_id, id DESC);
 -- Declare / bulk / tag policies: triggers by tag.
 CREATE INDEX triggers_tags ON triggers USING gin (tags);
--- Materializer: at most one upcoming instance per generator, and never two for one time.
-CREATE UNIQUE INDEX triggers_generator_time ON triggers (generator_id, scheduled_at) WHERE generator_id IS NOT NULL;
+-- Materializer: at most one upcoming instance per generator, and never two live ones for one time
+-- (a cancelled upcoming instance may be replaced by a new one for the same time).
+CREATE UNIQUE INDEX triggers_generator_time ON triggers (generator_id, scheduled_at)
+  WHERE generator_id IS NOT NULL AND status <> 'cancelled';
 CREATE UNIQUE INDEX triggers_generator_upcoming ON triggers (generator_id)
   WHERE generator_id IS NOT NULL AND status = 'registered';
 -- Materializer: active generators of a shard.

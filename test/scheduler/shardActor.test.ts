@@ -1,6 +1,7 @@
 // The ShardActor under TestClock on a real database: it fires each trigger exactly at its time (not
 // a millisecond early), follows wake-ups (new, moved, cancelled), reads triggers beyond its window
-// from PostgreSQL in time, fires overdue ones at once, and recovers triggers left by a dead node.
+// from PostgreSQL in time, fires overdue ones at once, recovers triggers left by a dead node, and
+// materializes generator instances (next after due, replacement of a cancelled one, no catch-up).
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Fiber, Layer, Queue } from "effect"
 import { SqlClient } from "effect/sql"
@@ -8,6 +9,7 @@ import { TestClock } from "effect/testing"
 import { Dispatcher } from "../../src/delivery/dispatch.ts"
 import { runShardActor } from "../../src/scheduler/shardActor.ts"
 import type { WakeItem } from "../../src/scheduler/wake.ts"
+import { Heartbeats } from "../../src/scheduler/heartbeats.ts"
 import { TestDatabase } from "../support/database.ts"
 
 const SHARD = 3
@@ -23,6 +25,12 @@ const insertTrigger = (id: string, status: string, dueAtMs: number | null, claim
       VALUES (${id}, ${PROJECT}, 'job', ${SHARD}, ${status}, ${due}, ${due}, 'http://127.0.0.1:9/', 'GET', '[]'::jsonb,
         ${claimedBy}, now(), now())`
   })
+
+/** The TestClock is shared by the tests of a layer block: every test works relative to its start. */
+const clockNow = Effect.clockWith((clock) => clock.currentTimeMillis)
+
+/** The first multiple of `step` milliseconds strictly after `ms`. */
+const nextMultiple = (ms: number, step: number) => (Math.floor(ms / step) + 1) * step
 
 const statusOf = (id: string) =>
   Effect.gen(function*() {
@@ -42,7 +50,9 @@ const startActor = Effect.gen(function*() {
   const mailbox = yield* Queue.unbounded<WakeItem>()
   const dispatcher = Layer.succeed(Dispatcher)({ submit: (ids) => Queue.offerAll(submitted, ids).pipe(Effect.asVoid) })
   const fiber = yield* Effect.forkChild(
-    runShardActor({ shard: SHARD, node: "node-a", mailbox, liveNodes: Effect.succeed(["node-a"]) }).pipe(Effect.provide(dispatcher))
+    runShardActor({ shard: SHARD, node: "node-a", mailbox, liveNodes: Effect.succeed(["node-a"]) }).pipe(
+      Effect.provide(Layer.merge(dispatcher, Heartbeats.layer))
+    )
   )
   return { submitted, mailbox, fiber }
 })
@@ -60,7 +70,7 @@ layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
       Effect.gen(function*() {
         yield* setup
         const id = newId()
-        yield* insertTrigger(id, "registered", 5_000)
+        yield* insertTrigger(id, "registered", (yield* clockNow) + 5_000)
         const actor = yield* startActor
         yield* settle
         yield* TestClock.adjust(4_999)
@@ -76,11 +86,11 @@ layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
     it.effect("fires overdue triggers at once and a pending retry at its retry time", () =>
       Effect.gen(function*() {
         yield* setup
-        yield* TestClock.adjust(10_000)
+        const now = yield* clockNow
         const overdue = newId()
         const retry = newId()
-        yield* insertTrigger(overdue, "registered", 1_000)
-        yield* insertTrigger(retry, "retrying", 40_000)
+        yield* insertTrigger(overdue, "registered", now - 9_000)
+        yield* insertTrigger(retry, "retrying", now + 30_000)
         const actor = yield* startActor
         assert.strictEqual(yield* Queue.take(actor.submitted), overdue)
         yield* TestClock.adjust(29_999)
@@ -94,7 +104,7 @@ layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
     it.effect("loads triggers beyond its window from the database in time", () =>
       Effect.gen(function*() {
         yield* setup
-        const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+        const now = yield* clockNow
         const far = newId()
         yield* insertTrigger(far, "registered", now + 150_000)
         const actor = yield* startActor
@@ -115,7 +125,7 @@ layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
     it.effect("a new trigger woken into the mailbox fires at its time; a moved one at the new time", () =>
       Effect.gen(function*() {
         yield* setup
-        const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+        const now = yield* clockNow
         const actor = yield* startActor
         yield* settle
         const added = newId()
@@ -141,7 +151,7 @@ layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
     it.effect("a cancelled trigger never fires, even if a stale wheel entry comes due", () =>
       Effect.gen(function*() {
         yield* setup
-        const now = yield* Effect.clockWith((clock) => clock.currentTimeMillis)
+        const now = yield* clockNow
         const id = newId()
         yield* insertTrigger(id, "registered", now + 1_000)
         const actor = yield* startActor
@@ -176,4 +186,86 @@ layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
       assert.strictEqual(yield* statusOf(ownRunning), "running")
       yield* Fiber.interrupt(actor.fiber)
     }))
+
+  describe("materializer", () => {
+    const insertGenerator = (id: string, cron: string) =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`INSERT INTO triggers (id, project_id, kind, shard, status, url, method, headers, body, tags, title,
+            cron_expr, cron_tz, created_at, updated_at)
+          VALUES (${id}, ${PROJECT}, 'generator', ${SHARD}, 'active', 'http://127.0.0.1:9/g', 'POST',
+            '[["x-a","1"]]'::jsonb, ${new Uint8Array([104, 105])}, '{t1}', 'title', ${cron}, 'UTC', now(), now())`
+      })
+    const instancesOf = (generatorId: string) =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        return yield* sql<{ id: string; status: string; ms: string; url: string; tags: Array<string>; title: string }>`
+          SELECT id, status, (extract(epoch FROM scheduled_at) * 1000)::bigint::text AS ms, url, tags, title
+          FROM triggers WHERE generator_id = ${generatorId} ORDER BY scheduled_at, id`
+      })
+
+    it.effect("creates the first instance at the next matching time, a copy of the generator", () =>
+      Effect.gen(function*() {
+        yield* setup
+        const generator = newId()
+        yield* insertGenerator(generator, "*/10 * * * * *")
+        const now = yield* clockNow
+        const firstAt = nextMultiple(now, 10_000)
+        const actor = yield* startActor
+        yield* settle
+        const [first, ...rest] = yield* instancesOf(generator)
+        assert.deepStrictEqual(rest, [])
+        assert.deepStrictEqual({ ...first!, id: "" }, {
+          id: "", status: "registered", ms: String(firstAt), url: "http://127.0.0.1:9/g", tags: ["t1"], title: "title"
+        })
+        yield* TestClock.adjust(firstAt - now)
+        assert.strictEqual(yield* Queue.take(actor.submitted), first!.id)
+        yield* settle
+        // the next instance exists right after the claim, without waiting for the 5 s check
+        const after = yield* instancesOf(generator)
+        assert.deepStrictEqual(after.map((row) => [row.status, row.ms]), [["queued", String(firstAt)], ["registered", String(firstAt + 10_000)]])
+        yield* Fiber.interrupt(actor.fiber)
+      }))
+
+    it.effect("replaces a cancelled upcoming instance with a new one for the same time within 5 s", () =>
+      Effect.gen(function*() {
+        yield* setup
+        const generator = newId()
+        yield* insertGenerator(generator, "0 * * * *")
+        const hour = String(nextMultiple(yield* clockNow, 3_600_000))
+        const actor = yield* startActor
+        yield* settle
+        const [upcoming] = yield* instancesOf(generator)
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`UPDATE triggers SET status = 'cancelled', due_at = NULL WHERE id = ${upcoming!.id}`
+        yield* TestClock.adjust(5_000)
+        yield* settle
+        const rows = yield* instancesOf(generator)
+        assert.deepStrictEqual(rows.map((row) => [row.status, row.ms]), [["cancelled", hour], ["registered", hour]])
+        assert.notStrictEqual(rows[1]!.id, upcoming!.id)
+        yield* Fiber.interrupt(actor.fiber)
+      }))
+
+    it.effect("after downtime the scheduled instance fires once, late, and missed times are not caught up", () =>
+      Effect.gen(function*() {
+        yield* setup
+        const generator = newId()
+        yield* insertGenerator(generator, "*/10 * * * * *")
+        const late = newId()
+        const lateAt = nextMultiple(yield* clockNow, 10_000)
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`INSERT INTO triggers (id, project_id, kind, generator_id, shard, status, scheduled_at, due_at, url, method,
+            headers, created_at, updated_at)
+          VALUES (${late}, ${PROJECT}, 'job', ${generator}, ${SHARD}, 'registered', ${new Date(lateAt)}, ${new Date(lateAt)},
+            'http://127.0.0.1:9/g', 'POST', '[]'::jsonb, now(), now())`
+        // the service was down for 55 s past the instance's time: five more times were missed
+        yield* TestClock.adjust(lateAt + 55_000 - (yield* clockNow))
+        const actor = yield* startActor
+        assert.strictEqual(yield* Queue.take(actor.submitted), late)
+        yield* settle
+        const rows = yield* instancesOf(generator)
+        assert.deepStrictEqual(rows.map((row) => [row.status, row.ms]), [["queued", String(lateAt)], ["registered", String(lateAt + 60_000)]])
+        yield* Fiber.interrupt(actor.fiber)
+      }))
+  })
 })

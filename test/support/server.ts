@@ -1,6 +1,6 @@
 // The real service in-process for tests: HTTPS on a free loopback port, a fresh database, and a
 // small client (undici, certificate not verified) plus helpers to create projects and keys.
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
 import { Agent, request } from "undici"
 import { loadTls } from "../../src/api/tls.ts"
@@ -46,6 +46,9 @@ export class TestServer extends Context.Service<TestServer, {
 
 let projectCounter = 0
 
+/** The default clock, captured outside any test (module scope has no TestClock). */
+const LIVE_CLOCK = Effect.runSync(Effect.clockWith((clock) => Effect.succeed(clock)))
+
 /** The whole service on a fresh database; `env` overrides settings (as environment variables). */
 export const testServerLayer = (env: Record<string, string> = {}) =>
   Layer.unwrap(Effect.gen(function*() {
@@ -61,7 +64,9 @@ export const testServerLayer = (env: Record<string, string> = {}) =>
       DATA_DIR: dataDir
     })
     const tls = yield* Effect.promise(() => loadTls(config))
-    const service = ServiceLive(config, tls)
+    // the service runs on the real clock even inside @effect/vitest's layer(), which provides a
+    // TestClock: its scheduler must sleep in real time and stamp real dates
+    const service = ServiceLive(config, tls).pipe(Layer.provide(Layer.succeed(Clock.Clock)(LIVE_CLOCK)))
     const testServer = Layer.effect(TestServer, Effect.gen(function*() {
       const server = yield* HttpServer.HttpServer
       const port = "port" in server.address ? server.address.port : 0

@@ -1,0 +1,112 @@
+// Generators (recurring triggers) and their instances. A generator row keeps the cron expression
+// and zone (never returned by the API); an instance is an ordinary one-shot row with generator_id,
+// copying the generator's url, method, headers, body, tags, title and retry policy when created.
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import type { TriggerDefinition } from "../domain/trigger.ts"
+
+const definitionParams = (definition: TriggerDefinition) => ({
+  headers: JSON.stringify(definition.headers),
+  retry: definition.retry === null ? null : JSON.stringify(definition.retry)
+})
+
+export const generatorsInsert = Effect.fn("generatorsInsert")(function*(input: {
+  readonly id: string
+  readonly projectId: string
+  readonly shard: number
+  readonly cronExpr: string
+  readonly cronTz: string
+  readonly definition: TriggerDefinition
+  readonly nowMs: number
+}) {
+  const sql = yield* SqlClient.SqlClient
+  const d = input.definition
+  const p = definitionParams(d)
+  const now = new Date(input.nowMs)
+  yield* sql`INSERT INTO triggers (id, project_id, kind, shard, status, url, method, headers, body, content_type,
+      title, tags, custom_key, retry, cron_expr, cron_tz, created_at, updated_at)
+    VALUES (${input.id}, ${input.projectId}, 'generator', ${input.shard}, 'active', ${d.url}, ${d.method},
+      ${p.headers}::jsonb, ${d.body}, ${d.contentType}, ${d.title}, ${d.tags}::text[], ${d.customKey},
+      ${p.retry}::jsonb, ${input.cronExpr}, ${input.cronTz}, ${now}, ${now})`
+})
+
+/** Replaces an active generator's definition in place (same id). */
+export const generatorsReplace = Effect.fn("generatorsReplace")(function*(input: {
+  readonly id: string
+  readonly cronExpr: string
+  readonly cronTz: string
+  readonly definition: TriggerDefinition
+  readonly nowMs: number
+}) {
+  const sql = yield* SqlClient.SqlClient
+  const d = input.definition
+  const p = definitionParams(d)
+  yield* sql`UPDATE triggers SET url = ${d.url}, method = ${d.method}, headers = ${p.headers}::jsonb, body = ${d.body},
+      content_type = ${d.contentType}, title = ${d.title}, tags = ${d.tags}::text[], custom_key = ${d.customKey},
+      retry = ${p.retry}::jsonb, cron_expr = ${input.cronExpr}, cron_tz = ${input.cronTz},
+      updated_at = ${new Date(input.nowMs)}
+    WHERE id = ${input.id} AND kind = 'generator' AND status = 'active'`
+})
+
+/** Cancels a generator's upcoming instance; returns it (id, shard) when there was one. */
+export const instancesCancelUpcoming = Effect.fn("instancesCancelUpcoming")(function*(input: {
+  readonly generatorId: string
+  readonly nowMs: number
+}) {
+  const sql = yield* SqlClient.SqlClient
+  return yield* sql<{ id: string; shard: number }>`UPDATE triggers SET status = 'cancelled', due_at = NULL,
+      updated_at = ${new Date(input.nowMs)}
+    WHERE generator_id = ${input.generatorId} AND status = 'registered' RETURNING id, shard`
+})
+
+export interface NewInstance {
+  readonly generatorId: string
+  readonly instanceId: string
+  readonly scheduledAtMs: number
+}
+
+/**
+ * Creates instances copying their generators (which must still be active). The unique indexes on
+ * (generator, upcoming) and (generator, time) make this idempotent across processes: a conflicting
+ * row is skipped. Returns the created instances.
+ */
+export const instancesInsert = Effect.fn("instancesInsert")(function*(input: {
+  readonly instances: ReadonlyArray<NewInstance>
+  readonly nowMs: number
+}) {
+  if (input.instances.length === 0) return []
+  const sql = yield* SqlClient.SqlClient
+  const rows = JSON.stringify(input.instances.map((i) => ({
+    generator_id: i.generatorId, id: i.instanceId, scheduled_at: new Date(i.scheduledAtMs).toISOString()
+  })))
+  const now = new Date(input.nowMs)
+  return yield* sql<{ id: string; shard: number; generator_id: string }>`
+    INSERT INTO triggers (id, project_id, kind, generator_id, shard, status, scheduled_at, due_at, url, method,
+      headers, body, content_type, title, tags, retry, created_at, updated_at)
+    SELECT v.id, g.project_id, 'job', g.id, g.shard, 'registered', v.scheduled_at, v.scheduled_at, g.url, g.method,
+      g.headers, g.body, g.content_type, g.title, g.tags, g.retry, ${now}, ${now}
+    FROM jsonb_to_recordset(${rows}::jsonb) AS v(generator_id uuid, id uuid, scheduled_at timestamptz)
+    JOIN triggers g ON g.id = v.generator_id AND g.kind = 'generator' AND g.status = 'active'
+    ON CONFLICT DO NOTHING
+    RETURNING id, shard, generator_id`
+})
+
+export interface GeneratorSchedule {
+  readonly id: string
+  readonly cronExpr: string
+  readonly cronTz: string
+}
+
+/** Active generators of a shard that have no upcoming instance (the materializer's work list). */
+export const generatorsWithoutUpcoming = Effect.fn("generatorsWithoutUpcoming")(function*(input: {
+  readonly shard: number
+  readonly limit: number
+}) {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<{ id: string; cron_expr: string; cron_tz: string }>`
+    SELECT g.id, g.cron_expr, g.cron_tz FROM triggers g
+    WHERE g.shard = ${input.shard} AND g.kind = 'generator' AND g.status = 'active'
+      AND NOT EXISTS (SELECT 1 FROM triggers i WHERE i.generator_id = g.id AND i.status = 'registered')
+    LIMIT ${input.limit}`
+  return rows.map((row): GeneratorSchedule => ({ id: row.id, cronExpr: row.cron_expr, cronTz: row.cron_tz }))
+})
