@@ -1,7 +1,7 @@
 // `npm start`: reads the settings (a bad one stops the start with one line, exit 1), then runs every
 // role of timewheel in this process until SIGTERM/SIGINT, which shuts it down gracefully.
 import { NodeRuntime } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
+import { Cause, Effect, Exit, Layer, Runtime } from "effect"
 import { HttpServer } from "effect/http"
 import { loadTls } from "./api/tls.ts"
 import { ConfigError, loadConfig } from "./config.ts"
@@ -28,4 +28,8 @@ const announce = Layer.effectDiscard(Effect.gen(function*() {
   yield* Effect.log(`timewheel listening on https://${config.host}:${port}`)
 }))
 
-NodeRuntime.runMain(Layer.launch(announce.pipe(Layer.provideMerge(ServiceLive(config, tls)))))
+/** A shutdown asked for by SIGTERM/SIGINT that completed cleanly is a success (exit 0). */
+const teardown: Runtime.Teardown = (exit, onExit) =>
+  Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? onExit(0) : Runtime.defaultTeardown(exit, onExit)
+
+NodeRuntime.runMain(Layer.launch(announce.pipe(Layer.provideMerge(ServiceLive(config, tls)))), { teardown })

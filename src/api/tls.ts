@@ -33,9 +33,18 @@ export const loadTls = async (config: Pick<AppConfigShape, "tls" | "dataDir">): 
   if (fs.existsSync(certFile) && fs.existsSync(keyFile)) {
     return { cert: fs.readFileSync(certFile, "utf8"), key: fs.readFileSync(keyFile, "utf8") }
   }
+  // written to a private directory renamed into place, so processes starting at once on one
+  // DATA_DIR never mix one's key with another's certificate: the first rename wins
   const generated = await generate()
-  fs.mkdirSync(dir, { recursive: true })
-  fs.writeFileSync(keyFile, generated.key, { mode: 0o600 })
-  fs.writeFileSync(certFile, generated.cert)
-  return generated
+  fs.mkdirSync(config.dataDir, { recursive: true })
+  const staging = fs.mkdtempSync(path.join(config.dataDir, "tls-"))
+  fs.writeFileSync(path.join(staging, "key.pem"), generated.key, { mode: 0o600 })
+  fs.writeFileSync(path.join(staging, "cert.pem"), generated.cert)
+  try {
+    fs.renameSync(staging, dir)
+    return generated
+  } catch {
+    fs.rmSync(staging, { recursive: true, force: true })
+    return { cert: fs.readFileSync(certFile, "utf8"), key: fs.readFileSync(keyFile, "utf8") }
+  }
 }

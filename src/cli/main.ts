@@ -101,16 +101,15 @@ export const runCli = async (args: ReadonlyArray<string>, env: Readonly<Record<s
     process.stderr.write((args.length === 0 ? "" : `unknown command: ${args.join(" ")}\n`) + USAGE + "\n")
     return 1
   }
-  /** Prints the one-line failure of an exit; true when it failed. */
-  const failed = (exit: Exit.Exit<unknown, unknown>): boolean => {
-    if (Exit.isSuccess(exit)) return false
-    const failure = Cause.findErrorOption(exit.cause)
+  /** Prints the one-line message of a failure; the exit code. */
+  const failed = (cause: Cause.Cause<unknown>): 1 => {
+    const failure = Cause.findErrorOption(cause)
     if (failure._tag === "Some" && failure.value instanceof CliError) err(failure.value.message)
-    else err(`failed: ${describeFailure(Cause.squash(exit.cause))}`)
-    return true
+    else err(`failed: ${describeFailure(Cause.squash(cause))}`)
+    return 1
   }
   const checked = await Effect.runPromiseExit(command)
-  if (failed(checked) || !Exit.isSuccess(checked)) return 1
+  if (!Exit.isSuccess(checked)) return failed(checked.cause)
   let config
   try {
     config = loadConfig(env)
@@ -130,7 +129,7 @@ export const runCli = async (args: ReadonlyArray<string>, env: Readonly<Record<s
     Effect.provide(Logger.layer([]))
   )
   const exit = await Effect.runPromiseExit(program)
-  if (failed(exit) || !Exit.isSuccess(exit)) return 1
+  if (!Exit.isSuccess(exit)) return failed(exit.cause)
   out(exit.value)
   return 0
 }

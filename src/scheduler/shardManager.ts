@@ -28,7 +28,7 @@ export const ShardManagerLive = Layer.effectDiscard(Effect.gen(function*() {
 
   const liveNodes = Effect.map(
     sql<{ name: string }>`SELECT application_name AS name FROM pg_stat_activity
-      WHERE application_name LIKE ${NODE_APPLICATION_PREFIX + "%"}`,
+      WHERE datname = current_database() AND application_name LIKE ${NODE_APPLICATION_PREFIX + "%"}`,
     (rows) => rows.map((row) => row.name.slice(NODE_APPLICATION_PREFIX.length))
   )
 

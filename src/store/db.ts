@@ -61,8 +61,11 @@ const ensureDatabase = (adminUrl: string, database: string) =>
     const exists = yield* sql`SELECT 1 FROM pg_database WHERE datname = ${database}`
     if (exists.length > 0) return
     yield* sql.unsafe(`CREATE DATABASE "${database}"`).pipe(
-      // another process may have created it at the same moment (duplicate_database)
-      Effect.catchIf((error) => String((error.reason as { cause?: unknown }).cause ?? "").includes("42P04"), () => Effect.void)
+      // another process may have created it at the same moment
+      Effect.catch((error) =>
+        Effect.flatMap(sql`SELECT 1 FROM pg_database WHERE datname = ${database}`, (rows) =>
+          rows.length > 0 ? Effect.void : Effect.fail(error))
+      )
     )
   }).pipe(Effect.provide(clientLayer(adminUrl, "timewheel-setup", 1)))
 

@@ -2,6 +2,7 @@
 // small client (undici, certificate not verified) plus helpers to create projects and keys.
 import { Clock, Context, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
+import * as fs from "node:fs"
 import { Agent, request } from "undici"
 import { loadTls } from "../../src/api/tls.ts"
 import { keyCreate, projectCreate } from "../../src/cli/commands.ts"
@@ -54,6 +55,7 @@ export const testServerLayer = (env: Record<string, string> = {}) =>
   Layer.unwrap(Effect.gen(function*() {
     const databaseUrl = yield* freshDatabaseUrl
     const dataDir = makeTempDir("data")
+    yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dataDir, { recursive: true, force: true })))
     const config = loadConfig({
       PORT: "0",
       HOST: "127.0.0.1",

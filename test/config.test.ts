@@ -1,0 +1,180 @@
+// Operator settings (DECISIONS "Operator contract"): the default of every setting, the accepted
+// edge values, and for each bad value the exact one-line message naming the setting. One child
+// process checks that `npm start` turns a bad setting into that line on stderr and exit code 1.
+import { afterAll, assert, describe, it } from "@effect/vitest"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { loadTls } from "../src/api/tls.ts"
+import { type AppConfigShape, ConfigError, DEFAULTS, loadConfig } from "../src/config.ts"
+import { makeTempDir } from "./support/database.ts"
+import { programLines, runChild } from "./support/cli.ts"
+
+// Real PEM files (a self-signed pair as the service generates it), an unreadable path, a non-PEM file.
+const dir = makeTempDir("config")
+const pems = await loadTls({ tls: undefined, dataDir: dir })
+const CERT = path.join(dir, "tls", "cert.pem")
+const KEY = path.join(dir, "tls", "key.pem")
+const NOT_PEM = path.join(dir, "not-pem.txt")
+fs.writeFileSync(NOT_PEM, "this is not a certificate\n")
+const MISSING = path.join(dir, "missing.pem")
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }))
+
+const errorOf = (env: Record<string, string>): ConfigError => {
+  try {
+    loadConfig(env)
+  } catch (error) {
+    assert.instanceOf(error, ConfigError)
+    return error as ConfigError
+  }
+  return assert.fail(`loadConfig accepted ${JSON.stringify(env)}`)
+}
+
+describe("loadConfig", () => {
+  it("defaults: every setting of the operator contract", () => {
+    const config = loadConfig({})
+    const expected: AppConfigShape = {
+      databaseUrl: undefined,
+      dataDir: path.resolve("./data"),
+      host: "0.0.0.0",
+      port: 8443,
+      tls: undefined,
+      prefix: "ttr",
+      shards: 64,
+      defaultMonthlyQuota: 1_000_000,
+      blockPrivateTargets: false,
+      logLevel: "info",
+      maxInFlight: 256
+    }
+    assert.deepStrictEqual(config, expected)
+    assert.strictEqual(DEFAULTS.DATA_DIR, "./data")
+  })
+
+  it("an empty or blank value counts as unset", () => {
+    const blank = Object.fromEntries(Object.keys(DEFAULTS).map((name, i) => [name, i % 2 === 0 ? "" : "   "]))
+    assert.deepStrictEqual(loadConfig(blank), loadConfig({}))
+  })
+
+  describe("accepted values", () => {
+    const cases: ReadonlyArray<[string, Record<string, string>, Partial<AppConfigShape>]> = [
+      ["PORT=0 (any free port)", { PORT: "0" }, { port: 0 }],
+      ["PORT=65535", { PORT: "65535" }, { port: 65535 }],
+      ["HOST", { HOST: "127.0.0.1" }, { host: "127.0.0.1" }],
+      ["DATA_DIR is made absolute", { DATA_DIR: "some/dir" }, { dataDir: path.resolve("some/dir") }],
+      ["SHARDS=1", { SHARDS: "1" }, { shards: 1 }],
+      ["SHARDS=4096", { SHARDS: "4096" }, { shards: 4096 }],
+      ["DEFAULT_MONTHLY_QUOTA=0", { DEFAULT_MONTHLY_QUOTA: "0" }, { defaultMonthlyQuota: 0 }],
+      ["BLOCK_PRIVATE_TARGETS=true", { BLOCK_PRIVATE_TARGETS: "true" }, { blockPrivateTargets: true }],
+      ["BLOCK_PRIVATE_TARGETS=false", { BLOCK_PRIVATE_TARGETS: "false" }, { blockPrivateTargets: false }],
+      ["LOG_LEVEL in any case", { LOG_LEVEL: "DEBUG" }, { logLevel: "debug" }],
+      ["LOG_LEVEL=none", { LOG_LEVEL: "none" }, { logLevel: "none" }],
+      ["PREFIX of letters and digits", { PREFIX: "svc2" }, { prefix: "svc2" }],
+      ["PREFIX of 16 characters", { PREFIX: "a".repeat(16) }, { prefix: "a".repeat(16) }],
+      ["MAX_IN_FLIGHT", { MAX_IN_FLIGHT: "1000" }, { maxInFlight: 1000 }],
+      ["postgres:// URL", { DATABASE_URL: "postgres://u:p@db.example:5433/tw" }, { databaseUrl: "postgres://u:p@db.example:5433/tw" }],
+      ["postgresql:// URL", { DATABASE_URL: "postgresql://db.example/tw" }, { databaseUrl: "postgresql://db.example/tw" }],
+      ["both TLS files: their PEM contents", { TLS_CERT_FILE: CERT, TLS_KEY_FILE: KEY }, { tls: { cert: pems.cert, key: pems.key } }]
+    ]
+    for (const [name, env, expected] of cases) {
+      it(name, () => {
+        const config = loadConfig(env)
+        for (const [field, value] of Object.entries(expected)) {
+          assert.deepStrictEqual(config[field as keyof AppConfigShape], value, field)
+        }
+      })
+    }
+  })
+
+  describe("bad values: one line naming the setting", () => {
+    const cases: ReadonlyArray<[string, Record<string, string>, string]> = [
+      ["non-numeric PORT", { PORT: "https" }, `PORT must be an integer between 0 and 65535, got "https"`],
+      ["PORT above range", { PORT: "65536" }, `PORT must be an integer between 0 and 65535, got "65536"`],
+      ["negative PORT", { PORT: "-1" }, `PORT must be an integer between 0 and 65535, got "-1"`],
+      ["fractional PORT", { PORT: "8443.5" }, `PORT must be an integer between 0 and 65535, got "8443.5"`],
+      ["SHARDS 0", { SHARDS: "0" }, `SHARDS must be an integer between 1 and 4096, got "0"`],
+      ["SHARDS non-numeric", { SHARDS: "many" }, `SHARDS must be an integer between 1 and 4096, got "many"`],
+      ["SHARDS above range", { SHARDS: "4097" }, `SHARDS must be an integer between 1 and 4096, got "4097"`],
+      ["BLOCK_PRIVATE_TARGETS yes", { BLOCK_PRIVATE_TARGETS: "yes" }, `BLOCK_PRIVATE_TARGETS must be "true" or "false", got "yes"`],
+      ["BLOCK_PRIVATE_TARGETS 1", { BLOCK_PRIVATE_TARGETS: "1" }, `BLOCK_PRIVATE_TARGETS must be "true" or "false", got "1"`],
+      [
+        "DEFAULT_MONTHLY_QUOTA negative",
+        { DEFAULT_MONTHLY_QUOTA: "-5" },
+        `DEFAULT_MONTHLY_QUOTA must be an integer between 0 and 9007199254740991, got "-5"`
+      ],
+      [
+        "DEFAULT_MONTHLY_QUOTA non-numeric",
+        { DEFAULT_MONTHLY_QUOTA: "lots" },
+        `DEFAULT_MONTHLY_QUOTA must be an integer between 0 and 9007199254740991, got "lots"`
+      ],
+      [
+        "LOG_LEVEL unknown",
+        { LOG_LEVEL: "verbose" },
+        `LOG_LEVEL must be one of all, trace, debug, info, warn, error, fatal, none, got "verbose"`
+      ],
+      [
+        "PREFIX in upper case",
+        { PREFIX: "TTR" },
+        `PREFIX must be 1-16 lowercase letters or digits starting with a letter, got "TTR"`
+      ],
+      [
+        "PREFIX starting with a digit",
+        { PREFIX: "1tw" },
+        `PREFIX must be 1-16 lowercase letters or digits starting with a letter, got "1tw"`
+      ],
+      [
+        "PREFIX with an underscore",
+        { PREFIX: "ttr_" },
+        `PREFIX must be 1-16 lowercase letters or digits starting with a letter, got "ttr_"`
+      ],
+      [
+        "PREFIX of 17 characters",
+        { PREFIX: "a".repeat(17) },
+        `PREFIX must be 1-16 lowercase letters or digits starting with a letter, got "${"a".repeat(17)}"`
+      ],
+      ["MAX_IN_FLIGHT 0", { MAX_IN_FLIGHT: "0" }, `MAX_IN_FLIGHT must be an integer between 1 and 100000, got "0"`],
+      ["TLS_CERT_FILE unreadable", { TLS_CERT_FILE: MISSING, TLS_KEY_FILE: KEY }, `TLS_CERT_FILE cannot be read: ${MISSING} (ENOENT)`],
+      ["TLS_KEY_FILE unreadable", { TLS_CERT_FILE: CERT, TLS_KEY_FILE: MISSING }, `TLS_KEY_FILE cannot be read: ${MISSING} (ENOENT)`],
+      ["TLS_CERT_FILE is a directory", { TLS_CERT_FILE: dir, TLS_KEY_FILE: KEY }, `TLS_CERT_FILE cannot be read: ${dir} (EISDIR)`],
+      ["only TLS_CERT_FILE", { TLS_CERT_FILE: CERT }, `TLS_KEY_FILE must be set when TLS_CERT_FILE is set`],
+      ["only TLS_KEY_FILE", { TLS_KEY_FILE: KEY }, `TLS_CERT_FILE must be set when TLS_KEY_FILE is set`],
+      ["TLS_CERT_FILE not PEM", { TLS_CERT_FILE: NOT_PEM, TLS_KEY_FILE: KEY }, `TLS_CERT_FILE is not a PEM file: ${NOT_PEM}`],
+      ["TLS_KEY_FILE not PEM", { TLS_CERT_FILE: CERT, TLS_KEY_FILE: NOT_PEM }, `TLS_KEY_FILE is not a PEM file: ${NOT_PEM}`],
+      [
+        "DATABASE_URL that does not parse",
+        { DATABASE_URL: "localhost:5432/timewheel" },
+        `DATABASE_URL must start with postgres:// or postgresql://, got "localhost://"`
+      ],
+      [
+        "DATABASE_URL that is no URL at all",
+        { DATABASE_URL: "not a url" },
+        `DATABASE_URL is not a valid URL (expected postgres://user:password@host:port/database)`
+      ],
+      [
+        "DATABASE_URL of another scheme",
+        { DATABASE_URL: "mysql://root@127.0.0.1/tw" },
+        `DATABASE_URL must start with postgres:// or postgresql://, got "mysql://"`
+      ],
+      ["DATABASE_URL without a host", { DATABASE_URL: "postgres:///timewheel" }, `DATABASE_URL has no host`]
+    ]
+    for (const [name, env, message] of cases) {
+      it(name, () => {
+        const error = errorOf(env)
+        assert.strictEqual(error.message, message)
+        assert.notInclude(error.message, "\n")
+      })
+    }
+  })
+})
+
+describe("npm start with a bad setting", () => {
+  it("prints one line on stderr and exits 1", { timeout: 60_000 }, async () => {
+    const dataDir = makeTempDir("config-start")
+    const result = await runChild("npm", ["start"], { env: { PORT: "eighty", DATA_DIR: dataDir }, timeoutMs: 45_000 })
+    fs.rmSync(dataDir, { recursive: true, force: true })
+    assert.strictEqual(result.code, 1)
+    // npm may add its own warnings (about the local npmrc); the service writes exactly one line
+    assert.deepStrictEqual(programLines(result.stderr), [
+      `timewheel: PORT must be an integer between 0 and 65535, got "eighty"`
+    ])
+    assert.notInclude(result.stdout, "listening")
+  })
+})
