@@ -5,6 +5,7 @@ import { Layer, Logger, References } from "effect"
 import type { LogLevel } from "effect/LogLevel"
 import { DashboardSessions } from "./api/auth.ts"
 import { HttpsServerLive } from "./api/server.ts"
+import { QuotaBatcher } from "./commands/quotaBatcher.ts"
 import { AppConfig, type AppConfigShape, type LogLevelName } from "./config.ts"
 import { DispatcherLive } from "./delivery/dispatcher.ts"
 import { Executor } from "./delivery/executor.ts"
@@ -42,6 +43,7 @@ export const ServiceLive = (
     Heartbeats.layer,
     DashboardSessions.none,
     NodeIdentity.layer,
+    QuotaBatcher.layer,
     WakeRouterLive,
     Executor.layer({
       maxInFlight: config.maxInFlight,

@@ -105,11 +105,13 @@ export const readScheduleRequest = (request: HttpServerRequest.HttpServerRequest
 
     const retry = parseRetryHeaders((name) => request.headers[name.toLowerCase()], prefix)
     if (retry._tag === "Err") return yield* Effect.fail(new BadRequest({ message: retry.message }))
-    const title = header("title")
+    // svc-title and svc-run-missed have no effect on recurring triggers: not even read for cron
+    const recurring = value._tag === "Cron"
+    const title = recurring ? undefined : header("title")
     if (title !== undefined && !PRINTABLE_ASCII.test(title)) {
       return yield* Effect.fail(new BadRequest({ message: `Invalid ${prefix}-title: ASCII text only` }))
     }
-    const runMissed = yield* booleanHeader(`${prefix}-run-missed`, header("run-missed"))
+    const runMissed = recurring ? false : yield* booleanHeader(`${prefix}-run-missed`, header("run-missed"))
     const customKey = header("custom-key")
     const triggerId = header("trigger-id")
     const rawHeaders = NodeHttpServerRequest.toIncomingMessage(request).rawHeaders
@@ -119,8 +121,7 @@ export const readScheduleRequest = (request: HttpServerRequest.HttpServerRequest
       headers: forwardedHeaders(rawHeaders, prefix),
       body,
       contentType: request.headers["content-type"] ?? null,
-      // svc-title has no effect on recurring triggers
-      title: title === undefined || title === "" || value._tag === "Cron" ? null : title,
+      title: title === undefined || title === "" ? null : title,
       tags: tags.tags,
       customKey: customKey === undefined || customKey === "" ? null : customKey,
       retry: retry.policy

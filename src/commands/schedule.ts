@@ -10,11 +10,11 @@ import { isPast } from "../domain/scheduledAt.ts"
 import { shardOf } from "../domain/trigger.ts"
 import { isUniqueViolation } from "../store/projects.ts"
 import { ShardCount } from "../store/db.ts"
-import { quotaConsume } from "../store/quota.ts"
 import {
   triggersCancel, triggersFindById, triggersFindKeyOwner, triggersInsertOneShot, triggersReplaceOneShot
 } from "../store/triggers.ts"
 import { type WakeItem, Wakeups } from "../scheduler/wake.ts"
+import { QuotaBatcher } from "./quotaBatcher.ts"
 import { upsertGenerator } from "./scheduleGenerator.ts"
 
 type OnceValue = Extract<ScheduleValue, { readonly _tag: "Once" }>
@@ -87,7 +87,7 @@ export const scheduleTrigger = (command: ScheduleCommand, nowMs: number) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const wakeups = yield* Wakeups
-    const quota = yield* quotaConsume({ projectId: command.projectId, nowMs })
+    const quota = yield* (yield* QuotaBatcher).consume(command.projectId, nowMs)
     if (quota._tag === "Exceeded") {
       return yield* Effect.fail(new QuotaExceeded({ message: `Monthly quota of ${quota.limit} triggers exceeded` }))
     }

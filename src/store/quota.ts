@@ -1,6 +1,8 @@
-// Monthly quota usage: one unit per /schedule call that passes the quota check. The increment is a
-// single compare-and-set statement (row lock held only for that statement), so the remaining count
-// is exact under concurrent calls.
+// Monthly quota usage: one unit per /schedule call that passes the quota check. Concurrent calls of
+// a project are grouped: one statement per project and batch locks the usage row, grants as many
+// units as the quota still allows, and reports the count before and after, so each call learns its
+// exact remaining count. Grouping matters: every statement holds the row lock through its commit
+// (a WAL flush), so one statement per call would serialise a project's calls on fsync.
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
@@ -11,18 +13,43 @@ export type QuotaResult =
 /** The first day (UTC) of the calendar month containing `nowMs`, as YYYY-MM-DD. */
 export const monthOf = (nowMs: number): string => new Date(nowMs).toISOString().slice(0, 8) + "01"
 
-export const quotaConsume = Effect.fn("quotaConsume")(function*(input: { readonly projectId: string; readonly nowMs: number }) {
+interface Grant {
+  readonly before: number
+  readonly after: number
+  readonly quota: number
+}
+
+/**
+ * Takes up to `units` units for the project's month; returns the usage before and after and the
+ * quota. The usage row is created on first use.
+ */
+export const quotaTake = Effect.fn("quotaTake")(function*(input: {
+  readonly projectId: string
+  readonly month: string
+  readonly units: number
+}) {
   const sql = yield* SqlClient.SqlClient
-  const month = monthOf(input.nowMs)
-  const rows = yield* sql<{ used: string; quota: string }>`
-    WITH p AS (SELECT monthly_quota FROM projects WHERE id = ${input.projectId})
-    INSERT INTO quota_usage (project_id, month, used)
-    SELECT ${input.projectId}, ${month}::date, 1 FROM p WHERE p.monthly_quota >= 1
-    ON CONFLICT (project_id, month) DO UPDATE SET used = quota_usage.used + 1
-      WHERE quota_usage.used < (SELECT monthly_quota FROM p)
-    RETURNING used::text, (SELECT monthly_quota FROM p)::text AS quota`
-  const row = rows[0]
-  if (row !== undefined) return { _tag: "Consumed", remaining: Number(row.quota) - Number(row.used) } satisfies QuotaResult
-  const limit = yield* sql<{ quota: string }>`SELECT monthly_quota::text AS quota FROM projects WHERE id = ${input.projectId}`
-  return { _tag: "Exceeded", limit: Number(limit[0]?.quota ?? 0) } satisfies QuotaResult
+  const take = sql<{ before: string; after: string; quota: string }>`
+    WITH old AS (
+      SELECT used FROM quota_usage WHERE project_id = ${input.projectId} AND month = ${input.month}::date FOR UPDATE
+    )
+    UPDATE quota_usage q SET used = LEAST(q.used + ${input.units}, GREATEST(q.used, p.monthly_quota))
+    FROM projects p, old
+    WHERE q.project_id = ${input.projectId} AND q.month = ${input.month}::date AND p.id = q.project_id
+    RETURNING old.used::text AS before, q.used::text AS after, p.monthly_quota::text AS quota`
+  let rows = yield* take
+  if (rows.length === 0) {
+    yield* sql`INSERT INTO quota_usage (project_id, month, used) VALUES (${input.projectId}, ${input.month}::date, 0)
+      ON CONFLICT (project_id, month) DO NOTHING`
+    rows = yield* take
+  }
+  const row = rows[0]!
+  return { before: Number(row.before), after: Number(row.after), quota: Number(row.quota) } satisfies Grant
 })
+
+/** Splits one grant among the calls of a batch, in order: the first `after - before` are consumed. */
+export const splitGrant = (grant: Grant, calls: number): ReadonlyArray<QuotaResult> =>
+  Array.from({ length: calls }, (_, i): QuotaResult =>
+    grant.before + i < grant.after
+      ? { _tag: "Consumed", remaining: grant.quota - (grant.before + i + 1) }
+      : { _tag: "Exceeded", limit: grant.quota })

@@ -246,7 +246,7 @@ describe("cli on an embedded DATA_DIR (no DATABASE_URL)", () => {
       const body = await response.body.json() as { status: string }
       assert.strictEqual(response.statusCode, 200)
       assert.strictEqual(body.status, "ok")
-      assert.strictEqual(await service.stop(), 130)
+      assert.strictEqual(await service.stop(), 0)
       assert.deepStrictEqual(postgresProcessesOf(dataDir), [])
     } finally {
       service.kill()
