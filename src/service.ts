@@ -5,6 +5,7 @@ import { Layer, Logger, References } from "effect"
 import type { LogLevel } from "effect/LogLevel"
 import { DashboardSessions } from "./api/auth.ts"
 import { HttpsServerLive } from "./api/server.ts"
+import { InsertBatcher } from "./commands/insertBatcher.ts"
 import { QuotaBatcher } from "./commands/quotaBatcher.ts"
 import { AppConfig, type AppConfigShape, type LogLevelName } from "./config.ts"
 import { DispatcherLive } from "./delivery/dispatcher.ts"
@@ -44,6 +45,7 @@ export const ServiceLive = (
     DashboardSessions.none,
     NodeIdentity.layer,
     QuotaBatcher.layer,
+    InsertBatcher.layer,
     WakeRouterLive,
     Executor.layer({
       maxInFlight: config.maxInFlight,

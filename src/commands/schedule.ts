@@ -14,6 +14,7 @@ import {
   triggersCancel, triggersFindById, triggersFindKeyOwner, triggersInsertOneShot, triggersReplaceOneShot
 } from "../store/triggers.ts"
 import { type WakeItem, Wakeups } from "../scheduler/wake.ts"
+import { InsertBatcher } from "./insertBatcher.ts"
 import { QuotaBatcher } from "./quotaBatcher.ts"
 import { upsertGenerator } from "./scheduleGenerator.ts"
 
@@ -83,6 +84,23 @@ const upsertOneShot = (command: ScheduleCommand, value: OnceValue, nowMs: number
     } satisfies Upserted
   })
 
+/** A new one-shot trigger with no key or id to match: no transaction, a group-committed insert. */
+const insertPlain = (command: ScheduleCommand, value: OnceValue, nowMs: number, monthQuotaRemaining: number) =>
+  Effect.gen(function*() {
+    const shards = (yield* ShardCount).count
+    const { fireAtMs, nowBased } = value
+    const status = !nowBased && !command.runMissed && isPast(fireAtMs, nowMs) ? "skipped" : "registered"
+    const id = uuidv7(nowMs)
+    const shard = shardOf(id, shards)
+    yield* (yield* InsertBatcher).insert({
+      id, projectId: command.projectId, shard, status, scheduledAtMs: fireAtMs, definition: command.definition, nowMs
+    })
+    yield* (yield* Wakeups).wake([{ shard, id, dueAtMs: status === "registered" ? fireAtMs : null }])
+    return {
+      triggerId: id, scheduledAt: new Date(fireAtMs).toISOString(), operation: "schedule", kind: "job", monthQuotaRemaining
+    } satisfies ScheduleResult
+  })
+
 export const scheduleTrigger = (command: ScheduleCommand, nowMs: number) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -92,6 +110,9 @@ export const scheduleTrigger = (command: ScheduleCommand, nowMs: number) =>
       return yield* Effect.fail(new QuotaExceeded({ message: `Monthly quota of ${quota.limit} triggers exceeded` }))
     }
     const value = command.value
+    if (value._tag === "Once" && command.definition.customKey === null && command.triggerId === null) {
+      return yield* insertPlain(command, value, nowMs, quota.remaining)
+    }
     const transaction = sql.withTransaction(
       value._tag === "Once" ? upsertOneShot(command, value, nowMs) : upsertGenerator(command, value, nowMs)
     )

@@ -69,6 +69,11 @@ export interface NewInstance {
  * Creates instances copying their generators (which must still be active). The unique indexes on
  * (generator, upcoming) and (generator, time) make this idempotent across processes: a conflicting
  * row is skipped. Returns the created instances.
+ * The generator rows are share-locked, so a concurrent /schedule edit or /cancel (which lock the
+ * generator for update first) either waits for this insert and then sees the new instance (and
+ * cancels it), or runs first and this insert copies the committed definition (or finds the
+ * generator cancelled, or conflicts with the edit's instance and is skipped). Without the lock an
+ * edit could miss an instance being inserted and then lose its own to the conflict.
  */
 export const instancesInsert = Effect.fn("instancesInsert")(function*(input: {
   readonly instances: ReadonlyArray<NewInstance>
@@ -87,6 +92,7 @@ export const instancesInsert = Effect.fn("instancesInsert")(function*(input: {
       g.headers, g.body, g.content_type, g.title, g.tags, g.retry, ${now}, ${now}
     FROM jsonb_to_recordset(${rows}::jsonb) AS v(generator_id uuid, id uuid, scheduled_at timestamptz)
     JOIN triggers g ON g.id = v.generator_id AND g.kind = 'generator' AND g.status = 'active'
+    FOR SHARE OF g
     ON CONFLICT DO NOTHING
     RETURNING id, shard, generator_id`
 })

@@ -86,6 +86,34 @@ export const triggersInsertOneShot = Effect.fn("triggersInsertOneShot")(function
       ${d.custom_key}, ${d.retry}::jsonb, ${now}, ${now})`
 })
 
+/**
+ * Inserts many new one-shot triggers in one statement (one JSON parameter), for the group commit of
+ * /schedule calls that create a trigger without a custom key or id.
+ */
+export const triggersInsertOneShots = Effect.fn("triggersInsertOneShots")(function*(rows: ReadonlyArray<NewOneShot>) {
+  if (rows.length === 0) return
+  const sql = yield* SqlClient.SqlClient
+  const json = JSON.stringify(rows.map((row) => {
+    const d = row.definition
+    const scheduledAt = new Date(row.scheduledAtMs).toISOString()
+    return {
+      id: row.id, project_id: row.projectId, generator_id: row.generatorId ?? null, shard: row.shard, status: row.status,
+      scheduled_at: scheduledAt, due_at: row.status === "registered" ? scheduledAt : null, url: d.url, method: d.method,
+      headers: d.headers, body: d.body === null ? null : Buffer.from(d.body).toString("base64"),
+      content_type: d.contentType, title: d.title, tags: d.tags, custom_key: d.customKey, retry: d.retry,
+      now: new Date(row.nowMs).toISOString()
+    }
+  }))
+  yield* sql`INSERT INTO triggers (id, project_id, kind, generator_id, shard, status, scheduled_at, due_at,
+      url, method, headers, body, content_type, title, tags, custom_key, retry, created_at, updated_at)
+    SELECT x.id, x.project_id, 'job', x.generator_id, x.shard, x.status, x.scheduled_at, x.due_at, x.url, x.method,
+      x.headers, decode(x.body, 'base64'), x.content_type, x.title, ARRAY(SELECT jsonb_array_elements_text(x.tags)),
+      x.custom_key, x.retry, x.now, x.now
+    FROM jsonb_to_recordset(${json}::jsonb) AS x(id uuid, project_id uuid, generator_id uuid, shard int, status text,
+      scheduled_at timestamptz, due_at timestamptz, url text, method text, headers jsonb, body text, content_type text,
+      title text, tags jsonb, custom_key text, retry jsonb, now timestamptz)`
+})
+
 /** Replaces the definition and time of a pending one-shot trigger in place (same id). */
 export const triggersReplaceOneShot = Effect.fn("triggersReplaceOneShot")(function*(input: {
   readonly id: string
