@@ -1,6 +1,6 @@
 // Operator settings (DECISIONS.md "Operator contract"): read once from the environment,
 // defaults in one object, every bad value reported as one line naming the setting.
-import { Context } from "effect"
+import * as Context from "effect/Context"
 import * as fs from "node:fs"
 import * as path from "node:path"
 

@@ -1,7 +1,11 @@
 // `npm start`: reads the settings (a bad one stops the start with one line, exit 1), then runs every
 // role of timewheel in this process until SIGTERM/SIGINT, which shuts it down gracefully.
-import { NodeRuntime } from "@effect/platform-node"
-import { Cause, Effect, Exit, Layer, Runtime } from "effect"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Runtime from "effect/Runtime"
 import { HttpServer } from "effect/http"
 import { loadTls } from "./api/tls.ts"
 import { ConfigError, loadConfig } from "./config.ts"

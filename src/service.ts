@@ -1,7 +1,9 @@
 // The whole service as one layer: configuration, database (migrated), heartbeats, the HTTPS API and
 // the background roles (shard manager with its actors, delivery). `npm start` launches it; the test
 // helpers build it in-process.
-import { Layer, Logger, References } from "effect"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as References from "effect/References"
 import type { LogLevel } from "effect/LogLevel"
 import { DashboardSessions } from "./api/auth.ts"
 import { HttpsServerLive } from "./api/server.ts"

@@ -4,7 +4,9 @@
 //   handler in the spec's order), an empty or unknown key is 401 `Invalid api key`.
 // - everything else: the key header (wins when both are sent), or `Authorization: Bearer <key>`
 //   (scheme case-insensitive), or a dashboard session; nothing usable is 401 `Unauthorized`.
-import { Context, Effect, Layer } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import type { HttpServerRequest } from "effect/http"
 import type { SqlClient } from "effect/sql"
 import { AppConfig } from "../config.ts"

@@ -1,6 +1,6 @@
 // GET /docs: an interactive browser (Scalar) of the same OpenAPI document as GET /openapi/json.
 // The Scalar bundle ships inside the `effect` package; it is inlined so the page needs no CDN.
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { createRequire } from "node:module"
 import * as path from "node:path"
@@ -39,10 +39,11 @@ export const docsPage = (document: { readonly info: { readonly title: string } }
 
 export const DocsRoutes = (document: { readonly info: { readonly title: string } }) =>
   HttpRouter.use(Effect.fn(function*(router) {
-    const page = docsPage(document, yield* loadScalarBundle)
+    // the 3 MB bundle is loaded on the first request, not at start (most nodes never serve /docs)
+    const page = yield* Effect.cached(Effect.map(loadScalarBundle, (scalar) => docsPage(document, scalar)))
     yield* router.add("GET", "/docs", handle(Effect.gen(function*() {
       yield* authenticate(yield* HttpServerRequest.HttpServerRequest)
-      return HttpServerResponse.html(page)
+      return HttpServerResponse.html(yield* page)
     })))
   }))
 

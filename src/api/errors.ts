@@ -1,7 +1,7 @@
 // The service's errors as the spec renders them (SPEC "Errors"): tagged errors with a message become
 // `{"_tag","message"}` JSON with the matching status; the empty-body 400/404 and the plain-text 415
 // have their own classes. Unexpected failures become a 500 carrying only a request id.
-import { Data } from "effect"
+import * as Data from "effect/Data"
 import { HttpServerResponse } from "effect/http"
 
 export class BadRequest extends Data.TaggedError("BadRequest")<{ readonly message: string }> {}

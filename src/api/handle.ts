@@ -1,7 +1,8 @@
 // Wraps every route handler so that nothing escapes as a stack trace: spec errors become their
 // responses (JSON, empty 400/404, plain-text 415) and anything unexpected a 500 JSON carrying a
 // request id, logged with its cause.
-import { Cause, Effect } from "effect"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
 import type { HttpServerResponse } from "effect/http"
 import * as crypto from "node:crypto"
 import { internalError, isApiError, renderApiError } from "./errors.ts"

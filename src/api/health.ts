@@ -1,6 +1,6 @@
 // GET /health: the heartbeats of the scheduler and materializer loops (SPEC "Other endpoints",
 // DECISIONS: 200 when both ran in the last 30 s, else 503 with status "stale").
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"
 import { Heartbeats, STALE_AFTER_MS } from "../scheduler/heartbeats.ts"
 import { authenticate } from "./auth.ts"

@@ -2,7 +2,8 @@
 // "Executions"): list and get triggers, their executions, executions across triggers, and replay of
 // a completed trigger. Key header, Bearer or dashboard session; everything is scoped to the
 // caller's project, so another project's ids are simply not found.
-import { Clock, Effect } from "effect"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"
 import { Dispatcher } from "../delivery/dispatch.ts"
 import { isUuid } from "../domain/ids.ts"

@@ -2,7 +2,7 @@
 // (the only CORS header the service sends). Exact path only: a trailing slash or a query → 404.
 // The document is assembled from the path fragments of the mounted endpoint modules, so it lists
 // exactly what the server serves. No `servers` entry; keys are header parameters.
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { EmptyNotFound } from "./errors.ts"
 import { handle } from "./handle.ts"

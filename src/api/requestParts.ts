@@ -2,7 +2,7 @@
 // forgives a trailing or doubled slash, the spec does not), query parameters with one clear 400
 // message per bad value, and a JSON body under the spec's rules (another Content-Type → 415 plain
 // text; a missing one is read as JSON; unreadable or invalid JSON → empty 400).
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { HttpServerRequest } from "effect/http"
 import { BadRequest, EmptyBadRequest, EmptyNotFound, UnsupportedContentType } from "./errors.ts"
 

@@ -1,7 +1,8 @@
 // GET / PUT /project/retry-policy (SPEC "Project default retry policy", DECISIONS "Retry objects"):
 // the whole project default policy with SPEC's field names. PUT is a patch: omitted fields keep
 // their value, a bad value is a 400 naming the field. Key header, Bearer or dashboard session.
-import { Clock, Effect } from "effect"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"
 import {
   PROJECT_DEFAULT_RETRY,

@@ -1,6 +1,7 @@
 // Any method /schedule (create or edit a trigger) and DELETE /cancel: raw routes, because the method,
 // headers and body of /schedule are the request to replay later.
-import { Clock, Effect } from "effect"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
 import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as ByteSize from "effect/ByteSize"
 import { AppConfig } from "../config.ts"

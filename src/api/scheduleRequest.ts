@@ -1,9 +1,9 @@
 // Reads a /schedule request in the order of SPEC's check table: missing key or URL (empty 400),
 // body, URL, tags, key (401), then the scheduling value and the other headers. The result is a
 // command for commands/schedule.ts; every rejection is the spec's exact status and message.
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import type { HttpServerRequest } from "effect/http"
-import { NodeHttpServerRequest } from "@effect/platform-node"
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { isCronValue, nextFireAfter, parseCronValue } from "../domain/cron/index.ts"
 import { parseRetryHeaders } from "../domain/retry.ts"
 import { parseDateValue } from "../domain/scheduledAt.ts"

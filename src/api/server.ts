@@ -1,8 +1,9 @@
 // The HTTPS listener: TLS (configured or self-signed), 16 KB header limit (→ 431 by Node), every
 // endpoint module mounted on one router (each handler renders its own failures, see handle.ts).
 // Unknown paths and methods get the router's empty 404. No CORS headers except on /openapi/json.
-import { NodeHttpServer } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
+import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { HttpRouter } from "effect/http"
 import * as https from "node:https"
 import { AppConfig } from "../config.ts"

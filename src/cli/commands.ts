@@ -1,6 +1,8 @@
 // Operator commands (DECISIONS "Operator contract"): projects, API keys and dashboard admins.
 // Each returns the text for stdout or fails with a CliError whose message is the one stderr line.
-import { Clock, Data, Effect } from "effect"
+import * as Clock from "effect/Clock"
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
 import { AppConfig } from "../config.ts"
 import { apiKeyHint, generateApiKey, hashApiKey } from "../domain/apiKey.ts"
 import { uuidv7, isUuid } from "../domain/ids.ts"

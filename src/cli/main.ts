@@ -1,7 +1,12 @@
 // Entry point of `npm run --silent cli -- <command>`: parses the arguments, runs the command on the
 // service's database (DATABASE_URL or the embedded server in DATA_DIR) and prints one result.
 // Exit codes: 0 success, 1 usage or failure with one line on stderr.
-import { Cause, Effect, Exit, Layer, Logger, References } from "effect"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Logger from "effect/Logger"
+import * as References from "effect/References"
 import { AppConfig, ConfigError, loadConfig } from "../config.ts"
 import { DatabaseLive } from "../store/db.ts"
 import { adminCreate, CliError, keyCreate, keyList, keyRevoke, parseQuota, projectCreate, projectSetQuota } from "./commands.ts"

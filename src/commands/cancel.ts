@@ -1,6 +1,6 @@
 // DELETE /cancel as one command (SPEC "/cancel" and its check table after the key check): by id a
 // one-shot trigger, instance or generator; by custom key an active generator first, else a one-shot.
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import { Gone, NotFound } from "../api/errors.ts"
 import { isUuid } from "../domain/ids.ts"

@@ -1,7 +1,11 @@
 // Group commit of new one-shot triggers: /schedule calls that create a plain trigger (no custom key,
 // no id to edit) queue their row here; one fiber inserts whatever has queued in one statement, so
 // many calls share one WAL flush. A failed batch fails each of its calls.
-import { Context, Deferred, Effect, Layer, Queue } from "effect"
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Queue from "effect/Queue"
 import { SqlClient } from "effect/sql"
 import { type NewOneShot, triggersInsertOneShots } from "../store/triggers.ts"
 

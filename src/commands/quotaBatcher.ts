@@ -1,7 +1,11 @@
 // Group commit of quota units: /schedule calls queue here; a single fiber takes whatever has
 // queued, asks the store once per (project, month) for that many units, and hands each call its
 // own result. While one round runs the next batch fills, so the batch size follows the load.
-import { Context, Deferred, Effect, Layer, Queue } from "effect"
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Queue from "effect/Queue"
 import { SqlClient } from "effect/sql"
 import { monthOf, type QuotaResult, quotaTake, splitGrant } from "../store/quota.ts"
 

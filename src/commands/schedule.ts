@@ -1,7 +1,7 @@
 // /schedule as one command: consume a quota unit, then in one transaction create or edit the
 // trigger by custom key or id (SPEC "/schedule" rules 3–8), then wake the shard that owns it.
 // This module handles one-shot values; scheduleGenerator.ts handles `cron(...)`.
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { ScheduleCommand, ScheduleValue } from "../api/scheduleRequest.ts"
 import { Gone, NotFound, QuotaExceeded } from "../api/errors.ts"

@@ -2,7 +2,7 @@
 // (always checked with cron) or custom key, replacing its upcoming instance at once (new id, time
 // = the response scheduledAt). A key owned by a one-shot trigger moves to the generator, which
 // cancels the one-shot (SPEC "/schedule" rules 3–6, 9; "Recurring behaviour").
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import type { ScheduleCommand, ScheduleValue } from "../api/scheduleRequest.ts"
 import { Gone, NotFound } from "../api/errors.ts"
 import { nextInstanceAfter } from "../domain/generator.ts"

@@ -2,7 +2,12 @@
 // batches (queued → running, one statement returning what to send), sent by the Executor, and
 // their outcomes recorded by the completer in batches (executions + status in one transaction).
 // Retries due soon are woken into their shard's wheel right after the commit.
-import { Cause, Clock, Effect, Layer, Queue, Random } from "effect"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Queue from "effect/Queue"
+import * as Random from "effect/Random"
 import { uuidv7 } from "../domain/ids.ts"
 import {
   type AttemptResult, decideOutcome, effectivePolicy, PROJECT_DEFAULT_RETRY, type RetryPolicy, validateRetryPolicyPatch

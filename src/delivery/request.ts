@@ -1,7 +1,7 @@
 // Turns a stored trigger into what undici sends (SPEC "Item headers rules", DECISIONS "What /schedule stores").
 // Pure: a request that can never be sent (bad URL, method, header) is an InvalidRequestError, not an exception.
 import { isIP } from "node:net"
-import { Result } from "effect"
+import * as Result from "effect/Result"
 import { InvalidRequestError } from "./classify.ts"
 
 /** A stored request, as the executor receives it. */

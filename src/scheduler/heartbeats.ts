@@ -1,6 +1,9 @@
 // Heartbeats of the background loops that GET /health reads (DECISIONS "Other endpoints": healthy
 // when the scheduler and materializer loops ran in the last 30 s). Each loop beats once per turn.
-import { Clock, Context, Effect, Layer } from "effect"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 
 export type LoopName = "scheduler" | "materializer"
 

@@ -4,7 +4,11 @@
 // It sleeps exactly until the earliest deadline (or a wake-up), so firing is not tied to polling.
 // The actor is also its shard's materializer: every MATERIALIZE_EVERY_MS, and right after claiming
 // a generator's instance, it creates the next instance of each active generator that has none.
-import { Cause, Clock, Effect, Option, Queue } from "effect"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Queue from "effect/Queue"
 import { Dispatcher } from "../delivery/dispatch.ts"
 import { nextInstanceAfter } from "../domain/generator.ts"
 import { uuidv7 } from "../domain/ids.ts"

@@ -3,8 +3,13 @@
 // takes free shards up to ceil(shards / live nodes), releases extras so a joining node gets its
 // share, runs one ShardActor fiber per owned shard, routes LISTEN/NOTIFY wake-ups to them, and
 // beats the `scheduler` heartbeat. Ownership is an optimisation: claims are compare-and-sets.
-import { PgClient } from "@effect/sql-pg"
-import { Cause, Effect, Fiber, Layer, Queue, Schedule } from "effect"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as Queue from "effect/Queue"
+import * as Schedule from "effect/Schedule"
 import { SqlClient } from "effect/sql"
 import { ShardCount } from "../store/db.ts"
 import { Heartbeats } from "./heartbeats.ts"

@@ -1,7 +1,9 @@
 // Wake-ups: after a commit that creates, moves or cancels a trigger, its shard's actor learns of it
 // at once — straight into the local actor's mailbox when this process owns the shard, else through
 // PostgreSQL NOTIFY to the owner (see shardManager.ts, which provides the live implementation).
-import { Context, Effect, Layer } from "effect"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 
 export interface WakeItem {
   readonly shard: number

@@ -1,8 +1,9 @@
 // The live Wakeups: items for shards whose actor runs in this process go straight to its mailbox;
 // the rest are sent with NOTIFY (payloads chunked under PostgreSQL's 8000-byte limit) to the
 // process that owns them, whose shard manager LISTENs and routes them back here.
-import { PgClient } from "@effect/sql-pg"
-import { Effect, Layer } from "effect"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import { encodeWake, type WakeItem, WAKE_CHANNEL, Wakeups } from "./wake.ts"
 
 const MAX_PAYLOAD = 7000

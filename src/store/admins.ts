@@ -1,5 +1,5 @@
 // Dashboard administrators: email and scrypt password hash.
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 
 /** Creates an admin; `false` when the email is taken. */

@@ -1,5 +1,5 @@
 // API keys: only the SHA-256 hash is stored. Authentication looks a key up by hash.
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 
 export interface ApiKeyListing {

@@ -1,7 +1,11 @@
 // The database layer: @effect/sql-pg on DATABASE_URL, or on the embedded server in DATA_DIR/pg.
 // Building it also applies the migrations (serialised across processes by an advisory lock).
-import { PgClient } from "@effect/sql-pg"
-import { Clock, Context, Effect, Layer, Redacted } from "effect"
+import * as PgClient from "@effect/sql-pg/PgClient"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
 import { SqlClient } from "effect/sql"
 import * as path from "node:path"
 import { AppConfig } from "../config.ts"

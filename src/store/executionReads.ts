@@ -3,7 +3,7 @@
 // keyset pagination on the UUIDv7 id: executions_project (project_id, id DESC), or the partial
 // executions_dead_letters when only dead letters are asked for (the literal `is_dead_letter`
 // predicate lets the planner pick it); a trigger's attempts come from executions_trigger.
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 
 export interface ExecutionRow {

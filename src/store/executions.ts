@@ -1,6 +1,6 @@
 // Delivery results in one transaction per batch: the executions (one multi-row INSERT) and the
 // trigger status changes (one UPDATE … FROM VALUES): completed, or retrying at a time.
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 
 export interface ExecutionRecord {

@@ -1,7 +1,7 @@
 // Generators (recurring triggers) and their instances. A generator row keeps the cron expression
 // and zone (never returned by the API); an instance is an ordinary one-shot row with generator_id,
 // copying the generator's url, method, headers, body, tags, title and retry policy when created.
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { TriggerDefinition } from "../domain/trigger.ts"
 

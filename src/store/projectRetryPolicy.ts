@@ -1,7 +1,7 @@
 // Patching the project default retry policy (PUT /project/retry-policy) in one statement: the
 // validated fields are merged into the stored jsonb (`||`), so two concurrent patches of different
 // fields both survive (a read-modify-write would lose one). Reading it is projectsGetRetryPolicy.
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 
 /** Merges `fields` (API field names) into the stored policy; the whole policy after the merge. */

@@ -1,5 +1,5 @@
 // Projects: name, monthly quota and the project default retry policy (stored as its API view).
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 
 export interface ProjectRow {

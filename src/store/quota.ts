@@ -3,7 +3,7 @@
 // units as the quota still allows, and reports the count before and after, so each call learns its
 // exact remaining count. Grouping matters: every statement holds the row lock through its commit
 // (a WAL flush), so one statement per call would serialise a project's calls on fsync.
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 
 export type QuotaResult =

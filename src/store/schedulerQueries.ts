@@ -1,7 +1,7 @@
 // The scheduler's and delivery's statements on `triggers`: load a shard's due rows into the timer
 // wheel, claim due triggers (compare-and-set registered/retrying → queued), start delivery
 // (queued → running, returning what to send), and recover triggers whose claimer died.
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { HeaderPairs } from "../domain/trigger.ts"
 

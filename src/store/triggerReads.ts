@@ -2,7 +2,7 @@
 // project_id. Listing is newest first with keyset pagination on the UUIDv7 id, so a page is an
 // index range scan of triggers_project (project_id, id DESC); `tag` adds the GIN triggers_tags.
 // Cron expression and time zone are never selected (SPEC: they cannot be read back).
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 
 export type TriggerKind = "job" | "generator"

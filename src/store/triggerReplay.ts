@@ -2,7 +2,7 @@
 // it from `completed` back to `queued` for a fresh attempt marked `triggered_by = 'retry'`, so two
 // concurrent replays (or a replay racing any other state change) can never queue it twice. The
 // replaying node claims it (claimed_by), as a scheduler claim does, before handing it to delivery.
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 
 /** `true` when the trigger was `completed` (and is now `queued`); `false` when it was not. */

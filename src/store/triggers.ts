@@ -1,6 +1,6 @@
 // Trigger writes of /schedule and /cancel. Every state change is a compare-and-set on `status` in
 // SQL, so a concurrent scheduler claim or a second request can never act on a stale state.
-import { Effect } from "effect"
+import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { TriggerDefinition } from "../domain/trigger.ts"
 
