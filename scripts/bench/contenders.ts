@@ -1,0 +1,50 @@
+// Who runs in each workload, under which label and settings: timewheel, graphile-worker and pg-boss,
+// plus graphile-worker at its lowest polling interval in the precision workload.
+import * as graphileWorker from "./graphileWorker.ts"
+import { startPeer } from "./peerProcess.ts"
+import * as pgBoss from "./pgBoss.ts"
+import type { PeerName, PeerSettings } from "./peers.ts"
+import type { Contender } from "./system.ts"
+import * as timewheel from "./timewheel.ts"
+
+export type WorkloadName = "ingest" | "delivery" | "precision"
+export type SystemName = Contender["system"]
+
+export const WORKLOADS: ReadonlyArray<WorkloadName> = ["ingest", "delivery", "precision"]
+export const SYSTEMS: ReadonlyArray<SystemName> = ["timewheel", "graphile-worker", "pg-boss"]
+
+const timewheelContender: Contender = {
+  system: "timewheel",
+  label: "timewheel",
+  settings: timewheel.SETTINGS,
+  start: (databaseUrl) => timewheel.startTimewheel(databaseUrl)
+}
+
+const peer = (system: PeerName, label: string, settings: PeerSettings): Contender => ({
+  system,
+  label,
+  settings,
+  start: (databaseUrl, worker) => startPeer(system, settings, databaseUrl, worker)
+})
+
+const BY_WORKLOAD: Record<WorkloadName, ReadonlyArray<Contender>> = {
+  ingest: [
+    timewheelContender,
+    peer("graphile-worker", "graphile-worker", graphileWorker.SETTINGS.ingest),
+    peer("pg-boss", "pg-boss", pgBoss.SETTINGS.ingest)
+  ],
+  delivery: [
+    timewheelContender,
+    peer("graphile-worker", "graphile-worker", graphileWorker.SETTINGS.delivery),
+    peer("pg-boss", "pg-boss", pgBoss.SETTINGS.delivery)
+  ],
+  precision: [
+    timewheelContender,
+    peer("graphile-worker", "graphile-worker", graphileWorker.SETTINGS.precision),
+    peer("graphile-worker", "graphile-worker (1 ms poll)", graphileWorker.SETTINGS.precisionLowestPolling),
+    peer("pg-boss", "pg-boss", pgBoss.SETTINGS.precision)
+  ]
+}
+
+export const contendersFor = (workload: WorkloadName, systems: ReadonlyArray<SystemName>) =>
+  BY_WORKLOAD[workload].filter((contender) => systems.includes(contender.system))

@@ -1,0 +1,174 @@
+// `npm run bench [-- --only ingest,delivery,precision] [--systems timewheel,graphile-worker,pg-boss]
+// [--n 20000] [--precision-n 2000] [--lead-ms N]`: runs each workload against each system on one
+// PostgreSQL (DATABASE_URL, else an embedded one), a fresh database per run, a sink in its own process;
+// prints Markdown tables with timewheel/peer ratios and writes bench-results/<timestamp>.json.
+import { installExitHandlers, killAllChildren } from "./common.ts"
+import { contendersFor, SYSTEMS, WORKLOADS } from "./contenders.ts"
+import type { SystemName, WorkloadName } from "./contenders.ts"
+import { freshDatabase, openDatabaseServer, serverVersion } from "./database.ts"
+import type { DatabaseServer } from "./database.ts"
+import { describeMachine, markdown, writeJson } from "./report.ts"
+import type { Entry, Metrics } from "./report.ts"
+import { startSink } from "./sink.ts"
+import type { Sink } from "./sink.ts"
+import type { Contender } from "./system.ts"
+import { LoadOverrun, runDelivery, runIngest, runPrecision } from "./workloads.ts"
+
+const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision] [--systems timewheel,graphile-worker,pg-boss]
+                        [--n 20000] [--precision-n 2000] [--lead-ms N]
+  --only         workloads to run (default all; "memory" is measured in every workload)
+  --systems      systems to run (default all)
+  --n            requests in the ingest and delivery workloads (default 20000)
+  --precision-n  requests in the precision workload, spread over 10 s (default 2000)
+  --lead-ms      time between the start of loading and the first due instant (default: estimated)`
+
+interface Options {
+  readonly workloads: ReadonlyArray<WorkloadName>
+  readonly systems: ReadonlyArray<SystemName>
+  readonly n: number
+  readonly precisionN: number
+  readonly leadMs: number | undefined
+}
+
+const fail = (message: string): never => {
+  process.stderr.write(`${message}\n${USAGE}\n`)
+  process.exit(1)
+}
+
+const listOf = <A extends string>(raw: string, allowed: ReadonlyArray<A>, extra: ReadonlyArray<string> = []): Array<A> => {
+  const items = raw.split(",").map((item) => item.trim()).filter((item) => item !== "" && !extra.includes(item))
+  for (const item of items) if (!allowed.includes(item as A)) fail(`unknown value "${item}" (expected ${allowed.join(", ")})`)
+  return items as Array<A>
+}
+
+const positiveInt = (raw: string, name: string): number =>
+  /^\d+$/.test(raw) && Number(raw) > 0 ? Number(raw) : fail(`${name} must be a positive integer, got "${raw}"`)
+
+const parseOptions = (args: ReadonlyArray<string>): Options => {
+  const values = new Map<string, string>()
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!
+    if (arg === "--help" || arg === "-h") {
+      process.stdout.write(`${USAGE}\n`)
+      process.exit(0)
+    }
+    if (!arg.startsWith("--")) fail(`unexpected argument "${arg}"`)
+    const eq = arg.indexOf("=")
+    const key = eq > 0 ? arg.slice(2, eq) : arg.slice(2)
+    if (!["only", "systems", "n", "precision-n", "lead-ms"].includes(key)) fail(`unknown option --${key}`)
+    values.set(key, eq > 0 ? arg.slice(eq + 1) : (args[++i] ?? fail(`--${key} needs a value`)))
+  }
+  const lead = values.get("lead-ms")
+  return {
+    workloads: values.has("only") ? listOf(values.get("only")!, WORKLOADS, ["memory"]) : WORKLOADS,
+    systems: values.has("systems") ? listOf(values.get("systems")!, SYSTEMS) : SYSTEMS,
+    n: positiveInt(values.get("n") ?? "20000", "--n"),
+    precisionN: positiveInt(values.get("precision-n") ?? "2000", "--precision-n"),
+    leadMs: lead === undefined ? undefined : positiveInt(lead, "--lead-ms")
+  }
+}
+
+/**
+ * Time to leave for loading before the first due instant. timewheel loads through /schedule, at the
+ * rate its ingest measured in this run (else 500/s), slower on a freshly started service: twice the
+ * expected time plus 5 s. Peers load in bulk (about 5,000/s or more): 1.5 times plus 3 s.
+ */
+const estimateLead = (contender: Contender, n: number, timewheelIngestRate: number | undefined) =>
+  contender.system === "timewheel"
+    ? Math.ceil(5_000 + (2 * n * 1000) / (timewheelIngestRate ?? 500))
+    : Math.ceil(3_000 + (1.5 * n * 1000) / 5_000)
+
+/** Drops the database of the run in progress; called on interruption too. */
+let dropCurrent: (() => Promise<void>) | undefined
+
+const say = (line: string) => process.stderr.write(`${line}\n`)
+
+const summary = (workload: WorkloadName, m: Metrics): string => {
+  const r = m as unknown as Record<string, number>
+  if (workload === "ingest") return `${r.ratePerS}/s, p50 ${r.latencyP50Ms} ms, p99 ${r.latencyP99Ms} ms, ${r.errors} errors, ${r.peakRssMiB} MiB`
+  if (workload === "delivery") return `last arrival ${r.lastArrivalMs} ms after due, ${r.ratePerS}/s, ${r.missing} missing, ${r.peakRssMiB} MiB`
+  return `lateness p50 ${r.latenessP50Ms} / p99 ${r.latenessP99Ms} / max ${r.latenessMaxMs} ms, ${r.missing} missing, ${r.peakRssMiB} MiB`
+}
+
+const runOne = async (
+  server: DatabaseServer,
+  sink: Sink,
+  workload: WorkloadName,
+  contender: Contender,
+  options: Options,
+  timewheelIngestRate: number | undefined
+): Promise<Metrics> => {
+  const attempt = async (leadMs: number): Promise<Metrics> => {
+    const database = await freshDatabase(server, `${workload}_${contender.label}`)
+    dropCurrent = database.drop
+    try {
+      if (workload === "ingest") return await runIngest(contender, database.url, sink, options.n)
+      if (workload === "delivery") return await runDelivery(contender, database.url, sink, options.n, leadMs)
+      return await runPrecision(contender, database.url, sink, options.precisionN, leadMs)
+    } finally {
+      dropCurrent = undefined
+      await database.drop().catch((error: unknown) => say(`  could not drop the database: ${String(error)}`))
+    }
+  }
+  const n = workload === "precision" ? options.precisionN : options.n
+  const lead = options.leadMs ?? estimateLead(contender, n, timewheelIngestRate)
+  try {
+    return await attempt(lead)
+  } catch (error) {
+    if (!(error instanceof LoadOverrun) || options.leadMs !== undefined) throw error
+    const longer = Math.ceil(Math.max(2 * lead, 1.5 * error.loadMs) + 3_000)
+    say(`  ${error.message}; retrying with a ${longer} ms lead`)
+    return await attempt(longer)
+  }
+}
+
+const main = async () => {
+  const options = parseOptions(process.argv.slice(2))
+  const startedAt = new Date()
+  let server: DatabaseServer | undefined
+  let sink: Sink | undefined
+  installExitHandlers(async () => {
+    await dropCurrent?.()
+    await server?.stop()
+  })
+  try {
+    server = await openDatabaseServer()
+    const machine = describeMachine(await serverVersion(server), server.description)
+    sink = await startSink()
+    say(`bench: PostgreSQL ${machine.postgres} (${server.description}); sink on 127.0.0.1:${sink.port}`)
+    const entries: Array<Entry> = []
+    let timewheelIngestRate: number | undefined
+    for (const workload of options.workloads) {
+      for (const contender of contendersFor(workload, options.systems)) {
+        say(`${workload} · ${contender.label} …`)
+        const base = { workload, system: contender.system, label: contender.label, settings: contender.settings }
+        try {
+          const metrics = await runOne(server, sink, workload, contender, options, timewheelIngestRate)
+          if (workload === "ingest" && contender.system === "timewheel" && "latencyP50Ms" in metrics && metrics.ratePerS > 0) {
+            timewheelIngestRate = metrics.ratePerS
+          }
+          entries.push({ ...base, metrics })
+          say(`  ${summary(workload, metrics)}`)
+        } catch (error) {
+          const message = error instanceof Error ? error.message : String(error)
+          entries.push({ ...base, metrics: undefined, error: message })
+          say(`  failed: ${message}`)
+        }
+      }
+    }
+    const file = writeJson(startedAt, { ...options }, machine, entries)
+    process.stdout.write(`${markdown(entries, machine)}\n\nJSON: ${file}\n`)
+  } finally {
+    await sink?.stop()
+    killAllChildren()
+    await server?.stop()
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    say(`bench: ${error instanceof Error ? error.stack ?? error.message : String(error)}`)
+    process.exit(1)
+  }
+)

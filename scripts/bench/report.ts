@@ -1,0 +1,209 @@
+// The benchmark's output: one Markdown table per workload (each figure, and timewheel/peer ratios from
+// the same run), a memory table, and the whole run as JSON in bench-results/<timestamp>.json.
+import { execFileSync } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { REPO_ROOT } from "./common.ts"
+import type { SystemName, WorkloadName } from "./contenders.ts"
+import type { DeliveryMetrics, IngestMetrics, PrecisionMetrics } from "./workloads.ts"
+
+export type Metrics = IngestMetrics | DeliveryMetrics | PrecisionMetrics
+
+export interface Entry {
+  readonly workload: WorkloadName
+  readonly system: SystemName
+  readonly label: string
+  readonly settings: Readonly<Record<string, unknown>>
+  /** Undefined when the run failed; `error` says why. */
+  readonly metrics: Metrics | undefined
+  readonly error?: string
+}
+
+export interface Machine {
+  readonly cpus: number
+  readonly cpuModel: string
+  readonly memoryGiB: number
+  readonly kernel: string
+  readonly node: string
+  readonly postgres: string
+  readonly database: string
+  readonly packages: Readonly<Record<string, string>>
+  readonly commit: string
+}
+
+interface Row {
+  readonly label: string
+  readonly key: string
+  /** Which way is better; undefined rows get no ratio. */
+  readonly better?: "higher" | "lower"
+}
+
+const ROWS: Record<WorkloadName, ReadonlyArray<Row>> = {
+  ingest: [
+    { label: "calls/s", key: "ratePerS", better: "higher" },
+    { label: "call latency p50 (ms)", key: "latencyP50Ms", better: "lower" },
+    { label: "call latency p99 (ms)", key: "latencyP99Ms", better: "lower" },
+    { label: "peak RSS (MiB)", key: "peakRssMiB", better: "lower" },
+    { label: "errors", key: "errors" }
+  ],
+  delivery: [
+    { label: "time to last arrival (s)", key: "lastArrivalS", better: "lower" },
+    { label: "deliveries/s", key: "ratePerS", better: "higher" },
+    { label: "first arrival after due (ms)", key: "firstArrivalMs", better: "lower" },
+    { label: "peak RSS (MiB)", key: "peakRssMiB", better: "lower" },
+    { label: "missing", key: "missing" }
+  ],
+  precision: [
+    { label: "lateness p50 (ms)", key: "latenessP50Ms", better: "lower" },
+    { label: "lateness p99 (ms)", key: "latenessP99Ms", better: "lower" },
+    { label: "lateness max (ms)", key: "latenessMaxMs", better: "lower" },
+    { label: "lateness min (ms)", key: "latenessMinMs" },
+    { label: "peak RSS (MiB)", key: "peakRssMiB", better: "lower" },
+    { label: "missing", key: "missing" }
+  ]
+}
+
+const TITLES: Record<WorkloadName, (n: number) => string> = {
+  ingest: (n) => `ingest: ${n} one-shot requests 1 h ahead, 32 concurrent callers`,
+  delivery: (n) => `delivery: ${n} requests due at one instant, POSTed to a loopback sink`,
+  precision: (n) => `precision: ${n} requests at instants spread evenly over 10 s`
+}
+
+const valueOf = (metrics: Metrics | undefined, key: string): number | undefined => {
+  if (metrics === undefined) return undefined
+  if (key === "lastArrivalS") {
+    const ms = (metrics as DeliveryMetrics).lastArrivalMs
+    return ms === undefined ? undefined : Math.round(ms) / 1000
+  }
+  const value = (metrics as unknown as Record<string, unknown>)[key]
+  return typeof value === "number" ? value : undefined
+}
+
+const format = (value: number | undefined): string => {
+  if (value === undefined || Number.isNaN(value)) return "—"
+  if (!Number.isFinite(value)) return String(value)
+  const abs = Math.abs(value)
+  const digits = abs >= 100 ? 0 : abs >= 10 ? 1 : abs >= 1 ? 2 : 3
+  return value.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: 0 })
+}
+
+const ratio = (tw: number | undefined, peer: number | undefined): string => {
+  if (tw === undefined || peer === undefined || !Number.isFinite(tw) || !Number.isFinite(peer) || peer === 0) return "—"
+  const r = tw / peer
+  return `${r >= 10 ? r.toFixed(0) : r >= 1 ? r.toFixed(2) : r.toPrecision(2)}×`
+}
+
+const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>) =>
+  [
+    `| ${header.join(" | ")} |`,
+    `| ${header.map((_, i) => (i === 0 ? "---" : "---:")).join(" | ")} |`,
+    ...rows.map((row) => `| ${row.join(" | ")} |`)
+  ].join("\n")
+
+/** Some of a metrics object's warnings, shown under its table. */
+const notesOf = (entry: Entry): Array<string> => {
+  if (entry.error !== undefined) return [`${entry.label}: failed: ${entry.error.split("\n")[0]}`]
+  const m = entry.metrics as unknown as Record<string, unknown>
+  const notes: Array<string> = []
+  if (typeof m.missing === "number" && m.missing > 0) notes.push(`${entry.label}: ${m.missing} never arrived within the bound`)
+  if (typeof m.errors === "number" && m.errors > 0) notes.push(`${entry.label}: ${m.errors} calls failed (${String(m.firstError)})`)
+  if (m.timedOut === true) notes.push(`${entry.label}: stopped by the time bound`)
+  if (typeof m.duplicates === "number" && m.duplicates > 0) notes.push(`${entry.label}: ${m.duplicates} duplicate deliveries`)
+  return notes
+}
+
+export const workloadTable = (workload: WorkloadName, entries: ReadonlyArray<Entry>): string => {
+  const mine = entries.filter((entry) => entry.workload === workload)
+  if (mine.length === 0) return ""
+  const tw = mine.find((entry) => entry.system === "timewheel")
+  const peers = mine.filter((entry) => entry.system !== "timewheel")
+  const ratioHeaders = tw === undefined ? [] : peers.map((peer) => `timewheel / ${peer.label}`)
+  const rows = ROWS[workload].map((row) => {
+    const values = mine.map((entry) => format(valueOf(entry.metrics, row.key)))
+    const ratios = tw === undefined
+      ? []
+      : peers.map((peer) => (row.better === undefined ? "" : ratio(valueOf(tw.metrics, row.key), valueOf(peer.metrics, row.key))))
+    return [`${row.label}${row.better === undefined ? "" : row.better === "higher" ? " ↑" : " ↓"}`, ...values, ...ratios]
+  })
+  const n = mine.find((entry) => entry.metrics !== undefined)?.metrics?.n ?? 0
+  const notes = mine.flatMap(notesOf)
+  return [
+    `### ${TITLES[workload](n)}`,
+    "",
+    table(["", ...mine.map((entry) => entry.label), ...ratioHeaders], rows),
+    ...(notes.length === 0 ? [] : ["", ...notes.map((note) => `- ${note}`)])
+  ].join("\n")
+}
+
+/** Peak RSS of every contender in every workload that ran, with ratios against timewheel. */
+export const memoryTable = (entries: ReadonlyArray<Entry>): string => {
+  const labels = [...new Set(entries.map((entry) => entry.label))]
+  const workloads = [...new Set(entries.map((entry) => entry.workload))]
+  if (labels.length === 0) return ""
+  const peers = labels.filter((label) => label !== "timewheel")
+  const hasTw = labels.includes("timewheel")
+  const rows = workloads.map((workload) => {
+    const rss = (label: string) => entries.find((e) => e.workload === workload && e.label === label)?.metrics?.peakRssMiB
+    return [
+      workload,
+      ...labels.map((label) => format(rss(label))),
+      ...(hasTw ? peers.map((label) => ratio(rss("timewheel"), rss(label))) : [])
+    ]
+  })
+  return [
+    "### memory: peak RSS (MiB) of the process doing the work",
+    "",
+    table(["workload", ...labels, ...(hasTw ? peers.map((label) => `timewheel / ${label}`) : [])], rows)
+  ].join("\n")
+}
+
+export const markdown = (entries: ReadonlyArray<Entry>, machine: Machine): string =>
+  [
+    ...(["ingest", "delivery", "precision"] as const).map((workload) => workloadTable(workload, entries)).filter((t) => t !== ""),
+    memoryTable(entries),
+    `↑ higher is better, ↓ lower is better; ratios are timewheel / peer in this run.\n` +
+      `Machine: ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGiB} GiB, ${machine.kernel}; ` +
+      `PostgreSQL ${machine.postgres}, ${machine.database}; Node ${machine.node}; ` +
+      Object.entries(machine.packages).map(([name, version]) => `${name} ${version}`).join(", ") +
+      `; commit ${machine.commit}.`
+  ].join("\n\n")
+
+const packageVersion = (name: string): string => {
+  try {
+    const file = path.join(REPO_ROOT, "node_modules", name, "package.json")
+    return (JSON.parse(fs.readFileSync(file, "utf8")) as { version: string }).version
+  } catch {
+    return "?"
+  }
+}
+
+export const describeMachine = (postgres: string, database: string): Machine => {
+  const cpuinfo = fs.readFileSync("/proc/cpuinfo", "utf8")
+  let commit = "unknown"
+  try {
+    commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: REPO_ROOT, encoding: "utf8" }).trim()
+    const dirty = execFileSync("git", ["--no-optional-locks", "status", "--porcelain", "--untracked-files=no"], { cwd: REPO_ROOT, encoding: "utf8" }).trim()
+    if (dirty !== "") commit += " (with uncommitted changes)"
+  } catch { /* not a git checkout */ }
+  return {
+    cpus: os.availableParallelism(),
+    cpuModel: /^model name\s*:\s*(.+)$/m.exec(cpuinfo)?.[1]?.trim() ?? os.cpus()[0]?.model ?? "unknown",
+    memoryGiB: Math.round((os.totalmem() / 2 ** 30) * 10) / 10,
+    kernel: `${os.type()} ${os.release()}`,
+    node: process.version,
+    postgres,
+    database,
+    packages: Object.fromEntries(["graphile-worker", "pg-boss", "undici", "effect"].map((name) => [name, packageVersion(name)])),
+    commit
+  }
+}
+
+/** Writes bench-results/<timestamp>.json; returns its path. */
+export const writeJson = (startedAt: Date, options: Readonly<Record<string, unknown>>, machine: Machine, entries: ReadonlyArray<Entry>): string => {
+  const dir = path.join(REPO_ROOT, "bench-results")
+  fs.mkdirSync(dir, { recursive: true })
+  const file = path.join(dir, `${startedAt.toISOString().replace(/[:.]/g, "-")}.json`)
+  fs.writeFileSync(file, JSON.stringify({ startedAt: startedAt.toISOString(), options, machine, results: entries }, null, 2) + "\n")
+  return file
+}

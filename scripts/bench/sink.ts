@@ -1,0 +1,163 @@
+// The HTTP sink every system delivers to: a keep-alive node:http server on loopback, in its own child
+// process, recording the arrival instant (performance.timeOrigin + performance.now()) of
+// `POST /hit?run=<run>&id=<i>`. The parent arms it for one run (`expect`), is told when all ids have
+// arrived, and collects the arrival times. Requests of another run (a late straggler) are counted apart.
+import { fork } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
+import { trackChild, waitForExit } from "./common.ts"
+
+type ToSink =
+  | { readonly type: "expect"; readonly run: string; readonly count: number }
+  | { readonly type: "collect" }
+
+type FromSink =
+  | { readonly type: "listening"; readonly port: number }
+  | { readonly type: "armed"; readonly anchorMs: number }
+  | { readonly type: "complete" }
+  | { readonly type: "arrivals"; readonly arrivals: Float64Array; readonly duplicates: number; readonly strays: number }
+
+export interface Arrivals {
+  /** Arrival instant (wall-clock ms, anchored when the run was armed) per id; NaN when it never arrived. */
+  readonly arrivals: Float64Array
+  readonly duplicates: number
+  readonly strays: number
+}
+
+export interface Sink {
+  readonly port: number
+  readonly url: (run: string, id: number) => string
+  /** Arms the sink for a run of `count` ids (0..count-1), forgetting the previous run. */
+  readonly expect: (run: string, count: number) => Promise<void>
+  /** Resolves true when every id has arrived, false at `deadlineMs` (wall clock). */
+  readonly waitComplete: (deadlineMs: number) => Promise<boolean>
+  readonly collect: () => Promise<Arrivals>
+  readonly stop: () => Promise<void>
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Child side
+
+/**
+ * Date.now() minus performance.timeOrigin + performance.now(), averaged over 50 samples (Date.now() has
+ * 1 ms steps): added to the recorded instants it puts them on the wall clock the due instants use, even
+ * if the wall clock was slewed since this process started.
+ */
+const wallClockAnchor = () => {
+  let sum = 0
+  for (let i = 0; i < 50; i++) sum += Date.now() - (performance.timeOrigin + performance.now())
+  return sum / 50 + 0.5 // Date.now() truncates: on average it is 0.5 ms behind the true instant
+}
+
+const runSink = () => {
+  const send = (message: FromSink) => process.send!(message)
+  let run = ""
+  let arrivals = new Float64Array(0)
+  let arrived = 0
+  let duplicates = 0
+  let strays = 0
+
+  const server = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 0 }, (req, res) => {
+    const at = performance.timeOrigin + performance.now()
+    const query = req.url === undefined ? "" : req.url.slice(req.url.indexOf("?") + 1)
+    const params = new URLSearchParams(query)
+    const id = Number(params.get("id"))
+    if (params.get("run") !== run || !Number.isInteger(id) || id < 0 || id >= arrivals.length) strays++
+    else if (Number.isNaN(arrivals[id]!)) {
+      arrivals[id] = at
+      if (++arrived === arrivals.length) send({ type: "complete" })
+    } else duplicates++
+    req.resume()
+    req.on("end", () => {
+      res.writeHead(200, { "content-type": "text/plain", "content-length": "2" })
+      res.end("ok")
+    })
+  })
+  server.maxRequestsPerSocket = 0
+  server.headersTimeout = 60_000
+
+  process.on("message", (message: ToSink) => {
+    if (message.type === "expect") {
+      run = message.run
+      arrivals = new Float64Array(message.count).fill(Number.NaN)
+      arrived = duplicates = strays = 0
+      send({ type: "armed", anchorMs: wallClockAnchor() })
+      if (message.count === 0) send({ type: "complete" })
+    } else if (message.type === "collect") {
+      send({ type: "arrivals", arrivals, duplicates, strays })
+    }
+  })
+  process.on("disconnect", () => process.exit(0)) // the parent is gone
+  server.listen(0, "127.0.0.1", () => send({ type: "listening", port: (server.address() as AddressInfo).port }))
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Parent side
+
+const nextMessage = <T extends FromSink["type"]>(child: ChildProcess, type: T, timeoutMs: number) =>
+  new Promise<Extract<FromSink, { type: T }>>((resolve, reject) => {
+    const onMessage = (message: FromSink) => {
+      if (message.type !== type) return
+      cleanup()
+      resolve(message as Extract<FromSink, { type: T }>)
+    }
+    const onExit = () => {
+      cleanup()
+      reject(new Error("the sink process exited"))
+    }
+    const timer = setTimeout(() => {
+      cleanup()
+      reject(new Error(`the sink did not answer "${type}" within ${timeoutMs} ms`))
+    }, timeoutMs)
+    const cleanup = () => {
+      clearTimeout(timer)
+      child.off("message", onMessage)
+      child.off("exit", onExit)
+    }
+    child.on("message", onMessage)
+    child.once("exit", onExit)
+  })
+
+export const startSink = async (): Promise<Sink> => {
+  const child = trackChild(fork(new URL(import.meta.url).pathname, [], {
+    execPath: process.execPath,
+    serialization: "advanced",
+    stdio: ["ignore", "inherit", "inherit", "ipc"]
+  }))
+  const { port } = await nextMessage(child, "listening", 30_000)
+  let complete = false
+  let anchorMs = 0
+  child.on("message", (message: FromSink) => {
+    if (message.type === "complete") complete = true
+  })
+  const send = (message: ToSink) => child.send(message)
+  return {
+    port,
+    url: (run, id) => `http://127.0.0.1:${port}/hit?run=${run}&id=${id}`,
+    expect: async (run, count) => {
+      complete = false
+      const armed = nextMessage(child, "armed", 10_000)
+      send({ type: "expect", run, count })
+      anchorMs = (await armed).anchorMs
+    },
+    waitComplete: async (deadlineMs) => {
+      while (!complete && Date.now() < deadlineMs) {
+        await new Promise((resolve) => setTimeout(resolve, 20))
+      }
+      return complete
+    },
+    collect: async () => {
+      const reply = nextMessage(child, "arrivals", 30_000)
+      send({ type: "collect" })
+      const { arrivals, duplicates, strays } = await reply
+      return { arrivals: arrivals.map((at) => at + anchorMs), duplicates, strays }
+    },
+    stop: async () => {
+      child.kill("SIGTERM")
+      await waitForExit(child, 5_000)
+    }
+  }
+}
+
+if (import.meta.main) runSink()

@@ -1,0 +1,130 @@
+// timewheel as a contender: the service (`node src/main.ts`) in a child process on a fresh database,
+// a project and key made with the CLI, and requests scheduled over HTTPS `/schedule` by keep-alive
+// undici clients (self-signed certificate accepted). Its peak RSS is the service process's VmHWM.
+import { execFile, spawn } from "node:child_process"
+import * as path from "node:path"
+import { promisify } from "node:util"
+import { Agent, request } from "undici"
+import { freeLoopbackPort, makeTempDir, peakRssKiB, removeTempDir, REPO_ROOT, runCalls, sleep, tailOf, trackChild, waitForExit } from "./common.ts"
+import type { JobSpec } from "./common.ts"
+import type { StartedSystem } from "./system.ts"
+
+const PREFIX = "ttr"
+export const CLIENT_CONNECTIONS = 32
+
+export const SETTINGS = {
+  service: { LOG_LEVEL: "warn", MAX_IN_FLIGHT: "default (256)", SHARDS: "default (64)", database: "maxConnections 20 (built in)" },
+  client: { connections: CLIENT_CONNECTIONS, keepAlive: true, tls: "self-signed, not verified" }
+} as const
+
+const execFileAsync = promisify(execFile)
+
+/** Runs the operator CLI against the service's database; returns its trimmed stdout. */
+const cli = async (env: NodeJS.ProcessEnv, args: ReadonlyArray<string>): Promise<string> => {
+  const { stdout } = await execFileAsync(process.execPath, [path.join(REPO_ROOT, "src/cli/main.ts"), ...args], {
+    cwd: REPO_ROOT,
+    env,
+    timeout: 60_000
+  })
+  return stdout.trim()
+}
+
+/** Ready when the HTTPS port answers anything (the `listening` log line is info-level, hidden at warn). */
+const waitReady = async (origin: string, agent: Agent, exited: () => string | undefined, deadlineMs: number) => {
+  for (;;) {
+    const exit = exited()
+    if (exit !== undefined) throw new Error(exit)
+    try {
+      const response = await request(`${origin}/health`, { dispatcher: agent, headersTimeout: 2_000, bodyTimeout: 2_000 })
+      await response.body.dump()
+      return
+    } catch {
+      if (Date.now() > deadlineMs) throw new Error("timewheel did not answer on its port within 90 s")
+      await sleep(100)
+    }
+  }
+}
+
+const scheduleCall = (origin: string, agent: Agent, key: string) => async (job: JobSpec) => {
+  const response = await request(`${origin}/schedule`, {
+    method: "POST",
+    dispatcher: agent,
+    headers: {
+      [`${PREFIX}-api-key`]: key,
+      [`${PREFIX}-url`]: job.url,
+      [`${PREFIX}-scheduled-at`]: new Date(job.runAtMs).toISOString(),
+      "content-type": "application/json"
+    },
+    body: job.body
+  })
+  const text = await response.body.text()
+  if (response.statusCode !== 200) throw new Error(`/schedule answered ${response.statusCode}: ${text.slice(0, 200)}`)
+  const result = JSON.parse(text) as { triggerId?: unknown; kind?: unknown }
+  if (typeof result.triggerId !== "string" || result.kind !== "job") throw new Error(`unexpected /schedule answer: ${text.slice(0, 200)}`)
+}
+
+/** Starts the service on `databaseUrl` and creates the project and key; `worker` is implied (one process). */
+export const startTimewheel = async (databaseUrl: string): Promise<StartedSystem> => {
+  const dataDir = makeTempDir("service")
+  const port = await freeLoopbackPort()
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    DATABASE_URL: databaseUrl,
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    DATA_DIR: dataDir,
+    LOG_LEVEL: "warn",
+    PREFIX
+  }
+  const child = trackChild(spawn(process.execPath, [path.join(REPO_ROOT, "src/main.ts")], {
+    cwd: REPO_ROOT,
+    env,
+    stdio: ["ignore", "pipe", "pipe"]
+  }))
+  const output = tailOf(child.stdout)
+  const errors = tailOf(child.stderr)
+  const origin = `https://127.0.0.1:${port}`
+  const agent = new Agent({
+    connections: CLIENT_CONNECTIONS,
+    pipelining: 1,
+    keepAliveTimeout: 60_000,
+    connect: { rejectUnauthorized: false }
+  })
+  const cleanup = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM")
+    await waitForExit(child, 15_000)
+    await agent.close().catch(() => {})
+    removeTempDir(dataDir)
+  }
+  const exited = () =>
+    child.exitCode !== null || child.signalCode !== null
+      ? `timewheel exited (${child.exitCode ?? child.signalCode}):\n${[...output, ...errors].join("\n")}`
+      : undefined
+  let key: string
+  try {
+    await waitReady(origin, agent, exited, Date.now() + 90_000)
+    await cli(env, ["project", "create", "bench", "--monthly-quota", "100000000"])
+    key = (await cli(env, ["key", "create", "bench"])).split("\n").pop()!.trim()
+    if (!key.startsWith(`${PREFIX}_`)) throw new Error(`unexpected key from the CLI: ${key}`)
+  } catch (error) {
+    await cleanup()
+    throw error
+  }
+  const schedule = scheduleCall(origin, agent, key)
+  return {
+    ingest: (jobs, concurrency, deadlineMs) => runCalls(jobs.length, concurrency, deadlineMs, (i) => schedule(jobs[i]!)),
+    load: async (jobs, deadlineMs) => {
+      const batch = await runCalls(jobs.length, CLIENT_CONNECTIONS, deadlineMs, (i) => schedule(jobs[i]!), 1)
+      if (batch.errors > 0) throw new Error(`loading timewheel failed: ${batch.firstError}`)
+      if (batch.timedOut) throw new Error("loading timewheel timed out")
+    },
+    stop: async () => {
+      const rss = peakRssKiB(child.pid!)
+      const exit = exited()
+      if (exit !== undefined) process.stderr.write(`bench: ${exit}\n`)
+      else if (errors.length > 0) process.stderr.write(`bench: timewheel stderr (last lines):\n${errors.join("\n")}\n`)
+      await cleanup()
+      return rss
+    }
+  }
+}

@@ -1,0 +1,199 @@
+// The three workloads, each on a started contender and a fresh database, each bounded in time:
+// - ingest: n one-shot jobs 1 h ahead, one timed call each, 32 concurrent callers;
+// - delivery: n jobs all due at one instant T (loaded beforehand), POSTed to the sink; time from T to
+//   the last arrival;
+// - precision: n jobs at instants spread evenly over 10 s; lateness = arrival - instant.
+// Peak RSS of the working process is taken at the end of each.
+import * as crypto from "node:crypto"
+import { nowMs, percentile, sortedCopy } from "./common.ts"
+import type { JobSpec } from "./common.ts"
+import type { Sink } from "./sink.ts"
+import type { Contender, StartedSystem } from "./system.ts"
+
+export const INGEST_CONCURRENCY = 32
+export const INGEST_AHEAD_MS = 3_600_000
+export const PRECISION_SPREAD_MS = 10_000
+
+export interface IngestMetrics {
+  readonly n: number
+  readonly ok: number
+  readonly errors: number
+  readonly firstError: string | null
+  readonly timedOut: boolean
+  readonly elapsedMs: number
+  readonly ratePerS: number
+  readonly latencyP50Ms: number
+  readonly latencyP99Ms: number
+  readonly latencyMaxMs: number
+  readonly peakRssMiB: number
+}
+
+export interface TimedCommon {
+  readonly n: number
+  readonly arrived: number
+  readonly missing: number
+  readonly duplicates: number
+  readonly strays: number
+  readonly leadMs: number
+  readonly loadMs: number
+  readonly peakRssMiB: number
+}
+
+export interface DeliveryMetrics extends TimedCommon {
+  /** From the due instant T to the first / last arrival. */
+  readonly firstArrivalMs: number
+  readonly lastArrivalMs: number
+  /** Arrivals per second over [T, last arrival]. */
+  readonly ratePerS: number
+}
+
+export interface PrecisionMetrics extends TimedCommon {
+  readonly latenessMinMs: number
+  readonly latenessP50Ms: number
+  readonly latenessP99Ms: number
+  readonly latenessMaxMs: number
+}
+
+/** Loading did not finish before the first due instant: the run says nothing, retry with more lead. */
+export class LoadOverrun extends Error {
+  readonly loadMs: number
+  constructor(loadMs: number, leadMs: number) {
+    super(`loading took ${Math.round(loadMs)} ms, more than the ${leadMs} ms lead`)
+    this.loadMs = loadMs
+  }
+}
+
+const mib = (kib: number) => Math.round((kib / 1024) * 10) / 10
+const round = (x: number, digits = 1) => (Number.isFinite(x) ? Math.round(x * 10 ** digits) / 10 ** digits : x)
+const newRun = () => crypto.randomBytes(4).toString("hex")
+const bodyOf = (i: number) => JSON.stringify({ n: i })
+
+/** Stops the system whatever happened; a stop failure never hides the run's own error. */
+const withSystem = async <A>(system: StartedSystem, body: () => Promise<A>): Promise<{ result: A; peakRssMiB: number }> => {
+  let result: A
+  try {
+    result = await body()
+  } catch (error) {
+    await system.stop().catch(() => Number.NaN)
+    throw error
+  }
+  return { result, peakRssMiB: mib(await system.stop()) }
+}
+
+export const runIngest = async (contender: Contender, databaseUrl: string, sink: Sink, n: number): Promise<IngestMetrics> => {
+  const run = newRun()
+  const base = Date.now() + INGEST_AHEAD_MS
+  const jobs: Array<JobSpec> = Array.from({ length: n }, (_, i) => ({ id: i, url: sink.url(run, i), runAtMs: base + i, body: bodyOf(i) }))
+  const system = await contender.start(databaseUrl, false)
+  const deadlineMs = Date.now() + Math.max(60_000, n * 10)
+  const { result: batch, peakRssMiB } = await withSystem(system, () => system.ingest(jobs, INGEST_CONCURRENCY, deadlineMs))
+  const sorted = sortedCopy(batch.latenciesMs)
+  const ok = batch.latenciesMs.length
+  return {
+    n,
+    ok,
+    errors: batch.errors,
+    firstError: batch.firstError ?? null,
+    timedOut: batch.timedOut,
+    elapsedMs: round(batch.elapsedMs),
+    ratePerS: round(ok / (batch.elapsedMs / 1000)),
+    latencyP50Ms: round(percentile(sorted, 50), 2),
+    latencyP99Ms: round(percentile(sorted, 99), 2),
+    latencyMaxMs: round(sorted[sorted.length - 1] ?? Number.NaN, 2),
+    peakRssMiB
+  }
+}
+
+interface TimedRun {
+  readonly instants: Float64Array
+  readonly arrivals: Float64Array
+  readonly common: TimedCommon
+}
+
+/**
+ * Loads n jobs due at `instantOf(i, T)` with T = now + lead (after the system is up), then waits for
+ * the sink to see all of them, at most `waitMs` after the last instant.
+ */
+const runTimed = async (
+  contender: Contender,
+  databaseUrl: string,
+  sink: Sink,
+  n: number,
+  leadMs: number,
+  instantOf: (i: number, t: number) => number,
+  waitMs: number
+): Promise<TimedRun> => {
+  const run = newRun()
+  const system = await contender.start(databaseUrl, true)
+  const { result, peakRssMiB } = await withSystem(system, async () => {
+    await sink.expect(run, n)
+    const t = Math.ceil(Date.now() + leadMs)
+    const instants = Float64Array.from({ length: n }, (_, i) => instantOf(i, t))
+    const jobs: Array<JobSpec> = Array.from({ length: n }, (_, i) => ({ id: i, url: sink.url(run, i), runAtMs: instants[i]!, body: bodyOf(i) }))
+    const loadStart = nowMs()
+    try {
+      await system.load(jobs, t)
+    } catch (error) {
+      if (nowMs() >= t) throw new LoadOverrun(nowMs() - loadStart, leadMs)
+      throw error
+    }
+    const loadMs = nowMs() - loadStart
+    if (nowMs() >= t) throw new LoadOverrun(loadMs, leadMs)
+    const last = instants.reduce((a, b) => Math.max(a, b), t)
+    await sink.waitComplete(last + waitMs)
+    const { arrivals, duplicates, strays } = await sink.collect()
+    return { instants, arrivals, duplicates, strays, loadMs }
+  })
+  const arrived = result.arrivals.reduce((count, at) => (Number.isNaN(at) ? count : count + 1), 0)
+  return {
+    instants: result.instants,
+    arrivals: result.arrivals,
+    common: {
+      n,
+      arrived,
+      missing: n - arrived,
+      duplicates: result.duplicates,
+      strays: result.strays,
+      leadMs,
+      loadMs: round(result.loadMs),
+      peakRssMiB
+    }
+  }
+}
+
+export const runDelivery = async (contender: Contender, databaseUrl: string, sink: Sink, n: number, leadMs: number): Promise<DeliveryMetrics> => {
+  const waitMs = Math.max(60_000, n * 10)
+  const timed = await runTimed(contender, databaseUrl, sink, n, leadMs, (_, t) => t, waitMs)
+  const t = timed.instants[0] ?? 0
+  let first = Number.POSITIVE_INFINITY
+  let last = Number.NEGATIVE_INFINITY
+  for (const at of timed.arrivals) {
+    if (Number.isNaN(at)) continue
+    first = Math.min(first, at)
+    last = Math.max(last, at)
+  }
+  if (timed.common.arrived === 0) return { ...timed.common, firstArrivalMs: Number.NaN, lastArrivalMs: Number.NaN, ratePerS: 0 }
+  const lastArrivalMs = last - t
+  return {
+    ...timed.common,
+    firstArrivalMs: round(first - t),
+    lastArrivalMs: round(lastArrivalMs),
+    ratePerS: round(timed.common.arrived / (lastArrivalMs / 1000))
+  }
+}
+
+export const runPrecision = async (contender: Contender, databaseUrl: string, sink: Sink, n: number, leadMs: number): Promise<PrecisionMetrics> => {
+  const timed = await runTimed(contender, databaseUrl, sink, n, leadMs, (i, t) => t + Math.round((i * PRECISION_SPREAD_MS) / n), 30_000)
+  const lateness: Array<number> = []
+  timed.arrivals.forEach((at, i) => {
+    if (!Number.isNaN(at)) lateness.push(at - timed.instants[i]!)
+  })
+  const sorted = sortedCopy(lateness)
+  return {
+    ...timed.common,
+    latenessMinMs: round(sorted[0] ?? Number.NaN),
+    latenessP50Ms: round(percentile(sorted, 50)),
+    latenessP99Ms: round(percentile(sorted, 99)),
+    latenessMaxMs: round(sorted[sorted.length - 1] ?? Number.NaN)
+  }
+}
