@@ -76,7 +76,9 @@ export const startTimewheel = async (databaseUrl: string): Promise<StartedSystem
     LOG_LEVEL: "warn",
     PREFIX
   }
-  const child = trackChild(spawn(process.execPath, [path.join(REPO_ROOT, "src/main.ts")], {
+  // BENCH_SERVICE_NODE_ARGS passes flags to the service's node, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"
+  const nodeArgs = (process.env.BENCH_SERVICE_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== "")
+  const child = trackChild(spawn(process.execPath, [...nodeArgs, path.join(REPO_ROOT, "src/main.ts")], {
     cwd: REPO_ROOT,
     env,
     stdio: ["ignore", "pipe", "pipe"]

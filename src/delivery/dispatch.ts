@@ -1,9 +1,13 @@
-// The hand-off into delivery: triggers that were moved to `queued` in the database (claimed by the
-// scheduler, replayed, or recovered after a crash) are submitted here by id and sent by this process.
+// The hand-off into delivery: triggers claimed by the scheduler arrive as rows already `running`;
+// triggers moved to `queued` (replayed, or recovered after a crash) are submitted by id. Either way
+// this process sends them.
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
+import type { DeliveryRow } from "../store/schedulerQueries.ts"
 
 export class Dispatcher extends Context.Service<Dispatcher, {
   /** Delivers each trigger (already `queued` in the database) once; returns when they are accepted. */
   readonly submit: (triggerIds: ReadonlyArray<string>) => Effect.Effect<void>
+  /** Delivers claimed triggers (already `running`, attempt counted); returns when they are accepted. */
+  readonly deliver: (rows: ReadonlyArray<DeliveryRow>) => Effect.Effect<void>
 }>()("timewheel/Dispatcher") {}

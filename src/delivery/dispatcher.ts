@@ -1,6 +1,7 @@
-// The live Dispatcher: triggers submitted by id (claimed, replayed or recovered) are started in
-// batches (queued → running, one statement returning what to send), sent by the Executor, and
-// their outcomes recorded by the completer in batches (executions + status in one transaction).
+// The live Dispatcher: claimed rows (already running) go straight to a fixed pool of senders;
+// triggers submitted by id (replayed or recovered) are first started in batches (queued → running,
+// one statement returning what to send). The Executor sends them, and the completer records the
+// outcomes in batches (executions + status in one transaction).
 // Retries due soon are woken into their shard's wheel right after the commit.
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
@@ -8,6 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Queue from "effect/Queue"
 import * as Random from "effect/Random"
+import { AppConfig } from "../config.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import {
   type AttemptResult, decideOutcome, effectivePolicy, PROJECT_DEFAULT_RETRY, type RetryPolicy, validateRetryPolicyPatch
@@ -75,12 +77,14 @@ export const completionOf = (row: DeliveryRow, outcome: DeliveryOutcome, random:
 
 export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
   const executor = yield* Executor
+  const config = yield* AppConfig
   const wakeups = yield* Wakeups
   const node = (yield* NodeIdentity).id
   const submitted = yield* Queue.unbounded<string>()
+  const ready = yield* Queue.unbounded<DeliveryRow>()
   const completions = yield* Queue.unbounded<Completion>()
 
-  const deliver = (row: DeliveryRow) =>
+  const deliverOne = (row: DeliveryRow) =>
     Effect.gen(function*() {
       const outcome = yield* executor.send({
         url: row.url, method: row.method, headers: row.headers, body: row.body, contentType: row.contentType,
@@ -92,9 +96,12 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
 
   const starter = Effect.gen(function*() {
     const ids = yield* Queue.takeBetween(submitted, 1, START_BATCH)
-    const rows = yield* triggersStartDelivery({ ids, node })
-    for (const row of rows) yield* Effect.forkDetach(deliver(row))
+    yield* Queue.offerAll(ready, yield* triggersStartDelivery({ ids, node }))
   })
+
+  // a fixed pool of MAX_IN_FLIGHT senders pulls from `ready`: thousands of due triggers wait in a
+  // queue, not as fibers contending for permits
+  const sender = Effect.flatMap(Queue.take(ready), deliverOne)
 
   const completer = Effect.gen(function*() {
     const batch = yield* Queue.takeBetween(completions, 1, COMPLETE_BATCH)
@@ -118,6 +125,10 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
     )
   yield* loop("delivery starter", starter)
   yield* loop("completer", completer)
+  for (let i = 0; i < config.maxInFlight; i++) yield* loop("sender", sender)
 
-  return Dispatcher.of({ submit: (ids) => Queue.offerAll(submitted, ids).pipe(Effect.asVoid) })
+  return Dispatcher.of({
+    submit: (ids) => Queue.offerAll(submitted, ids).pipe(Effect.asVoid),
+    deliver: (rows) => Queue.offerAll(ready, rows).pipe(Effect.asVoid)
+  })
 }))

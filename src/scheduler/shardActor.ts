@@ -13,7 +13,7 @@ import { Dispatcher } from "../delivery/dispatch.ts"
 import { nextInstanceAfter } from "../domain/generator.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { generatorsWithoutUpcoming, instancesInsert } from "../store/generators.ts"
-import { BEGINNING_MS, type ClaimedRow, triggersClaim, triggersLoadDue, triggersRecover } from "../store/schedulerQueries.ts"
+import { BEGINNING_MS, type DeliveryRow, triggersClaim, triggersLoadDue, triggersRecover } from "../store/schedulerQueries.ts"
 import { Heartbeats } from "./heartbeats.ts"
 import { TimerWheel } from "./timerWheel.ts"
 import type { WakeItem } from "./wake.ts"
@@ -96,10 +96,10 @@ export const runShardActor = (options: ShardActorOptions) =>
                 Effect.sync(() => ids.forEach((id) => wheel.add(id, nowMs + CLAIM_RETRY_MS))).pipe(
                   Effect.andThen(Effect.logWarning(`shard ${options.shard}: claim failed, retrying`, cause))
                 ),
-                [] as ReadonlyArray<ClaimedRow>
+                [] as ReadonlyArray<DeliveryRow>
               ))
           )
-          if (claimed.length > 0) yield* dispatcher.submit(claimed.map((row) => row.id))
+          if (claimed.length > 0) yield* dispatcher.deliver(claimed)
           if (claimed.some((row) => row.generatorId !== null)) nextMaterializeAt = nowMs
         }
       })

@@ -1,6 +1,6 @@
 // The scheduler's and delivery's statements on `triggers`: load a shard's due rows into the timer
-// wheel, claim due triggers (compare-and-set registered/retrying → queued), start delivery
-// (queued → running, returning what to send), and recover triggers whose claimer died.
+// wheel, claim due triggers (compare-and-set registered/retrying → running, returning what to send),
+// start replayed or recovered ones (queued → running), and recover triggers whose claimer died.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { HeaderPairs } from "../domain/trigger.ts"
@@ -32,33 +32,11 @@ export const triggersLoadDue = Effect.fn("triggersLoadDue")(function*(input: {
   return rows.map((row): DueRow => ({ id: row.id, dueAtMs: Number(row.due_ms) }))
 })
 
-export interface ClaimedRow {
-  readonly id: string
-  /** Set when the trigger is a generator's instance: its generator needs a next instance. */
-  readonly generatorId: string | null
-}
-
-/**
- * Claims due triggers in one statement: a compare-and-set on status that also re-checks the time,
- * so a stale wheel entry (the trigger was moved or cancelled) never fires.
- */
-export const triggersClaim = Effect.fn("triggersClaim")(function*(input: {
-  readonly ids: ReadonlyArray<string>
-  readonly nowMs: number
-  readonly node: string
-}) {
-  if (input.ids.length === 0) return [] as Array<ClaimedRow>
-  const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql<{ id: string; generator_id: string | null }>`
-    UPDATE triggers SET status = 'queued', claimed_by = ${input.node}
-    WHERE id = ANY(${input.ids}::uuid[]) AND status IN ('registered', 'retrying') AND due_at <= ${new Date(input.nowMs)}
-    RETURNING id, generator_id`
-  return rows.map((row): ClaimedRow => ({ id: row.id, generatorId: row.generator_id }))
-})
-
 export interface DeliveryRow {
   readonly id: string
   readonly shard: number
+  /** Set when the trigger is a generator's instance: its generator needs a next instance. */
+  readonly generatorId: string | null
   readonly projectId: string
   readonly url: string
   readonly method: string
@@ -73,28 +51,54 @@ export interface DeliveryRow {
   readonly triggeredBy: string | null
 }
 
-/** Moves queued triggers to running and returns what to send, with the project default policy. */
+interface DeliveryRecord {
+  id: string; shard: number; generator_id: string | null; project_id: string; url: string; method: string
+  headers: HeaderPairs; body: Uint8Array | null; content_type: string | null; tags: Array<string>; attempts: number
+  retry: unknown; retry_policy: unknown; triggered_by: string | null
+}
+
+const toDeliveryRow = (row: DeliveryRecord): DeliveryRow => ({
+  id: row.id, shard: row.shard, generatorId: row.generator_id, projectId: row.project_id, url: row.url, method: row.method,
+  headers: row.headers, body: row.body, contentType: row.content_type, tags: row.tags, attempt: row.attempts,
+  retry: row.retry, projectRetry: row.retry_policy, triggeredBy: row.triggered_by
+})
+
+/**
+ * Claims due triggers and starts their delivery in one statement: a compare-and-set on status that
+ * also re-checks the time (so a stale wheel entry, moved or cancelled, never fires), moving them
+ * straight to `running` and returning what to send with the project's default retry policy.
+ */
+export const triggersClaim = Effect.fn("triggersClaim")(function*(input: {
+  readonly ids: ReadonlyArray<string>
+  readonly nowMs: number
+  readonly node: string
+}) {
+  if (input.ids.length === 0) return [] as Array<DeliveryRow>
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<DeliveryRecord>`
+    UPDATE triggers t SET status = 'running', attempts = t.attempts + 1, claimed_by = ${input.node}
+    FROM projects p
+    WHERE t.id = ANY(${input.ids}::uuid[]) AND t.status IN ('registered', 'retrying')
+      AND t.due_at <= ${new Date(input.nowMs)} AND p.id = t.project_id
+    RETURNING t.id, t.shard, t.generator_id, t.project_id, t.url, t.method, t.headers, t.body, t.content_type, t.tags,
+      t.attempts, t.retry, p.retry_policy, t.triggered_by`
+  return rows.map(toDeliveryRow)
+})
+
+/** Moves queued triggers (replayed or recovered) to running and returns what to send. */
 export const triggersStartDelivery = Effect.fn("triggersStartDelivery")(function*(input: {
   readonly ids: ReadonlyArray<string>
   readonly node: string
 }) {
-  if (input.ids.length === 0) return []
+  if (input.ids.length === 0) return [] as Array<DeliveryRow>
   const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql<{
-    id: string; shard: number; project_id: string; url: string; method: string; headers: HeaderPairs; body: Uint8Array | null
-    content_type: string | null; tags: Array<string>; attempts: number; retry: unknown; retry_policy: unknown
-    triggered_by: string | null
-  }>`
+  const rows = yield* sql<DeliveryRecord>`
     UPDATE triggers t SET status = 'running', attempts = t.attempts + 1, claimed_by = ${input.node}
     FROM projects p
     WHERE t.id = ANY(${input.ids}::uuid[]) AND t.status = 'queued' AND p.id = t.project_id
-    RETURNING t.id, t.shard, t.project_id, t.url, t.method, t.headers, t.body, t.content_type, t.tags, t.attempts,
-      t.retry, p.retry_policy, t.triggered_by`
-  return rows.map((row): DeliveryRow => ({
-    id: row.id, shard: row.shard, projectId: row.project_id, url: row.url, method: row.method, headers: row.headers, body: row.body,
-    contentType: row.content_type, tags: row.tags, attempt: row.attempts, retry: row.retry,
-    projectRetry: row.retry_policy, triggeredBy: row.triggered_by
-  }))
+    RETURNING t.id, t.shard, t.generator_id, t.project_id, t.url, t.method, t.headers, t.body, t.content_type, t.tags,
+      t.attempts, t.retry, p.retry_policy, t.triggered_by`
+  return rows.map(toDeliveryRow)
 })
 
 /**

@@ -11,12 +11,16 @@ import { SqlClient } from "effect/sql"
 import { nextFireAfter, parseCronValue } from "../../src/domain/cron/index.ts"
 import { nextInstanceAfter } from "../../src/domain/generator.ts"
 import { NodeIdentity } from "../../src/scheduler/node.ts"
+import { instancesInsert } from "../../src/store/generators.ts"
+import { uuidv7 } from "../../src/domain/ids.ts"
 import { insertTrigger, projectIdOfKey } from "../support/fixtures.ts"
 import { TestServer, testServerLayer, type TestResponse } from "../support/server.ts"
+import { realSleep } from "../support/target.ts"
 
 const FAR = "2099-01-01T00:00:00Z"
-const DAILY = "cron(0 0 * * *)"
-/** Never reached: every instance in this file is hours away or cancelled. */
+/** A daily time about 12 hours away, so no instance of it comes due while the file runs. */
+const DAILY = `cron(0 ${(new Date().getUTCHours() + 12) % 24} * * *)`
+/** The discard port: the few instances that do come due here (`*\/10` seconds) are refused at once. */
 const URL_OK = "http://127.0.0.1:9/hook"
 const UNKNOWN_KEY = "ttr_" + "0".repeat(48)
 const UNKNOWN_ID = "01890000-0000-7000-8000-000000000000"
@@ -168,6 +172,25 @@ const instanceIn = (projectId: string, generatorId: string, day: number, status:
       const id = yield* insertTrigger({ projectId, generatorId, status, scheduledAt: new Date(Date.UTC(2020, 0, day)) })
       yield* setStatus(id, status)
       return id
+    }))
+  }).pipe(Effect.orDie)
+
+/**
+ * The materializer's moment, held open for 800 ms: the upcoming instance `claimed` was just claimed
+ * (queued) and the next one (stored schedule and data) is being inserted by the materializer's own
+ * statement, uncommitted, while the test sends an edit or a cancel.
+ */
+const materializerInsertHeldOpen = (id: string, cronExpr: string, claimed: Row) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const node = (yield* NodeIdentity).id
+    yield* sql.withTransaction(Effect.gen(function*() {
+      yield* sql`UPDATE triggers SET status = 'queued', due_at = NULL, claimed_by = ${node} WHERE id = ${claimed.id}`
+      const nowMs = Date.now()
+      const next = nextInstanceAfter({ id, cronExpr, cronTz: "UTC" }, claimed.scheduled_at!.getTime())!
+      const created = yield* instancesInsert({ instances: [{ generatorId: id, instanceId: uuidv7(nowMs), scheduledAtMs: next }], nowMs })
+      assert.strictEqual(created.length, 1)
+      yield* realSleep(800)
     }))
   }).pipe(Effect.orDie)
 
@@ -513,6 +536,21 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
         yield* upcomingOf(id)
       }))
 
+    it.effect("an edit racing the materializer's insert of the next instance still replaces it (new data, response time)", () =>
+      Effect.gen(function*() {
+        const { key, id } = yield* generator({ "ttr-scheduled-at": "cron(0 3 * * *)" })
+        const claimed = yield* upcomingOf(id)
+        const materializer = materializerInsertHeldOpen(id, "0 3 * * *", claimed)
+        const edit = realSleep(200).pipe(Effect.andThen(
+          scheduled(valid(key, { "ttr-trigger-id": id, "ttr-scheduled-at": "cron(0 15 * * *)", "ttr-url": "http://127.0.0.1:9/edited" }))
+        ))
+        const [, body] = yield* Effect.all([materializer, edit], { concurrency: 2 })
+        const upcoming = yield* upcomingOf(id)
+        assert.strictEqual(upcoming.scheduled_at?.toISOString(), body.scheduledAt)
+        assert.strictEqual(upcoming.url, "http://127.0.0.1:9/edited")
+        assert.strictEqual((yield* triggerRow(claimed.id)).status, "queued")
+      }))
+
     it.effect("H is stable: the same generator edited with the same H expression keeps its schedule", () =>
       Effect.gen(function*() {
         const value = "cron(H H H * * *)"
@@ -673,6 +711,19 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
         assertNoContent(yield* cancel({ "ttr-api-key": key, "ttr-custom-key": "solo" }))
         assert.strictEqual((yield* triggerRow(id)).status, "cancelled")
         assertError(yield* cancel({ "ttr-api-key": key, "ttr-custom-key": "solo" }), 404, "Job not found")
+      }))
+
+    it.effect("a cancel racing the materializer's insert of the next instance cancels that instance too", () =>
+      Effect.gen(function*() {
+        const { key, id } = yield* generator({ "ttr-scheduled-at": "cron(0 3 * * *)" })
+        const claimed = yield* upcomingOf(id)
+        const cancelled = realSleep(200).pipe(Effect.andThen(cancel({ "ttr-api-key": key, "ttr-trigger-id": id })))
+        const [, response] = yield* Effect.all([materializerInsertHeldOpen(id, "0 3 * * *", claimed), cancelled], { concurrency: 2 })
+        assertNoContent(response)
+        assert.strictEqual((yield* triggerRow(id)).status, "cancelled")
+        const instances = yield* instancesOf(id)
+        assert.strictEqual(instances.length, 2)
+        assert.deepStrictEqual(instances.map((row) => row.status), ["queued", "cancelled"])
       }))
 
     it.effect("an instance is cancelled by its own id; the generator stays active", () =>

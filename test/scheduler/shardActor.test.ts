@@ -48,7 +48,10 @@ const newId = () => `00000000-0000-7000-8000-${(++counter).toString(16).padStart
 const startActor = Effect.gen(function*() {
   const submitted = yield* Queue.unbounded<string>()
   const mailbox = yield* Queue.unbounded<WakeItem>()
-  const dispatcher = Layer.succeed(Dispatcher)({ submit: (ids) => Queue.offerAll(submitted, ids).pipe(Effect.asVoid) })
+  const dispatcher = Layer.succeed(Dispatcher)({
+    submit: (ids) => Queue.offerAll(submitted, ids).pipe(Effect.asVoid),
+    deliver: (rows) => Queue.offerAll(submitted, rows.map((row) => row.id)).pipe(Effect.asVoid)
+  })
   const fiber = yield* Effect.forkChild(
     runShardActor({ shard: SHARD, node: "node-a", mailbox, liveNodes: Effect.succeed(["node-a"]) }).pipe(
       Effect.provide(Layer.merge(dispatcher, Heartbeats.layer))
@@ -79,7 +82,8 @@ layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
         assert.strictEqual(yield* statusOf(id), "registered")
         yield* TestClock.adjust(1)
         assert.strictEqual(yield* Queue.take(actor.submitted), id)
-        assert.strictEqual(yield* statusOf(id), "queued")
+        // claimed and started in one statement: running, attempt counted
+        assert.strictEqual(yield* statusOf(id), "running")
         yield* Fiber.interrupt(actor.fiber)
       }))
 
@@ -223,7 +227,7 @@ layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
         yield* settle
         // the next instance exists right after the claim, without waiting for the 5 s check
         const after = yield* instancesOf(generator)
-        assert.deepStrictEqual(after.map((row) => [row.status, row.ms]), [["queued", String(firstAt)], ["registered", String(firstAt + 10_000)]])
+        assert.deepStrictEqual(after.map((row) => [row.status, row.ms]), [["running", String(firstAt)], ["registered", String(firstAt + 10_000)]])
         yield* Fiber.interrupt(actor.fiber)
       }))
 
@@ -264,7 +268,7 @@ layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
         assert.strictEqual(yield* Queue.take(actor.submitted), late)
         yield* settle
         const rows = yield* instancesOf(generator)
-        assert.deepStrictEqual(rows.map((row) => [row.status, row.ms]), [["queued", String(lateAt)], ["registered", String(lateAt + 60_000)]])
+        assert.deepStrictEqual(rows.map((row) => [row.status, row.ms]), [["running", String(lateAt)], ["registered", String(lateAt + 60_000)]])
         yield* Fiber.interrupt(actor.fiber)
       }))
   })
