@@ -42,6 +42,7 @@ export const runShardActor = (options: ShardActorOptions) =>
     const wheel = new TimerWheel({ nowMs: startMs })
     /** Every pending trigger due before this instant is in the wheel. */
     let loadedUntil = BEGINNING_MS
+    let loadedAfterId: string | null = null
     let nextRecoverAt = startMs
     let nextMaterializeAt = startMs
 
@@ -69,10 +70,15 @@ export const runShardActor = (options: ShardActorOptions) =>
     const load = (nowMs: number) =>
       Effect.gen(function*() {
         const until = nowMs + LOOKAHEAD_MS
-        const rows = yield* triggersLoadDue({ shard: options.shard, fromMs: loadedUntil, untilMs: until, limit: LOAD_LIMIT })
+        const rows = yield* triggersLoadDue({
+          shard: options.shard, fromMs: loadedUntil, afterId: loadedAfterId, untilMs: until, limit: LOAD_LIMIT
+        })
         for (const row of rows) wheel.add(row.id, row.dueAtMs)
-        // a full page ends the window at its last row; the next load continues from there
-        loadedUntil = rows.length === LOAD_LIMIT ? rows[rows.length - 1]!.dueAtMs : until
+        // a full page ends the window at its last row (keyset on time and id); the next load goes on
+        // from there, so even thousands of triggers due in one millisecond are read page by page
+        const last = rows.length === LOAD_LIMIT ? rows[rows.length - 1]! : undefined
+        loadedUntil = last?.dueAtMs ?? until
+        loadedAfterId = last?.id ?? null
       })
 
     const recover = (nowMs: number) =>

@@ -14,21 +14,25 @@ export interface DueRow {
 export const BEGINNING_MS = -1e14
 
 /**
- * Pending triggers of a shard due at or after `fromMs` (inclusive) and before `untilMs`, in time
+ * Pending triggers of a shard due at or after `fromMs` (inclusive, or after `afterId` within that
+ * millisecond) and before `untilMs`, in time
  * order. Uses the partial index triggers_due (shard, due_at).
  */
 export const triggersLoadDue = Effect.fn("triggersLoadDue")(function*(input: {
   readonly shard: number
   readonly fromMs: number
+  /** Keyset continuation: rows due exactly at `fromMs` with an id at or below this were loaded. */
+  readonly afterId: string | null
   readonly untilMs: number
   readonly limit: number
 }) {
   const sql = yield* SqlClient.SqlClient
+  const from = new Date(input.fromMs)
   const rows = yield* sql<{ id: string; due_ms: string }>`
     SELECT id, (extract(epoch FROM due_at) * 1000)::bigint::text AS due_ms FROM triggers
-    WHERE shard = ${input.shard} AND status IN ('registered', 'retrying')
-      AND due_at >= ${new Date(input.fromMs)} AND due_at < ${new Date(input.untilMs)}
-    ORDER BY due_at LIMIT ${input.limit}`
+    WHERE shard = ${input.shard} AND status IN ('registered', 'retrying') AND due_at < ${new Date(input.untilMs)}
+      AND ${input.afterId === null ? sql`due_at >= ${from}` : sql`(due_at > ${from} OR (due_at = ${from} AND id > ${input.afterId}))`}
+    ORDER BY due_at, id LIMIT ${input.limit}`
   return rows.map((row): DueRow => ({ id: row.id, dueAtMs: Number(row.due_ms) }))
 })
 

@@ -123,6 +123,25 @@ layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
         assert.strictEqual(yield* Queue.take(actor.submitted), far)
         yield* Fiber.interrupt(actor.fiber)
       }))
+    it.effect("reads more triggers due in one millisecond than a load page holds, page by page", () =>
+      Effect.gen(function*() {
+        yield* setup
+        const sql = yield* SqlClient.SqlClient
+        const due = new Date((yield* clockNow) + 1_000)
+        const count = 5_100 // LOAD_LIMIT is 5,000
+        yield* sql`INSERT INTO triggers (id, project_id, kind, shard, status, scheduled_at, due_at, url, method, headers,
+            created_at, updated_at)
+          SELECT ('00000000-0000-7000-9000-' || lpad(to_hex(n), 12, '0'))::uuid, ${PROJECT}, 'job', ${SHARD}, 'registered',
+            ${due}, ${due}, 'http://127.0.0.1:9/', 'GET', '[]'::jsonb, now(), now()
+          FROM generate_series(1, ${count}) AS n`
+        const actor = yield* startActor
+        yield* settle
+        yield* TestClock.adjust(1_000)
+        const fired = new Set<string>()
+        while (fired.size < count) for (const id of yield* Queue.takeBetween(actor.submitted, 1, count)) fired.add(id)
+        assert.strictEqual(fired.size, count)
+        yield* Fiber.interrupt(actor.fiber)
+      }))
   })
 
   describe("wake-ups", () => {
