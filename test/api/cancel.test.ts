@@ -9,6 +9,7 @@ import { NodeIdentity } from "../../src/scheduler/node.ts"
 import { insertTrigger, projectIdOfKey } from "../support/fixtures.ts"
 import { TestServer, testServerLayer, type TestResponse } from "../support/server.ts"
 import { pollUntil, realSleep, target } from "../support/target.ts"
+import { assertError } from "../support/assertions.ts"
 
 const FAR = "2099-01-01T00:00:00Z"
 const URL_OK = "http://127.0.0.1:9/hook"
@@ -54,18 +55,6 @@ const setStatus = (id: string, status: string) =>
     const claimedBy = status === "queued" || status === "running" ? node : null
     yield* sql`UPDATE triggers SET status = ${status}, due_at = ${due}, claimed_by = ${claimedBy} WHERE id = ${id}`
   }).pipe(Effect.orDie)
-
-const assertError = (response: TestResponse, status: number, message: string | null) => {
-  assert.strictEqual(response.status, status, response.text)
-  if (message === null) {
-    assert.strictEqual(response.text, "")
-    assert.isUndefined(response.headers["content-type"])
-    return
-  }
-  assert.strictEqual(response.headers["content-type"], "application/json")
-  const tag = { 400: "BadRequest", 401: "Unauthorized", 404: "NotFound", 410: "Gone" }[status]
-  assert.deepStrictEqual(response.json(), { _tag: tag, message })
-}
 
 const assertCancelled = (response: TestResponse) => {
   assert.strictEqual(response.status, 204, response.text)

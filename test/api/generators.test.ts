@@ -16,6 +16,7 @@ import { uuidv7 } from "../../src/domain/ids.ts"
 import { insertTrigger, projectIdOfKey } from "../support/fixtures.ts"
 import { TestServer, testServerLayer, type TestResponse } from "../support/server.ts"
 import { realSleep } from "../support/target.ts"
+import { assertError, assertNoContent } from "../support/assertions.ts"
 
 const FAR = "2099-01-01T00:00:00Z"
 /** A daily time about 12 hours away, so no instance of it comes due while the file runs. */
@@ -75,18 +76,6 @@ const getJob = (key: string, id: string) =>
     const server = yield* TestServer
     return yield* server.call("GET", `/jobs/${id}`, { headers: { "ttr-api-key": key } })
   })
-
-const assertError = (response: TestResponse, status: number, message: string) => {
-  assert.strictEqual(response.status, status, response.text)
-  assert.strictEqual(response.headers["content-type"], "application/json")
-  const tag = { 400: "BadRequest", 401: "Unauthorized", 402: "QuotaExceeded", 404: "NotFound", 410: "Gone" }[status]
-  assert.deepStrictEqual(response.json(), { _tag: tag, message })
-}
-
-const assertNoContent = (response: TestResponse) => {
-  assert.strictEqual(response.status, 204, response.text)
-  assert.strictEqual(response.text, "")
-}
 
 interface Row {
   readonly id: string

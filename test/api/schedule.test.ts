@@ -8,6 +8,7 @@ import { SqlClient } from "effect/sql"
 import { insertTrigger, projectIdOfKey } from "../support/fixtures.ts"
 import { TestServer, testServerLayer, type TestResponse } from "../support/server.ts"
 import { pollUntil, realSleep, target } from "../support/target.ts"
+import { assertError } from "../support/assertions.ts"
 
 const FAR = "2099-01-01T00:00:00Z"
 const FAR_ISO = "2099-01-01T00:00:00.000Z"
@@ -88,18 +89,6 @@ const quotaUsed = (key: string) =>
     const rows = yield* sql<{ used: string }>`SELECT coalesce(sum(used), 0)::text AS used FROM quota_usage WHERE project_id = ${projectId}`
     return Number(rows[0]!.used)
   }).pipe(Effect.orDie)
-
-const assertError = (response: TestResponse, status: number, message: string | null) => {
-  assert.strictEqual(response.status, status, response.text)
-  if (message === null) {
-    assert.strictEqual(response.text, "")
-    assert.isUndefined(response.headers["content-type"])
-    return
-  }
-  assert.strictEqual(response.headers["content-type"], "application/json")
-  const tag = { 400: "BadRequest", 401: "Unauthorized", 402: "QuotaExceeded", 404: "NotFound", 410: "Gone" }[status]
-  assert.deepStrictEqual(response.json(), { _tag: tag, message })
-}
 
 const isoNoMs = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z")
 
