@@ -7,7 +7,7 @@ import { AppConfig } from "../config.ts"
 import { apiKeyHint, generateApiKey, hashApiKey } from "../domain/apiKey.ts"
 import { uuidv7, isUuid } from "../domain/ids.ts"
 import { hashPassword } from "../domain/password.ts"
-import { PROJECT_DEFAULT_RETRY_VIEW } from "../domain/projectRetryDefault.ts"
+import { PROJECT_DEFAULT_RETRY, projectPolicyView } from "../domain/retry.ts"
 import { adminsCreate } from "../store/admins.ts"
 import { apiKeysCreate, apiKeysList, apiKeysRevoke } from "../store/apiKeys.ts"
 import { projectsCreate, projectsFindByName, projectsSetQuota } from "../store/projects.ts"
@@ -31,7 +31,7 @@ export const projectCreate = Effect.fn("projectCreate")(function*(name: string, 
   const nowMs = yield* Clock.currentTimeMillis
   const id = uuidv7(nowMs)
   const created = yield* projectsCreate({
-    id, name, monthlyQuota: monthlyQuota ?? config.defaultMonthlyQuota, retryPolicy: PROJECT_DEFAULT_RETRY_VIEW, nowMs
+    id, name, monthlyQuota: monthlyQuota ?? config.defaultMonthlyQuota, retryPolicy: projectPolicyView(PROJECT_DEFAULT_RETRY), nowMs
   })
   if (!created) return yield* fail(`a project named "${name}" already exists`)
   return id

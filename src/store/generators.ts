@@ -4,11 +4,7 @@
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { TriggerDefinition } from "../domain/trigger.ts"
-
-const definitionParams = (definition: TriggerDefinition) => ({
-  headers: JSON.stringify(definition.headers),
-  retry: definition.retry === null ? null : JSON.stringify(definition.retry)
-})
+import { definitionColumns } from "./triggers.ts"
 
 export const generatorsInsert = Effect.fn("generatorsInsert")(function*(input: {
   readonly id: string
@@ -20,14 +16,13 @@ export const generatorsInsert = Effect.fn("generatorsInsert")(function*(input: {
   readonly nowMs: number
 }) {
   const sql = yield* SqlClient.SqlClient
-  const d = input.definition
-  const p = definitionParams(d)
+  const d = definitionColumns(input.definition)
   const now = new Date(input.nowMs)
   yield* sql`INSERT INTO triggers (id, project_id, kind, shard, status, url, method, headers, body, content_type,
       title, tags, custom_key, retry, cron_expr, cron_tz, created_at, updated_at)
     VALUES (${input.id}, ${input.projectId}, 'generator', ${input.shard}, 'active', ${d.url}, ${d.method},
-      ${p.headers}::jsonb, ${d.body}, ${d.contentType}, ${d.title}, ${d.tags}::text[], ${d.customKey},
-      ${p.retry}::jsonb, ${input.cronExpr}, ${input.cronTz}, ${now}, ${now})`
+      ${d.headers}::jsonb, ${d.body}, ${d.content_type}, ${d.title}, ${d.tags}::text[], ${d.custom_key},
+      ${d.retry}::jsonb, ${input.cronExpr}, ${input.cronTz}, ${now}, ${now})`
 })
 
 /** Replaces an active generator's definition in place (same id). */
@@ -39,11 +34,10 @@ export const generatorsReplace = Effect.fn("generatorsReplace")(function*(input:
   readonly nowMs: number
 }) {
   const sql = yield* SqlClient.SqlClient
-  const d = input.definition
-  const p = definitionParams(d)
-  yield* sql`UPDATE triggers SET url = ${d.url}, method = ${d.method}, headers = ${p.headers}::jsonb, body = ${d.body},
-      content_type = ${d.contentType}, title = ${d.title}, tags = ${d.tags}::text[], custom_key = ${d.customKey},
-      retry = ${p.retry}::jsonb, cron_expr = ${input.cronExpr}, cron_tz = ${input.cronTz},
+  const d = definitionColumns(input.definition)
+  yield* sql`UPDATE triggers SET url = ${d.url}, method = ${d.method}, headers = ${d.headers}::jsonb, body = ${d.body},
+      content_type = ${d.content_type}, title = ${d.title}, tags = ${d.tags}::text[], custom_key = ${d.custom_key},
+      retry = ${d.retry}::jsonb, cron_expr = ${input.cronExpr}, cron_tz = ${input.cronTz},
       updated_at = ${new Date(input.nowMs)}
     WHERE id = ${input.id} AND kind = 'generator' AND status = 'active'`
 })

@@ -50,7 +50,8 @@ export const triggersFindById = Effect.fn("triggersFindById")(function*(input: {
   return rows[0] === undefined ? undefined : toRef(rows[0])
 })
 
-const definitionColumns = (definition: TriggerDefinition) => ({
+/** A trigger definition as column values (headers and retry as JSON text for `::jsonb`). */
+export const definitionColumns = (definition: TriggerDefinition) => ({
   url: definition.url,
   method: definition.method,
   headers: JSON.stringify(definition.headers),

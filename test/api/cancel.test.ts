@@ -6,7 +6,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { NodeIdentity } from "../../src/scheduler/node.ts"
-import { insertTrigger, projectIdOfKey } from "../support/fixtures.ts"
+import { insertTrigger, projectIdOfKey, setStatus } from "../support/fixtures.ts"
 import { TestServer, testServerLayer, type TestResponse } from "../support/server.ts"
 import { pollUntil, realSleep, target } from "../support/target.ts"
 import { assertError } from "../support/assertions.ts"
@@ -44,16 +44,6 @@ const statusOf = (id: string) =>
     const sql = yield* SqlClient.SqlClient
     const rows = yield* sql<{ status: string; due_at: Date | null }>`SELECT status, due_at FROM triggers WHERE id = ${id}`
     return rows[0]!
-  }).pipe(Effect.orDie)
-
-/** Moves a trigger to `status` as if this node had claimed it (so crash recovery leaves it alone). */
-const setStatus = (id: string, status: string) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const node = (yield* NodeIdentity).id
-    const due = status === "retrying" ? new Date(Date.UTC(2099, 0, 1)) : null
-    const claimedBy = status === "queued" || status === "running" ? node : null
-    yield* sql`UPDATE triggers SET status = ${status}, due_at = ${due}, claimed_by = ${claimedBy} WHERE id = ${id}`
   }).pipe(Effect.orDie)
 
 const assertCancelled = (response: TestResponse) => {

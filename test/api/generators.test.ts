@@ -13,7 +13,7 @@ import { nextInstanceAfter } from "../../src/domain/generator.ts"
 import { NodeIdentity } from "../../src/scheduler/node.ts"
 import { instancesInsert } from "../../src/store/generators.ts"
 import { uuidv7 } from "../../src/domain/ids.ts"
-import { insertTrigger, projectIdOfKey } from "../support/fixtures.ts"
+import { insertTrigger, projectIdOfKey, setStatus } from "../support/fixtures.ts"
 import { TestServer, testServerLayer, type TestResponse } from "../support/server.ts"
 import { realSleep } from "../support/target.ts"
 import { assertError, assertNoContent } from "../support/assertions.ts"
@@ -142,16 +142,6 @@ const assertNextFire = (scheduledAt: string, value: string, beforeMs: number, af
     .map((ms) => new Date(ms!).toISOString())
   assert.include(candidates, scheduledAt, `next fire of ${value}`)
 }
-
-/** Sets a trigger's status as if this node had claimed it (crash recovery leaves it alone). */
-const setStatus = (id: string, status: string) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const node = (yield* NodeIdentity).id
-    const due = status === "retrying" ? new Date(Date.UTC(2099, 0, 1)) : null
-    const claimedBy = status === "queued" || status === "running" ? node : null
-    yield* sql`UPDATE triggers SET status = ${status}, due_at = ${due}, claimed_by = ${claimedBy} WHERE id = ${id}`
-  }).pipe(Effect.orDie)
 
 /** An instance of a generator inserted in `status` (claimed by this node when queued), atomically. */
 const instanceIn = (projectId: string, generatorId: string, day: number, status: string) =>

@@ -5,6 +5,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { hashApiKey } from "../../src/domain/apiKey.ts"
 import { uuidv7 } from "../../src/domain/ids.ts"
+import { NodeIdentity } from "../../src/scheduler/node.ts"
 import { apiKeysFindProject } from "../../src/store/apiKeys.ts"
 
 /** 2030-01-01T00:00:00.000Z; each minted id is one millisecond later than the previous one. */
@@ -113,3 +114,16 @@ export const insertExecution = (fixture: ExecutionFixture) =>
         ${fixture.url ?? DEFAULT_URL})`
     return id
   })
+
+/**
+ * Moves a trigger to `status` as if this node had claimed it (so crash recovery leaves it alone);
+ * a retrying one is due far in the future so it never fires during the test.
+ */
+export const setStatus = (id: string, status: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const node = (yield* NodeIdentity).id
+    const due = status === "retrying" ? new Date(Date.UTC(2099, 0, 1)) : null
+    const claimedBy = status === "queued" || status === "running" ? node : null
+    yield* sql`UPDATE triggers SET status = ${status}, due_at = ${due}, claimed_by = ${claimedBy} WHERE id = ${id}`
+  }).pipe(Effect.orDie)
