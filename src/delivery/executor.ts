@@ -162,12 +162,15 @@ export const utf8Text = (bytes: Uint8Array, complete: boolean): string => {
     const size = lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc0 ? 2 : 1
     if (i + size > end) end = i
   }
-  return new TextDecoder("utf-8", { ignoreBOM: true }).decode(bytes.subarray(0, end))
+  return UTF8.decode(bytes.subarray(0, end))
 }
+
+const UTF8 = new TextDecoder("utf-8", { ignoreBOM: true })
 
 /** Reads at most `limit` bytes, then destroys the stream: never buffers more than the limit. */
 const readCapped = async (body: Readable, limit: number): Promise<{ text: string; error: unknown }> => {
-  const buffer = new Uint8Array(limit)
+  // chunks are kept as they come and joined once: most bodies are tiny, so no 64 KiB buffer per call
+  const chunks: Array<Uint8Array> = []
   let length = 0
   let complete = true
   let error: unknown = undefined
@@ -175,7 +178,7 @@ const readCapped = async (body: Readable, limit: number): Promise<{ text: string
   try {
     for await (const chunk of body as AsyncIterable<Uint8Array>) {
       const take = Math.min(chunk.byteLength, limit - length)
-      buffer.set(chunk.subarray(0, take), length)
+      chunks.push(take === chunk.byteLength ? chunk : chunk.subarray(0, take))
       length += take
       if (take < chunk.byteLength || length === limit) {
         complete = take === chunk.byteLength && body.readableEnded
@@ -187,7 +190,8 @@ const readCapped = async (body: Readable, limit: number): Promise<{ text: string
     complete = false
   }
   if (!body.destroyed) body.destroy()
-  return { text: utf8Text(buffer.subarray(0, length), complete), error }
+  const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length)
+  return { text: utf8Text(bytes, complete), error }
 }
 
 const failed = (err: unknown, headArrived: boolean, partial?: Partial<Attempt>): Attempt => {

@@ -4,8 +4,18 @@ import * as crypto from "node:crypto"
 
 const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"))
 
+/** Random bytes are drawn from the OS in blocks: one call per 256 ids instead of one per id. */
+const POOL_IDS = 256
+let pool = Buffer.alloc(0)
+let poolOffset = 0
+
 export const uuidv7 = (nowMs: number): string => {
-  const bytes = crypto.randomBytes(16)
+  if (poolOffset === pool.length) {
+    pool = crypto.randomBytes(16 * POOL_IDS)
+    poolOffset = 0
+  }
+  const bytes = pool.subarray(poolOffset, poolOffset + 16)
+  poolOffset += 16
   let time = Math.max(0, Math.floor(nowMs))
   for (let i = 5; i >= 0; i--) {
     bytes[i] = time % 256
