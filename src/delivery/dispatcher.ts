@@ -1,4 +1,4 @@
-// The live Dispatcher: claimed rows (already running) go straight to a fixed pool of senders;
+// The live Dispatcher: claimed rows (already running) go straight to a bounded pool of senders;
 // triggers submitted by id (replayed or recovered) are first started in batches (queued → running,
 // one statement returning what to send). The Executor sends them, and the completer records the
 // outcomes in batches (executions + status in one transaction).
@@ -75,33 +75,77 @@ export const completionOf = (row: DeliveryRow, outcome: DeliveryOutcome, random:
   }
 }
 
+/** First-in first-out rows waiting for a sender: an array read from a moving head, compacted as it drains. */
+class RowQueue {
+  #rows: Array<DeliveryRow> = []
+  #head = 0
+  get size(): number {
+    return this.#rows.length - this.#head
+  }
+  pushAll(rows: ReadonlyArray<DeliveryRow>): void {
+    for (const row of rows) this.#rows.push(row)
+  }
+  take(): DeliveryRow {
+    const row = this.#rows[this.#head]!
+    this.#rows[this.#head++] = undefined as unknown as DeliveryRow
+    if (this.#head === this.#rows.length) {
+      this.#rows = []
+      this.#head = 0
+    } else if (this.#head >= 1024 && this.#head * 2 >= this.#rows.length) {
+      this.#rows = this.#rows.slice(this.#head)
+      this.#head = 0
+    }
+    return row
+  }
+}
+
 export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
   const executor = yield* Executor
   const config = yield* AppConfig
   const wakeups = yield* Wakeups
   const node = (yield* NodeIdentity).id
+  const random = yield* Random.Random
+  const services = yield* Effect.context<never>()
   const submitted = yield* Queue.unbounded<string>()
-  const ready = yield* Queue.unbounded<DeliveryRow>()
   const completions = yield* Queue.unbounded<Completion>()
 
-  const deliverOne = (row: DeliveryRow) =>
-    Effect.gen(function*() {
-      const outcome = yield* executor.send({
+  // The sender pool: at most MAX_IN_FLIGHT requests in flight, started straight from the rows waiting in
+  // `ready` as earlier ones finish. Plain callbacks, no fiber per delivery: this is the hot path, and
+  // thousands of due triggers wait as array entries, not as fibers contending for permits.
+  const ready = new RowQueue()
+  let inFlight = 0
+  let closed = false
+  const finished = (row: DeliveryRow) => (outcome: DeliveryOutcome) => {
+    inFlight--
+    Queue.offerUnsafe(completions, completionOf(row, outcome, random.nextDoubleUnsafe(), uuidv7(outcome.finishedAtMs)))
+    pump()
+  }
+  const crashed = (err: unknown) => {
+    inFlight--
+    Effect.runForkWith(services)(Effect.logError("delivery failed unexpectedly", err))
+    pump()
+  }
+  const pump = (): void => {
+    while (!closed && inFlight < config.maxInFlight && ready.size > 0) {
+      const row = ready.take()
+      inFlight++
+      executor.sendNow({
         url: row.url, method: row.method, headers: row.headers, body: row.body, contentType: row.contentType,
         timeoutSeconds: DEFAULT_TIMEOUT_SECONDS
-      })
-      const random = yield* Random.next
-      yield* Queue.offer(completions, completionOf(row, outcome, random, uuidv7(outcome.finishedAtMs)))
-    })
+      }).then(finished(row)).catch(crashed)
+    }
+  }
+  yield* Effect.addFinalizer(() => Effect.sync(() => { closed = true }))
+  const deliverRows = (rows: ReadonlyArray<DeliveryRow>) => {
+    ready.pushAll(rows)
+    pump()
+  }
 
   const starter = Effect.gen(function*() {
     const ids = yield* Queue.takeBetween(submitted, 1, START_BATCH)
-    yield* Queue.offerAll(ready, yield* triggersStartDelivery({ ids, node }))
+    const rows = yield* triggersStartDelivery({ ids, node })
+    deliverRows(rows)
   })
-
-  // a fixed pool of MAX_IN_FLIGHT senders pulls from `ready`: thousands of due triggers wait in a
-  // queue, not as fibers contending for permits
-  const sender = Effect.flatMap(Queue.take(ready), deliverOne)
 
   const completer = Effect.gen(function*() {
     const batch = yield* Queue.takeBetween(completions, 1, COMPLETE_BATCH)
@@ -125,10 +169,9 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
     )
   yield* loop("delivery starter", starter)
   yield* loop("completer", completer)
-  for (let i = 0; i < config.maxInFlight; i++) yield* loop("sender", sender)
 
   return Dispatcher.of({
     submit: (ids) => Queue.offerAll(submitted, ids).pipe(Effect.asVoid),
-    deliver: (rows) => Queue.offerAll(ready, rows).pipe(Effect.asVoid)
+    deliver: (rows) => Effect.sync(() => deliverRows(rows))
   })
 }))

@@ -1,10 +1,10 @@
 // Delivery executor: sends one stored request with undici and classifies the outcome; never fails.
-// One Agent per process (closed with the layer), a semaphore bounding requests in flight, one deadline
-// covering head and body, and an optional guard refusing private target addresses (BLOCK_PRIVATE_TARGETS).
+// One Agent per process (closed with the layer, aborting what is still in flight), one deadline covering
+// head and body, and an optional guard refusing private target addresses (BLOCK_PRIVATE_TARGETS).
+// `send` is the Effect form (bounded by a semaphore); `sendNow` the promise form the dispatcher's pool uses.
 import * as dns from "node:dns"
 import * as net from "node:net"
-import type { Readable } from "node:stream"
-import { Agent, buildConnector, request } from "undici"
+import { Agent, buildConnector } from "undici"
 import type { Dispatcher } from "undici"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -167,33 +167,6 @@ export const utf8Text = (bytes: Uint8Array, complete: boolean): string => {
 
 const UTF8 = new TextDecoder("utf-8", { ignoreBOM: true })
 
-/** Reads at most `limit` bytes, then destroys the stream: never buffers more than the limit. */
-const readCapped = async (body: Readable, limit: number): Promise<{ text: string; error: unknown }> => {
-  // chunks are kept as they come and joined once: most bodies are tiny, so no 64 KiB buffer per call
-  const chunks: Array<Uint8Array> = []
-  let length = 0
-  let complete = true
-  let error: unknown = undefined
-  body.on("error", () => {}) // destroying an unfinished undici body emits RequestAbortedError: expected, not a crash
-  try {
-    for await (const chunk of body as AsyncIterable<Uint8Array>) {
-      const take = Math.min(chunk.byteLength, limit - length)
-      chunks.push(take === chunk.byteLength ? chunk : chunk.subarray(0, take))
-      length += take
-      if (take < chunk.byteLength || length === limit) {
-        complete = take === chunk.byteLength && body.readableEnded
-        break
-      }
-    }
-  } catch (e) {
-    error = e
-    complete = false
-  }
-  if (!body.destroyed) body.destroy()
-  const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, length)
-  return { text: utf8Text(bytes, complete), error }
-}
-
 const failed = (err: unknown, headArrived: boolean, partial?: Partial<Attempt>): Attempt => {
   const c = classifyError(err, headArrived)
   return {
@@ -207,75 +180,216 @@ const failed = (err: unknown, headArrived: boolean, partial?: Partial<Attempt>):
   }
 }
 
-const send = async (agent: Agent, prepared: PreparedRequest, interrupt: AbortSignal): Promise<Attempt> => {
-  const deadline = AbortSignal.timeout(prepared.timeoutMs)
-  const signal = AbortSignal.any([deadline, interrupt])
-  // Our deadline's message names the timeout that applied.
-  const timedOut = (a: Attempt): Attempt => {
-    if (!deadline.aborted || a.errorKind !== "timeout") return a
-    const during = a.httpStatus === null ? "" : " while reading the response body"
-    return { ...a, errorMessage: `Request timed out after ${prepared.timeoutMs / 1000} s${during}` }
+/** Our whole-exchange deadline as an abort reason; classified as `timeout`. */
+const deadlineError = (): Error => Object.assign(new Error("Request deadline reached"), { name: "TimeoutError" })
+/** The body limit was reached: the rest of the response is not read (the connection is dropped). */
+const BODY_LIMIT_REACHED = new Error("Response body limit reached")
+
+/**
+ * One exchange through undici's dispatch API: the response head and at most MAX_RESPONSE_BODY_BYTES
+ * of the body are kept, one timer is the deadline for head and body, and `abort` cancels it from
+ * outside (shutdown). No stream, promise or signal per request: this is the delivery hot path.
+ */
+class AttemptHandler implements Dispatcher.DispatchHandler {
+  #controller: Dispatcher.DispatchController | null = null
+  #pendingAbort: Error | null = null
+  #httpStatus: number | null = null
+  #headers: Record<string, string> | null = null
+  #chunks: Array<Uint8Array> = []
+  #length = 0
+  #deadlineHit = false
+  #done = false
+  readonly #timer: NodeJS.Timeout
+  readonly #timeoutMs: number
+  readonly #finish: (attempt: Attempt) => void
+
+  constructor(timeoutMs: number, finish: (attempt: Attempt) => void) {
+    this.#timeoutMs = timeoutMs
+    this.#finish = finish
+    this.#timer = setTimeout(() => {
+      this.#deadlineHit = true
+      this.abort(deadlineError())
+    }, timeoutMs)
+    this.#timer.unref()
   }
-  let res: Dispatcher.ResponseData<unknown>
-  try {
-    res = await request(`${prepared.origin}${prepared.path}`, {
-      dispatcher: agent,
-      method: prepared.method as Dispatcher.HttpMethod,
-      headers: prepared.headers as Array<string>,
-      body: prepared.body,
-      signal,
-      ...(prepared.servername === null ? {} : { servername: prepared.servername })
-    } as Parameters<typeof request>[1])
-  } catch (err) {
-    return timedOut(failed(err, false))
+
+  /** Cancels the exchange; its result is the classified `reason`. Before the request has a socket, on getting one. */
+  abort(reason: Error): void {
+    if (this.#done) return
+    if (this.#controller !== null) this.#controller.abort(reason)
+    else this.#pendingAbort = reason
   }
-  const head = { httpStatus: res.statusCode, responseHeaders: joinHeaders(res.headers) }
-  const { text, error } = await readCapped(res.body, MAX_RESPONSE_BODY_BYTES)
-  if (error !== undefined) return timedOut(failed(error, true, { ...head, responseBody: text }))
-  return { ...head, responseBody: text, errorKind: null, errorCode: null, errorMessage: null }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller
+    if (this.#pendingAbort !== null) controller.abort(this.#pendingAbort)
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: Dispatcher.ResponseData["headers"]): void {
+    if (statusCode < 200) return // informational (1xx): the final response follows
+    this.#httpStatus = statusCode
+    this.#headers = joinHeaders(headers)
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Uint8Array): void {
+    if (this.#done) return
+    const take = Math.min(chunk.byteLength, MAX_RESPONSE_BODY_BYTES - this.#length)
+    if (take > 0) {
+      this.#chunks.push(take === chunk.byteLength ? chunk : chunk.subarray(0, take))
+      this.#length += take
+    }
+    if (take < chunk.byteLength) {
+      this.#succeed(false)
+      controller.abort(BODY_LIMIT_REACHED)
+    }
+  }
+
+  onResponseEnd(): void {
+    this.#succeed(true)
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    if (this.#done) return
+    const headArrived = this.#httpStatus !== null
+    const result = headArrived
+      ? failed(err, true, { httpStatus: this.#httpStatus, responseHeaders: this.#headers, responseBody: this.#bodyText(false) })
+      : failed(err, false)
+    this.#end(this.#deadlineHit && result.errorKind === "timeout"
+      ? {
+        ...result,
+        errorMessage: `Request timed out after ${this.#timeoutMs / 1000} s${headArrived ? " while reading the response body" : ""}`
+      }
+      : result)
+  }
+
+  #bodyText(complete: boolean): string {
+    const chunks = this.#chunks
+    const bytes = chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, this.#length)
+    return utf8Text(bytes, complete)
+  }
+
+  #succeed(complete: boolean): void {
+    if (this.#done) return
+    this.#end({
+      httpStatus: this.#httpStatus,
+      responseHeaders: this.#headers,
+      responseBody: this.#bodyText(complete),
+      errorKind: null,
+      errorCode: null,
+      errorMessage: null
+    })
+  }
+
+  #end(attempt: Attempt): void {
+    this.#done = true
+    clearTimeout(this.#timer)
+    this.#chunks = []
+    this.#finish(attempt)
+  }
 }
 
-/** One attempt, start to finish; every failure is a classified result, never a rejection. */
-export const attempt = async (agent: Agent, req: DeliveryRequest, interrupt: AbortSignal): Promise<Attempt> => {
+/** An attempt in flight: `abort` cancels it, and `result` then resolves with the classified reason. */
+export interface RunningAttempt {
+  readonly result: Promise<Attempt>
+  readonly abort: (reason: Error) => void
+}
+
+/** Starts one attempt; every failure is a classified result, never a rejection. */
+export const startAttempt = (agent: Agent, req: DeliveryRequest): RunningAttempt => {
+  let prepared: PreparedRequest
   try {
-    const prepared = prepareRequest(req)
-    if (Result.isFailure(prepared)) return failed(prepared.failure, false)
-    return await send(agent, prepared.success, interrupt)
+    const result = prepareRequest(req)
+    if (Result.isFailure(result)) return { result: Promise.resolve(failed(result.failure, false)), abort: () => {} }
+    prepared = result.success
   } catch (err) {
-    return failed(err, false)
+    return { result: Promise.resolve(failed(err, false)), abort: () => {} }
   }
+  let handler!: AttemptHandler
+  const result = new Promise<Attempt>((resolve) => {
+    handler = new AttemptHandler(prepared.timeoutMs, resolve)
+    try {
+      agent.dispatch({
+        origin: prepared.origin,
+        path: prepared.path,
+        method: prepared.method as Dispatcher.HttpMethod,
+        headers: prepared.headers as Array<string>,
+        body: prepared.body,
+        ...(prepared.servername === null ? {} : { servername: prepared.servername })
+      } as Dispatcher.DispatchOptions, handler)
+    } catch (err) {
+      handler.onResponseError(null as unknown as Dispatcher.DispatchController, err as Error)
+    }
+  })
+  return { result, abort: (reason) => handler.abort(reason) }
 }
 
 // ---------------------------------------------------------------------------------------------------------
 // Service
 
 export interface ExecutorShape {
+  /** One attempt as an Effect; interrupting it aborts the request. At most `maxInFlight` run at once. */
   readonly send: (req: DeliveryRequest) => Effect.Effect<DeliveryOutcome>
+  /**
+   * One attempt as a promise, for the dispatcher's sender pool, which bounds concurrency itself. Requests
+   * still in flight when the layer closes are aborted.
+   */
+  readonly sendNow: (req: DeliveryRequest) => Promise<DeliveryOutcome>
 }
+
+const INTERRUPTED = Object.assign(new Error("Delivery interrupted (service stopping)"), { name: "AbortError" })
 
 const make = (options: ExecutorOptions) =>
   Effect.gen(function*() {
     const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS
+    const connectTimeoutSeconds = connectTimeoutMs / 1000
+    const clock = yield* Clock.Clock
+    const inFlight = new Set<RunningAttempt>()
     const agent = yield* Effect.acquireRelease(
       Effect.sync(() => makeAgent(options, connectTimeoutMs)),
-      (agent) => Effect.promise(() => closeAgent(agent))
+      (agent) =>
+        Effect.promise(() => {
+          for (const running of inFlight) running.abort(INTERRUPTED)
+          return closeAgent(agent)
+        })
     )
+
+    const sendNow = async (req: DeliveryRequest): Promise<DeliveryOutcome> => {
+      const startedAtMs = clock.currentTimeMillisUnsafe()
+      const running = startAttempt(agent, req)
+      inFlight.add(running)
+      const result = await running.result
+      inFlight.delete(running)
+      const finishedAtMs = clock.currentTimeMillisUnsafe()
+      return {
+        startedAtMs,
+        finishedAtMs,
+        durationMs: finishedAtMs - startedAtMs,
+        ...result,
+        connectTimeoutSeconds,
+        timeoutSeconds: req.timeoutSeconds
+      }
+    }
+
     const permits = yield* Semaphore.make(Math.max(1, options.maxInFlight))
-    const sendOne = (req: DeliveryRequest): Effect.Effect<DeliveryOutcome> =>
+    const send = (req: DeliveryRequest): Effect.Effect<DeliveryOutcome> =>
       Effect.gen(function*() {
         const startedAtMs = yield* Clock.currentTimeMillis
-        const result = yield* Effect.promise((signal) => attempt(agent, req, signal))
+        const result = yield* Effect.callback<Attempt>((resume) => {
+          const running = startAttempt(agent, req)
+          void running.result.then((attempt) => resume(Effect.succeed(attempt)))
+          return Effect.sync(() => running.abort(INTERRUPTED))
+        })
         const finishedAtMs = yield* Clock.currentTimeMillis
         return {
           startedAtMs,
           finishedAtMs,
           durationMs: finishedAtMs - startedAtMs,
           ...result,
-          connectTimeoutSeconds: connectTimeoutMs / 1000,
+          connectTimeoutSeconds,
           timeoutSeconds: req.timeoutSeconds
         }
       }).pipe(Semaphore.withPermit(permits))
-    return { send: sendOne } satisfies ExecutorShape
+    return { send, sendNow } satisfies ExecutorShape
   })
 
 export class Executor extends Context.Service<Executor, ExecutorShape>()("timewheel/Executor") {

@@ -1,7 +1,8 @@
 // One ShardActor per owned shard: a timer wheel holding the shard's triggers due within the next
 // LOOKAHEAD, a loader that treats PostgreSQL as the overflow wheel (reading the next window before
 // the current one runs out), a mailbox of wake-ups, and a batched claim of whatever comes due.
-// It sleeps exactly until the earliest deadline (or a wake-up), so firing is not tied to polling.
+// It sleeps exactly until the earliest deadline (or a wake-up), so firing is not tied to polling;
+// it claims CLAIM_LEAD_MS ahead and hands the claimed rows over at their due time.
 // The actor is also its shard's materializer: every MATERIALIZE_EVERY_MS, and right after claiming
 // a generator's instance, it creates the next instance of each active generator that has none.
 import * as Cause from "effect/Cause"
@@ -13,7 +14,7 @@ import { Dispatcher } from "../delivery/dispatch.ts"
 import { nextInstanceAfter } from "../domain/generator.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { generatorsWithoutUpcoming, instancesInsert } from "../store/generators.ts"
-import { BEGINNING_MS, type DeliveryRow, triggersClaim, triggersLoadDue, triggersRecover } from "../store/schedulerQueries.ts"
+import { BEGINNING_MS, type ClaimedRow, triggersClaim, triggersLoadDue, triggersRecover } from "../store/schedulerQueries.ts"
 import { Heartbeats } from "./heartbeats.ts"
 import { TimerWheel } from "./timerWheel.ts"
 import type { WakeItem } from "./wake.ts"
@@ -25,6 +26,19 @@ const RECOVER_EVERY_MS = 15_000
 export const MATERIALIZE_EVERY_MS = 5_000
 const MATERIALIZE_BATCH = 1_000
 const CLAIM_RETRY_MS = 1_000
+/**
+ * Triggers are claimed up to this long before their time and handed to the dispatcher at their time,
+ * so the claim's round trip to PostgreSQL is not part of their lateness. From the claim on a trigger
+ * is `running` (no longer cancellable or editable).
+ */
+export const CLAIM_LEAD_MS = 10
+
+/**
+ * Where a shard's periodic work falls within its period, in [0, 1): shards are spread evenly (golden
+ * ratio steps) so 64 actors started together don't query PostgreSQL in the same millisecond, which
+ * stalled the event loop (and every trigger due then) for tens of milliseconds.
+ */
+export const shardPhase = (shard: number): number => (shard * 0.6180339887498949) % 1
 
 export interface ShardActorOptions {
   readonly shard: number
@@ -40,6 +54,9 @@ export const runShardActor = (options: ShardActorOptions) =>
     const heartbeats = yield* Heartbeats
     const startMs = yield* Clock.currentTimeMillis
     const wheel = new TimerWheel({ nowMs: startMs })
+    const phase = shardPhase(options.shard)
+    /** The next window is read when the loaded one has less than this left (15–45 s, by phase). */
+    const reloadMarginMs = LOOKAHEAD_MS / 4 + phase * LOOKAHEAD_MS / 2
     /** Every pending trigger due before this instant is in the wheel. */
     let loadedUntil = BEGINNING_MS
     let loadedAfterId: string | null = null
@@ -91,21 +108,40 @@ export const runShardActor = (options: ShardActorOptions) =>
         nextRecoverAt = nowMs + RECOVER_EVERY_MS
       })
 
+    /** Hands claimed rows to the dispatcher at their due time (now, or within the claim lead). */
+    const handOver = (claimed: ReadonlyArray<ClaimedRow>) =>
+      Effect.gen(function*() {
+        const nowMs = yield* Clock.currentTimeMillis
+        const byDueTime = new Map<number, Array<ClaimedRow>>()
+        for (const row of claimed) {
+          const at = Math.max(row.dueAtMs, nowMs)
+          const group = byDueTime.get(at)
+          if (group === undefined) byDueTime.set(at, [row])
+          else group.push(row)
+        }
+        for (const [at, rows] of byDueTime) {
+          if (at <= nowMs) yield* dispatcher.deliver(rows)
+          // detached: a shard handed to another node meanwhile must not strand rows already claimed here
+          else yield* Effect.forkDetach(Effect.andThen(Effect.sleep(at - nowMs), dispatcher.deliver(rows)))
+        }
+      })
+
     const fireDue = (nowMs: number) =>
       Effect.gen(function*() {
-        const due = wheel.advance(nowMs)
+        const untilMs = nowMs + CLAIM_LEAD_MS
+        const due = wheel.advance(untilMs)
         for (let i = 0; i < due.length; i += CLAIM_CHUNK) {
           const ids = due.slice(i, i + CLAIM_CHUNK)
-          const claimed = yield* triggersClaim({ ids, nowMs, node: options.node }).pipe(
+          const claimed = yield* triggersClaim({ ids, untilMs, node: options.node }).pipe(
             Effect.catchCause((cause) =>
               Effect.as(
                 Effect.sync(() => ids.forEach((id) => wheel.add(id, nowMs + CLAIM_RETRY_MS))).pipe(
                   Effect.andThen(Effect.logWarning(`shard ${options.shard}: claim failed, retrying`, cause))
                 ),
-                [] as ReadonlyArray<DeliveryRow>
+                [] as ReadonlyArray<ClaimedRow>
               ))
           )
-          if (claimed.length > 0) yield* dispatcher.deliver(claimed)
+          if (claimed.length > 0) yield* handOver(claimed)
           if (claimed.some((row) => row.generatorId !== null)) nextMaterializeAt = nowMs
         }
       })
@@ -119,13 +155,17 @@ export const runShardActor = (options: ShardActorOptions) =>
 
     yield* load(startMs)
     yield* recover(startMs)
+    yield* materialize(startMs)
+    // from here on each periodic task runs at this shard's phase of its period
+    nextRecoverAt = startMs + phase * RECOVER_EVERY_MS
+    nextMaterializeAt = startMs + phase * MATERIALIZE_EVERY_MS
     for (;;) {
       const nowMs = yield* Clock.currentTimeMillis
       yield* fireDue(nowMs)
-      if (loadedUntil - nowMs < LOOKAHEAD_MS / 2) yield* load(nowMs)
+      if (loadedUntil - nowMs < reloadMarginMs) yield* load(nowMs)
       if (nowMs >= nextRecoverAt) yield* recover(nowMs)
       if (nowMs >= nextMaterializeAt) yield* materialize(nowMs)
-      const wakeAt = Math.min(wheel.nextDeadlineMs() ?? Infinity, loadedUntil - LOOKAHEAD_MS / 2, nextRecoverAt, nextMaterializeAt)
+      const wakeAt = Math.min((wheel.nextDeadlineMs() ?? Infinity) - CLAIM_LEAD_MS, loadedUntil - reloadMarginMs, nextRecoverAt, nextMaterializeAt)
       const waitMs = Math.max(0, wakeAt - (yield* Clock.currentTimeMillis))
       const items = waitMs === 0
         ? yield* Queue.takeBetween(options.mailbox, 0, 10_000)

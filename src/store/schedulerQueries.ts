@@ -67,26 +67,32 @@ const toDeliveryRow = (row: DeliveryRecord): DeliveryRow => ({
   retry: row.retry, projectRetry: row.retry_policy, triggeredBy: row.triggered_by
 })
 
+/** A claimed trigger: what to send, and when (its due time, at most the claim lead ahead). */
+export interface ClaimedRow extends DeliveryRow {
+  readonly dueAtMs: number
+}
+
 /**
  * Claims due triggers and starts their delivery in one statement: a compare-and-set on status that
  * also re-checks the time (so a stale wheel entry, moved or cancelled, never fires), moving them
  * straight to `running` and returning what to send with the project's default retry policy.
+ * `untilMs` is the latest due time claimed (the scheduler claims slightly ahead of time).
  */
 export const triggersClaim = Effect.fn("triggersClaim")(function*(input: {
   readonly ids: ReadonlyArray<string>
-  readonly nowMs: number
+  readonly untilMs: number
   readonly node: string
 }) {
-  if (input.ids.length === 0) return [] as Array<DeliveryRow>
+  if (input.ids.length === 0) return [] as Array<ClaimedRow>
   const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql<DeliveryRecord>`
+  const rows = yield* sql<DeliveryRecord & { due_ms: string }>`
     UPDATE triggers t SET status = 'running', attempts = t.attempts + 1, claimed_by = ${input.node}
     FROM projects p
     WHERE t.id = ANY(${input.ids}::uuid[]) AND t.status IN ('registered', 'retrying')
-      AND t.due_at <= ${new Date(input.nowMs)} AND p.id = t.project_id
+      AND t.due_at <= ${new Date(input.untilMs)} AND p.id = t.project_id
     RETURNING t.id, t.shard, t.generator_id, t.project_id, t.url, t.method, t.headers, t.body, t.content_type, t.tags,
-      t.attempts, t.retry, p.retry_policy, t.triggered_by`
-  return rows.map(toDeliveryRow)
+      t.attempts, t.retry, p.retry_policy, t.triggered_by, (extract(epoch FROM t.due_at) * 1000)::bigint::text AS due_ms`
+  return rows.map((row): ClaimedRow => ({ ...toDeliveryRow(row), dueAtMs: Number(row.due_ms) }))
 })
 
 /** Moves queued triggers (replayed or recovered) to running and returns what to send. */

@@ -7,7 +7,7 @@ import { Effect, Fiber, Layer, Queue } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import { Dispatcher } from "../../src/delivery/dispatch.ts"
-import { runShardActor } from "../../src/scheduler/shardActor.ts"
+import { CLAIM_LEAD_MS, runShardActor } from "../../src/scheduler/shardActor.ts"
 import type { WakeItem } from "../../src/scheduler/wake.ts"
 import { Heartbeats } from "../../src/scheduler/heartbeats.ts"
 import { TestDatabase } from "../support/database.ts"
@@ -69,17 +69,23 @@ const setup = Effect.gen(function*() {
 
 layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
   describe("firing", () => {
-    it.effect("fires a trigger at its time and not a millisecond before", () =>
+    it.effect("claims a trigger CLAIM_LEAD_MS ahead and hands it over at its time, not a millisecond before", () =>
       Effect.gen(function*() {
         yield* setup
         const id = newId()
         yield* insertTrigger(id, "registered", (yield* clockNow) + 5_000)
         const actor = yield* startActor
         yield* settle
-        yield* TestClock.adjust(4_999)
+        yield* TestClock.adjust(4_999 - CLAIM_LEAD_MS)
+        yield* settle
+        assert.strictEqual(yield* statusOf(id), "registered")
+        yield* TestClock.adjust(1)
+        yield* settle
+        // claimed (running) but held back until its time
+        assert.strictEqual(yield* statusOf(id), "running")
+        yield* TestClock.adjust(CLAIM_LEAD_MS - 1)
         yield* settle
         assert.strictEqual(yield* Queue.size(actor.submitted), 0)
-        assert.strictEqual(yield* statusOf(id), "registered")
         yield* TestClock.adjust(1)
         assert.strictEqual(yield* Queue.take(actor.submitted), id)
         // claimed and started in one statement: running, attempt counted
@@ -232,6 +238,8 @@ layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
         yield* setup
         const generator = newId()
         yield* insertGenerator(generator, "*/10 * * * * *")
+        // start 1 ms past a 10 s boundary: the first instance is due 9,999 ms later, well beyond the claim lead
+        yield* TestClock.adjust(nextMultiple(yield* clockNow, 10_000) + 1 - (yield* clockNow))
         const now = yield* clockNow
         const firstAt = nextMultiple(now, 10_000)
         const actor = yield* startActor
