@@ -5,6 +5,7 @@ import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as References from "effect/References"
 import type { LogLevel } from "effect/LogLevel"
+import { ApiKeyCache } from "./api/apiKeyCache.ts"
 import { DashboardSessions } from "./api/auth.ts"
 import { HttpsServerLive } from "./api/server.ts"
 import { InsertBatcher } from "./commands/insertBatcher.ts"
@@ -22,10 +23,15 @@ const LOG_LEVEL: Record<LogLevelName, LogLevel> = {
   all: "All", trace: "Trace", debug: "Debug", info: "Info", warn: "Warn", error: "Error", fatal: "Fatal", none: "None"
 }
 
+/**
+ * Logging at the configured level; tracing spans off: nothing exports them, and every HTTP request
+ * and SQL statement would otherwise build one.
+ */
 export const loggingLayer = (config: AppConfigShape) =>
   Layer.mergeAll(
     Logger.layer([Logger.consoleLogFmt]),
-    Layer.succeed(References.MinimumLogLevel)(LOG_LEVEL[config.logLevel])
+    Layer.succeed(References.MinimumLogLevel)(LOG_LEVEL[config.logLevel]),
+    Layer.succeed(References.TracerEnabled)(false)
   )
 
 export interface ServiceOptions {
@@ -45,6 +51,7 @@ export const ServiceLive = (
     ShardCount.layer,
     Heartbeats.layer,
     DashboardSessions.none,
+    ApiKeyCache.layer,
     NodeIdentity.layer,
     QuotaBatcher.layer,
     InsertBatcher.layer,

@@ -1,5 +1,5 @@
-// Authentication (SPEC "Authentication"). Keys are looked up by their SHA-256 hash and every query
-// is then scoped to the key's project. Two families:
+// Authentication (SPEC "Authentication"). Keys are looked up by their SHA-256 hash (remembered by
+// ApiKeyCache) and every query is then scoped to the key's project. Two families:
 // - `/schedule`, `/cancel`: only the key header; its absence is an empty 400 (checked by the
 //   handler in the spec's order), an empty or unknown key is 401 `Invalid api key`.
 // - everything else: the key header (wins when both are sent), or `Authorization: Bearer <key>`
@@ -8,10 +8,9 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { HttpServerRequest } from "effect/http"
-import type { SqlClient } from "effect/sql"
 import { AppConfig } from "../config.ts"
 import { hashApiKey } from "../domain/apiKey.ts"
-import { apiKeysFindProject } from "../store/apiKeys.ts"
+import { ApiKeyCache } from "./apiKeyCache.ts"
 import { Unauthorized } from "./errors.ts"
 
 export interface Principal {
@@ -31,10 +30,10 @@ export class DashboardSessions extends Context.Service<DashboardSessions, {
 export const keyHeaderName = Effect.map(AppConfig, (config) => `${config.prefix}-api-key`)
 
 /** Resolves a key to its project, or fails with 401 `Invalid api key`. */
-export const authenticateKey = (key: string): Effect.Effect<Principal, Unauthorized, SqlClient.SqlClient> =>
+export const authenticateKey = (key: string): Effect.Effect<Principal, Unauthorized, ApiKeyCache> =>
   key === ""
     ? Effect.fail(new Unauthorized({ message: "Invalid api key" }))
-    : Effect.flatMap(Effect.orDie(apiKeysFindProject(hashApiKey(key))), (projectId) =>
+    : Effect.flatMap(Effect.flatMap(ApiKeyCache, (cache) => cache.projectOf(hashApiKey(key))), (projectId) =>
       projectId === undefined
         ? Effect.fail(new Unauthorized({ message: "Invalid api key" }))
         : Effect.succeed({ projectId }))

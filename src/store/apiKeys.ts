@@ -1,4 +1,5 @@
-// API keys: only the SHA-256 hash is stored. Authentication looks a key up by hash.
+// API keys: only the SHA-256 hash is stored. Authentication looks a key up by hash; a revocation is
+// announced with NOTIFY so running services forget the keys they remembered.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 
@@ -28,11 +29,15 @@ export const apiKeysList = Effect.fn("apiKeysList")(function*(projectId: string)
   return rows.map((row): ApiKeyListing => ({ id: row.id, hint: row.key_hint, createdAt: row.created_at, revokedAt: row.revoked_at }))
 })
 
-/** Revokes a key; `false` when no unrevoked key has that id. */
+/** Running services LISTEN here and forget the keys they remembered (src/api/apiKeyCache.ts). */
+export const KEY_REVOKED_CHANNEL = "timewheel_key_revoked"
+
+/** Revokes a key and tells every running node; `false` when no unrevoked key has that id. */
 export const apiKeysRevoke = Effect.fn("apiKeysRevoke")(function*(input: { readonly id: string; readonly nowMs: number }) {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql`UPDATE api_keys SET revoked_at = ${new Date(input.nowMs)}
     WHERE id = ${input.id} AND revoked_at IS NULL RETURNING id`
+  if (rows.length === 1) yield* sql`SELECT pg_notify(${KEY_REVOKED_CHANNEL}, ${input.id})`
   return rows.length === 1
 })
 

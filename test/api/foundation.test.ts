@@ -2,6 +2,10 @@
 // 404s, 431 on oversized headers, CORS only on the OpenAPI document, its exact-path rules and shape.
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { KEY_CACHE_TTL_MS } from "../../src/api/apiKeyCache.ts"
+import { keyRevoke } from "../../src/cli/commands.ts"
+import { hashApiKey } from "../../src/domain/apiKey.ts"
 import { TestServer, testServerLayer } from "../support/server.ts"
 
 layer(testServerLayer(), { timeout: "60 seconds" })("foundation", (it) => {
@@ -33,6 +37,25 @@ layer(testServerLayer(), { timeout: "60 seconds" })("foundation", (it) => {
         }))
     }
   })
+
+  it.effect("a revoked key stops authenticating within moments, though the service remembers live keys", () =>
+    Effect.gen(function*() {
+      const server = yield* TestServer
+      const key = yield* server.newKey()
+      const headers = { "ttr-api-key": key }
+      assert.strictEqual((yield* server.call("GET", "/health", { headers })).status, 200) // now remembered
+      const sql = yield* SqlClient.SqlClient
+      const [row] = yield* sql<{ id: string }>`SELECT id::text FROM api_keys WHERE key_hash = ${hashApiKey(key)}`
+      yield* keyRevoke(row!.id)
+      // the NOTIFY reaches the service long before the cache's own expiry (KEY_CACHE_TTL_MS)
+      let status = 200
+      const deadline = Date.now() + KEY_CACHE_TTL_MS / 2
+      while (status === 200 && Date.now() < deadline) {
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50)))
+        status = (yield* server.call("GET", "/health", { headers })).status
+      }
+      assert.strictEqual(status, 401)
+    }))
 
   it.effect("GET /health reports both loop heartbeats", () =>
     Effect.gen(function*() {
