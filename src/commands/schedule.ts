@@ -84,35 +84,40 @@ const upsertOneShot = (command: ScheduleCommand, value: OnceValue, nowMs: number
     } satisfies Upserted
   })
 
-/** A new one-shot trigger with no key or id to match: no transaction, a group-committed insert. */
-const insertPlain = (command: ScheduleCommand, value: OnceValue, nowMs: number, monthQuotaRemaining: number) =>
+const quotaExceeded = (limit: number) => new QuotaExceeded({ message: `Monthly quota of ${limit} triggers exceeded` })
+
+/**
+ * A new one-shot trigger with no key or id to match: no transaction; its quota unit and its row are
+ * group-committed together.
+ */
+const insertPlain = (command: ScheduleCommand, value: OnceValue, nowMs: number) =>
   Effect.gen(function*() {
     const shards = (yield* ShardCount).count
     const { fireAtMs, nowBased } = value
     const status = !nowBased && !command.runMissed && isPast(fireAtMs, nowMs) ? "skipped" : "registered"
     const id = uuidv7(nowMs)
     const shard = shardOf(id, shards)
-    yield* (yield* InsertBatcher).insert({
+    const quota = yield* (yield* InsertBatcher).insert({
       id, projectId: command.projectId, shard, status, scheduledAtMs: fireAtMs, definition: command.definition, nowMs
     })
+    if (quota._tag === "Exceeded") return yield* Effect.fail(quotaExceeded(quota.limit))
     yield* (yield* Wakeups).wake([{ shard, id, dueAtMs: status === "registered" ? fireAtMs : null }])
     return {
-      triggerId: id, scheduledAt: new Date(fireAtMs).toISOString(), operation: "schedule", kind: "job", monthQuotaRemaining
+      triggerId: id, scheduledAt: new Date(fireAtMs).toISOString(), operation: "schedule", kind: "job",
+      monthQuotaRemaining: quota.remaining
     } satisfies ScheduleResult
   })
 
 export const scheduleTrigger = (command: ScheduleCommand, nowMs: number) =>
   Effect.gen(function*() {
+    const value = command.value
+    if (value._tag === "Once" && command.definition.customKey === null && command.triggerId === null) {
+      return yield* insertPlain(command, value, nowMs)
+    }
     const sql = yield* SqlClient.SqlClient
     const wakeups = yield* Wakeups
     const quota = yield* (yield* QuotaBatcher).consume(command.projectId, nowMs)
-    if (quota._tag === "Exceeded") {
-      return yield* Effect.fail(new QuotaExceeded({ message: `Monthly quota of ${quota.limit} triggers exceeded` }))
-    }
-    const value = command.value
-    if (value._tag === "Once" && command.definition.customKey === null && command.triggerId === null) {
-      return yield* insertPlain(command, value, nowMs, quota.remaining)
-    }
+    if (quota._tag === "Exceeded") return yield* Effect.fail(quotaExceeded(quota.limit))
     const transaction = sql.withTransaction(
       value._tag === "Once" ? upsertOneShot(command, value, nowMs) : upsertGenerator(command, value, nowMs)
     )

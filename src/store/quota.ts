@@ -13,7 +13,7 @@ export type QuotaResult =
 /** The first day (UTC) of the calendar month containing `nowMs`, as YYYY-MM-DD. */
 export const monthOf = (nowMs: number): string => new Date(nowMs).toISOString().slice(0, 8) + "01"
 
-interface Grant {
+export interface Grant {
   readonly before: number
   readonly after: number
   readonly quota: number

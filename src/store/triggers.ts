@@ -3,6 +3,7 @@
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { TriggerDefinition } from "../domain/trigger.ts"
+import type { Grant } from "./quota.ts"
 
 export interface TriggerRef {
   readonly id: string
@@ -88,31 +89,57 @@ export const triggersInsertOneShot = Effect.fn("triggersInsertOneShot")(function
 })
 
 /**
- * Inserts many new one-shot triggers in one statement (one JSON parameter), for the group commit of
- * /schedule calls that create a trigger without a custom key or id.
+ * Creates a batch of new one-shot triggers of one project within its monthly quota, in one statement
+ * (for the group commit of /schedule calls without a custom key or id): it locks the month's usage
+ * row, grants as many units as the quota still allows, inserts the first `granted` rows (one JSON
+ * parameter) and returns the usage before and after with the quota, like `quotaTake`. The usage row
+ * is created on first use.
  */
-export const triggersInsertOneShots = Effect.fn("triggersInsertOneShots")(function*(rows: ReadonlyArray<NewOneShot>) {
-  if (rows.length === 0) return
+export const triggersCreateWithinQuota = Effect.fn("triggersCreateWithinQuota")(function*(input: {
+  readonly projectId: string
+  readonly month: string
+  readonly rows: ReadonlyArray<NewOneShot>
+}) {
   const sql = yield* SqlClient.SqlClient
-  const json = JSON.stringify(rows.map((row) => {
+  const json = JSON.stringify(input.rows.map((row, i) => {
     const d = row.definition
     const scheduledAt = new Date(row.scheduledAtMs).toISOString()
     return {
-      id: row.id, project_id: row.projectId, generator_id: row.generatorId ?? null, shard: row.shard, status: row.status,
+      n: i + 1, id: row.id, generator_id: row.generatorId ?? null, shard: row.shard, status: row.status,
       scheduled_at: scheduledAt, due_at: row.status === "registered" ? scheduledAt : null, url: d.url, method: d.method,
       headers: d.headers, body: d.body === null ? null : Buffer.from(d.body).toString("base64"),
       content_type: d.contentType, title: d.title, tags: d.tags, custom_key: d.customKey, retry: d.retry,
       now: new Date(row.nowMs).toISOString()
     }
   }))
-  yield* sql`INSERT INTO triggers (id, project_id, kind, generator_id, shard, status, scheduled_at, due_at,
-      url, method, headers, body, content_type, title, tags, custom_key, retry, created_at, updated_at)
-    SELECT x.id, x.project_id, 'job', x.generator_id, x.shard, x.status, x.scheduled_at, x.due_at, x.url, x.method,
-      x.headers, decode(x.body, 'base64'), x.content_type, x.title, ARRAY(SELECT jsonb_array_elements_text(x.tags)),
-      x.custom_key, x.retry, x.now, x.now
-    FROM jsonb_to_recordset(${json}::jsonb) AS x(id uuid, project_id uuid, generator_id uuid, shard int, status text,
-      scheduled_at timestamptz, due_at timestamptz, url text, method text, headers jsonb, body text, content_type text,
-      title text, tags jsonb, custom_key text, retry jsonb, now timestamptz)`
+  const create = sql<{ before: string; after: string; quota: string }>`
+    WITH old AS (
+      SELECT used FROM quota_usage WHERE project_id = ${input.projectId} AND month = ${input.month}::date FOR UPDATE
+    ), granted AS (
+      UPDATE quota_usage q SET used = LEAST(q.used + ${input.rows.length}, GREATEST(q.used, p.monthly_quota))
+      FROM projects p, old
+      WHERE q.project_id = ${input.projectId} AND q.month = ${input.month}::date AND p.id = q.project_id
+      RETURNING old.used AS before, q.used AS after, p.monthly_quota AS quota
+    ), created AS (
+      INSERT INTO triggers (id, project_id, kind, generator_id, shard, status, scheduled_at, due_at,
+        url, method, headers, body, content_type, title, tags, custom_key, retry, created_at, updated_at)
+      SELECT x.id, ${input.projectId}, 'job', x.generator_id, x.shard, x.status, x.scheduled_at, x.due_at, x.url,
+        x.method, x.headers, decode(x.body, 'base64'), x.content_type, x.title,
+        ARRAY(SELECT jsonb_array_elements_text(x.tags)), x.custom_key, x.retry, x.now, x.now
+      FROM granted, jsonb_to_recordset(${json}::jsonb) AS x(n int, id uuid, generator_id uuid, shard int, status text,
+        scheduled_at timestamptz, due_at timestamptz, url text, method text, headers jsonb, body text, content_type text,
+        title text, tags jsonb, custom_key text, retry jsonb, now timestamptz)
+      WHERE x.n <= granted.after - granted.before
+    )
+    SELECT before::text, after::text, quota::text FROM granted`
+  let rows = yield* create
+  if (rows.length === 0) {
+    yield* sql`INSERT INTO quota_usage (project_id, month, used) VALUES (${input.projectId}, ${input.month}::date, 0)
+      ON CONFLICT (project_id, month) DO NOTHING`
+    rows = yield* create
+  }
+  const row = rows[0]!
+  return { before: Number(row.before), after: Number(row.after), quota: Number(row.quota) } satisfies Grant
 })
 
 /** Replaces the definition and time of a pending one-shot trigger in place (same id). */

@@ -312,26 +312,32 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
         assert.deepStrictEqual([first.monthQuotaRemaining, byKey.monthQuotaRemaining, byId.monthQuotaRemaining], [2, 1, 0])
       }))
 
-    it.effect("20 concurrent calls on quota 10: exactly 10 succeed with remaining 9..0, 10 get 402", () =>
-      Effect.gen(function*() {
-        const key = yield* newKey(10)
-        const responses = yield* Effect.all(
-          Array.from({ length: 20 }, (_, i) => schedule(valid(key, { "ttr-custom-key": `c${i}` }))),
-          { concurrency: "unbounded" }
-        )
-        const ok = responses.filter((r) => r.status === 200)
-        const refused = responses.filter((r) => r.status === 402)
-        assert.strictEqual(ok.length, 10)
-        assert.strictEqual(refused.length, 10)
-        for (const r of refused) assertError(r, 402, "Monthly quota of 10 triggers exceeded")
-        const remaining = ok.map((r) => r.json().monthQuotaRemaining as number).sort((a, b) => a - b)
-        assert.deepStrictEqual(remaining, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
-        assert.strictEqual(yield* quotaUsed(key), 10)
-        const sql = yield* SqlClient.SqlClient
-        const projectId = yield* projectIdOfKey(key)
-        const count = yield* sql<{ n: string }>`SELECT count(*)::text AS n FROM triggers WHERE project_id = ${projectId}`
-        assert.strictEqual(Number(count[0]!.n), 10)
-      }))
+    // plain creates are group-committed with their quota unit; keyed ones take the unit in a transaction
+    for (const [kind, headersOf] of [
+      ["keyed", (i: number) => ({ "ttr-custom-key": `c${i}` })],
+      ["plain", () => ({})]
+    ] as const) {
+      it.effect(`20 concurrent ${kind} calls on quota 10: exactly 10 succeed with remaining 9..0, 10 get 402, 10 triggers exist`, () =>
+        Effect.gen(function*() {
+          const key = yield* newKey(10)
+          const responses = yield* Effect.all(
+            Array.from({ length: 20 }, (_, i) => schedule(valid(key, headersOf(i)))),
+            { concurrency: "unbounded" }
+          )
+          const ok = responses.filter((r) => r.status === 200)
+          const refused = responses.filter((r) => r.status === 402)
+          assert.strictEqual(ok.length, 10)
+          assert.strictEqual(refused.length, 10)
+          for (const r of refused) assertError(r, 402, "Monthly quota of 10 triggers exceeded")
+          const remaining = ok.map((r) => r.json().monthQuotaRemaining as number).sort((a, b) => a - b)
+          assert.deepStrictEqual(remaining, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
+          assert.strictEqual(yield* quotaUsed(key), 10)
+          const sql = yield* SqlClient.SqlClient
+          const projectId = yield* projectIdOfKey(key)
+          const count = yield* sql<{ n: string }>`SELECT count(*)::text AS n FROM triggers WHERE project_id = ${projectId}`
+          assert.strictEqual(Number(count[0]!.n), 10)
+        }))
+    }
   })
 
   it.effect("concurrent creates with the same new custom key → one trigger, one schedule and reschedules", () =>
