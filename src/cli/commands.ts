@@ -25,7 +25,7 @@ const requireProject = (name: string) =>
   Effect.flatMap(projectsFindByName(name), (project) =>
     project === undefined ? fail(`no project named "${name}"`) : Effect.succeed(project))
 
-export const projectCreate = Effect.fn("projectCreate")(function*(name: string, monthlyQuota: number | undefined) {
+export const projectCreate = Effect.fnUntraced(function*(name: string, monthlyQuota: number | undefined) {
   if (name.trim() === "") return yield* fail("the project name must not be empty")
   const config = yield* AppConfig
   const nowMs = yield* Clock.currentTimeMillis
@@ -37,14 +37,14 @@ export const projectCreate = Effect.fn("projectCreate")(function*(name: string, 
   return id
 })
 
-export const projectSetQuota = Effect.fn("projectSetQuota")(function*(name: string, monthlyQuota: number) {
+export const projectSetQuota = Effect.fnUntraced(function*(name: string, monthlyQuota: number) {
   const nowMs = yield* Clock.currentTimeMillis
   const found = yield* projectsSetQuota({ name, monthlyQuota, nowMs })
   if (!found) return yield* fail(`no project named "${name}"`)
   return `monthly quota of "${name}" set to ${monthlyQuota}`
 })
 
-export const keyCreate = Effect.fn("keyCreate")(function*(projectName: string) {
+export const keyCreate = Effect.fnUntraced(function*(projectName: string) {
   const config = yield* AppConfig
   const project = yield* requireProject(projectName)
   const nowMs = yield* Clock.currentTimeMillis
@@ -53,7 +53,7 @@ export const keyCreate = Effect.fn("keyCreate")(function*(projectName: string) {
   return key
 })
 
-export const keyList = Effect.fn("keyList")(function*(projectName: string) {
+export const keyList = Effect.fnUntraced(function*(projectName: string) {
   const project = yield* requireProject(projectName)
   const keys = yield* apiKeysList(project.id)
   return keys
@@ -61,7 +61,7 @@ export const keyList = Effect.fn("keyList")(function*(projectName: string) {
     .join("\n")
 })
 
-export const keyRevoke = Effect.fn("keyRevoke")(function*(keyId: string) {
+export const keyRevoke = Effect.fnUntraced(function*(keyId: string) {
   if (!isUuid(keyId)) return yield* fail(`no active key with id "${keyId}"`)
   const nowMs = yield* Clock.currentTimeMillis
   const revoked = yield* apiKeysRevoke({ id: keyId, nowMs })
@@ -69,7 +69,7 @@ export const keyRevoke = Effect.fn("keyRevoke")(function*(keyId: string) {
   return `key ${keyId} revoked`
 })
 
-export const adminCreate = Effect.fn("adminCreate")(function*(email: string, password: string) {
+export const adminCreate = Effect.fnUntraced(function*(email: string, password: string) {
   if (!/^[^\s@]+@[^\s@]+$/.test(email)) return yield* fail(`"${email}" is not an e-mail address`)
   if (password.length < 8) return yield* fail("the password must have at least 8 characters")
   const nowMs = yield* Clock.currentTimeMillis

@@ -3,7 +3,7 @@ import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 
 /** Creates an admin; `false` when the email is taken. */
-export const adminsCreate = Effect.fn("adminsCreate")(function*(input: {
+export const adminsCreate = Effect.fnUntraced(function*(input: {
   readonly id: string
   readonly email: string
   readonly passwordHash: string

@@ -10,7 +10,7 @@ export interface ApiKeyListing {
   readonly revokedAt: Date | null
 }
 
-export const apiKeysCreate = Effect.fn("apiKeysCreate")(function*(input: {
+export const apiKeysCreate = Effect.fnUntraced(function*(input: {
   readonly id: string
   readonly projectId: string
   readonly hash: Uint8Array
@@ -22,7 +22,7 @@ export const apiKeysCreate = Effect.fn("apiKeysCreate")(function*(input: {
     VALUES (${input.id}, ${input.projectId}, ${input.hash}, ${input.hint}, ${new Date(input.nowMs)})`
 })
 
-export const apiKeysList = Effect.fn("apiKeysList")(function*(projectId: string) {
+export const apiKeysList = Effect.fnUntraced(function*(projectId: string) {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql<{ id: string; key_hint: string; created_at: Date; revoked_at: Date | null }>`
     SELECT id, key_hint, created_at, revoked_at FROM api_keys WHERE project_id = ${projectId} ORDER BY created_at, id`
@@ -33,7 +33,7 @@ export const apiKeysList = Effect.fn("apiKeysList")(function*(projectId: string)
 export const KEY_REVOKED_CHANNEL = "timewheel_key_revoked"
 
 /** Revokes a key and tells every running node; `false` when no unrevoked key has that id. */
-export const apiKeysRevoke = Effect.fn("apiKeysRevoke")(function*(input: { readonly id: string; readonly nowMs: number }) {
+export const apiKeysRevoke = Effect.fnUntraced(function*(input: { readonly id: string; readonly nowMs: number }) {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql`UPDATE api_keys SET revoked_at = ${new Date(input.nowMs)}
     WHERE id = ${input.id} AND revoked_at IS NULL RETURNING id`
@@ -42,7 +42,7 @@ export const apiKeysRevoke = Effect.fn("apiKeysRevoke")(function*(input: { reado
 })
 
 /** The project of a live key with this hash, if any. */
-export const apiKeysFindProject = Effect.fn("apiKeysFindProject")(function*(hash: Uint8Array) {
+export const apiKeysFindProject = Effect.fnUntraced(function*(hash: Uint8Array) {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql<{ project_id: string }>`
     SELECT project_id FROM api_keys WHERE key_hash = ${hash} AND revoked_at IS NULL`

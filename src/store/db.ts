@@ -15,7 +15,7 @@ import { MIGRATIONS } from "./schema.ts"
 /** Advisory lock key taken while migrating ("timewheel" in ASCII, as a bigint). */
 const MIGRATION_LOCK = 0x74696d6577686565n
 
-export const migrate = Effect.fn("migrate")(function*(options: { readonly shards: number; readonly nowMs: number }) {
+export const migrate = Effect.fnUntraced(function*(options: { readonly shards: number; readonly nowMs: number }) {
   const sql = yield* SqlClient.SqlClient
   return yield* sql.withTransaction(Effect.gen(function*() {
     yield* sql`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`

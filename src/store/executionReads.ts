@@ -34,7 +34,7 @@ const selectExecution = (sql: SqlClient.SqlClient) => sql`
   FROM executions e`
 
 /** One execution of the project, or undefined. */
-export const executionsGet = Effect.fn("executionsGet")(function*(input: {
+export const executionsGet = Effect.fnUntraced(function*(input: {
   readonly projectId: string
   readonly id: string
 }) {
@@ -48,7 +48,7 @@ export const executionsGet = Effect.fn("executionsGet")(function*(input: {
  * Every attempt of one trigger, oldest first: by attempt number (it only grows for a trigger: each
  * start, replays included, takes attempts + 1), which is also the order of executions_trigger.
  */
-export const executionsListForTrigger = Effect.fn("executionsListForTrigger")(function*(input: {
+export const executionsListForTrigger = Effect.fnUntraced(function*(input: {
   readonly projectId: string
   readonly triggerId: string
 }) {
@@ -76,7 +76,7 @@ export interface ExecutionsListInput {
 }
 
 /** A page of the project's executions, newest first; `more` when another page follows. */
-export const executionsList = Effect.fn("executionsList")(function*(input: ExecutionsListInput) {
+export const executionsList = Effect.fnUntraced(function*(input: ExecutionsListInput) {
   const sql = yield* SqlClient.SqlClient
   const clauses = [sql`e.project_id = ${input.projectId}`]
   if (input.deadLetterOnly === true) clauses.push(sql`e.is_dead_letter`)

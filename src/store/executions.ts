@@ -34,7 +34,7 @@ export interface TriggerOutcome {
 /** Postgres text columns cannot hold NUL characters. */
 const text = (value: string | null) => (value === null ? null : value.replace(/\u0000/g, "\uFFFD"))
 
-export const executionsRecord = Effect.fn("executionsRecord")(function*(input: {
+export const executionsRecord = Effect.fnUntraced(function*(input: {
   readonly executions: ReadonlyArray<ExecutionRecord>
   readonly outcomes: ReadonlyArray<TriggerOutcome>
   readonly nowMs: number

@@ -6,7 +6,7 @@ import { SqlClient } from "effect/sql"
 import type { TriggerDefinition } from "../domain/trigger.ts"
 import { definitionColumns } from "./triggers.ts"
 
-export const generatorsInsert = Effect.fn("generatorsInsert")(function*(input: {
+export const generatorsInsert = Effect.fnUntraced(function*(input: {
   readonly id: string
   readonly projectId: string
   readonly shard: number
@@ -26,7 +26,7 @@ export const generatorsInsert = Effect.fn("generatorsInsert")(function*(input: {
 })
 
 /** Replaces an active generator's definition in place (same id). */
-export const generatorsReplace = Effect.fn("generatorsReplace")(function*(input: {
+export const generatorsReplace = Effect.fnUntraced(function*(input: {
   readonly id: string
   readonly cronExpr: string
   readonly cronTz: string
@@ -43,7 +43,7 @@ export const generatorsReplace = Effect.fn("generatorsReplace")(function*(input:
 })
 
 /** Cancels a generator's upcoming instance; returns it (id, shard) when there was one. */
-export const instancesCancelUpcoming = Effect.fn("instancesCancelUpcoming")(function*(input: {
+export const instancesCancelUpcoming = Effect.fnUntraced(function*(input: {
   readonly generatorId: string
   readonly nowMs: number
 }) {
@@ -69,7 +69,7 @@ export interface NewInstance {
  * generator cancelled, or conflicts with the edit's instance and is skipped). Without the lock an
  * edit could miss an instance being inserted and then lose its own to the conflict.
  */
-export const instancesInsert = Effect.fn("instancesInsert")(function*(input: {
+export const instancesInsert = Effect.fnUntraced(function*(input: {
   readonly instances: ReadonlyArray<NewInstance>
   readonly nowMs: number
 }) {
@@ -98,7 +98,7 @@ export interface GeneratorSchedule {
 }
 
 /** Active generators of a shard that have no upcoming instance (the materializer's work list). */
-export const generatorsWithoutUpcoming = Effect.fn("generatorsWithoutUpcoming")(function*(input: {
+export const generatorsWithoutUpcoming = Effect.fnUntraced(function*(input: {
   readonly shard: number
   readonly limit: number
 }) {

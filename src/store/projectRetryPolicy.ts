@@ -5,7 +5,7 @@ import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 
 /** Merges `fields` (API field names) into the stored policy; the whole policy after the merge. */
-export const projectsPatchRetryPolicy = Effect.fn("projectsPatchRetryPolicy")(function*(input: {
+export const projectsPatchRetryPolicy = Effect.fnUntraced(function*(input: {
   readonly projectId: string
   readonly fields: Readonly<Record<string, unknown>>
   readonly nowMs: number

@@ -15,7 +15,7 @@ export const isUniqueViolation = (error: unknown): boolean => {
 }
 
 /** Inserts a project; `false` when the name is taken. */
-export const projectsCreate = Effect.fn("projectsCreate")(function*(input: {
+export const projectsCreate = Effect.fnUntraced(function*(input: {
   readonly id: string
   readonly name: string
   readonly monthlyQuota: number
@@ -32,7 +32,7 @@ export const projectsCreate = Effect.fn("projectsCreate")(function*(input: {
   return rows.length === 1
 })
 
-export const projectsFindByName = Effect.fn("projectsFindByName")(function*(name: string) {
+export const projectsFindByName = Effect.fnUntraced(function*(name: string) {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql<{ id: string; name: string; monthly_quota: string }>`
     SELECT id, name, monthly_quota::text FROM projects WHERE name = ${name}`
@@ -41,7 +41,7 @@ export const projectsFindByName = Effect.fn("projectsFindByName")(function*(name
 })
 
 /** Sets the monthly quota; `false` when no project has that name. */
-export const projectsSetQuota = Effect.fn("projectsSetQuota")(function*(input: {
+export const projectsSetQuota = Effect.fnUntraced(function*(input: {
   readonly name: string
   readonly monthlyQuota: number
   readonly nowMs: number
@@ -53,13 +53,13 @@ export const projectsSetQuota = Effect.fn("projectsSetQuota")(function*(input: {
   return rows.length === 1
 })
 
-export const projectsGetRetryPolicy = Effect.fn("projectsGetRetryPolicy")(function*(projectId: string) {
+export const projectsGetRetryPolicy = Effect.fnUntraced(function*(projectId: string) {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql<{ retry_policy: unknown }>`SELECT retry_policy FROM projects WHERE id = ${projectId}`
   return rows[0]?.retry_policy
 })
 
-export const projectsSetRetryPolicy = Effect.fn("projectsSetRetryPolicy")(function*(input: {
+export const projectsSetRetryPolicy = Effect.fnUntraced(function*(input: {
   readonly projectId: string
   readonly retryPolicy: unknown
   readonly nowMs: number

@@ -23,7 +23,7 @@ export interface Grant {
  * Takes up to `units` units for the project's month; returns the usage before and after and the
  * quota. The usage row is created on first use.
  */
-export const quotaTake = Effect.fn("quotaTake")(function*(input: {
+export const quotaTake = Effect.fnUntraced(function*(input: {
   readonly projectId: string
   readonly month: string
   readonly units: number

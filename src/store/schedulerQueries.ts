@@ -18,7 +18,7 @@ export const BEGINNING_MS = -1e14
  * millisecond) and before `untilMs`, in time
  * order. Uses the partial index triggers_due (shard, due_at).
  */
-export const triggersLoadDue = Effect.fn("triggersLoadDue")(function*(input: {
+export const triggersLoadDue = Effect.fnUntraced(function*(input: {
   readonly shard: number
   readonly fromMs: number
   /** Keyset continuation: rows due exactly at `fromMs` with an id at or below this were loaded. */
@@ -78,7 +78,7 @@ export interface ClaimedRow extends DeliveryRow {
  * straight to `running` and returning what to send with the project's default retry policy.
  * `untilMs` is the latest due time claimed (the scheduler claims slightly ahead of time).
  */
-export const triggersClaim = Effect.fn("triggersClaim")(function*(input: {
+export const triggersClaim = Effect.fnUntraced(function*(input: {
   readonly ids: ReadonlyArray<string>
   readonly untilMs: number
   readonly node: string
@@ -96,7 +96,7 @@ export const triggersClaim = Effect.fn("triggersClaim")(function*(input: {
 })
 
 /** Moves queued triggers (replayed or recovered) to running and returns what to send. */
-export const triggersStartDelivery = Effect.fn("triggersStartDelivery")(function*(input: {
+export const triggersStartDelivery = Effect.fnUntraced(function*(input: {
   readonly ids: ReadonlyArray<string>
   readonly node: string
 }) {
@@ -115,7 +115,7 @@ export const triggersStartDelivery = Effect.fn("triggersStartDelivery")(function
  * Triggers of a shard left queued or running by a node that is no longer connected (killed): put
  * back to queued under this node and returned for delivery (at least once).
  */
-export const triggersRecover = Effect.fn("triggersRecover")(function*(input: {
+export const triggersRecover = Effect.fnUntraced(function*(input: {
   readonly shard: number
   readonly node: string
   readonly liveNodes: ReadonlyArray<string>

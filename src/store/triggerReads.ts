@@ -41,7 +41,7 @@ const selectTrigger = (sql: SqlClient.SqlClient) => sql`
   FROM triggers t`
 
 /** One trigger of the project, or undefined (unknown id or another project's). */
-export const triggersGet = Effect.fn("triggersGet")(function*(input: {
+export const triggersGet = Effect.fnUntraced(function*(input: {
   readonly projectId: string
   readonly id: string
 }) {
@@ -64,7 +64,7 @@ export interface TriggersListInput {
 }
 
 /** A page of the project's triggers, newest first; `more` when another page follows. */
-export const triggersList = Effect.fn("triggersList")(function*(input: TriggersListInput) {
+export const triggersList = Effect.fnUntraced(function*(input: TriggersListInput) {
   const sql = yield* SqlClient.SqlClient
   const clauses = [sql`t.project_id = ${input.projectId}`]
   if (input.status !== undefined) clauses.push(sql`t.status = ${input.status}`)

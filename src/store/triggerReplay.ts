@@ -6,7 +6,7 @@ import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 
 /** `true` when the trigger was `completed` (and is now `queued`); `false` when it was not. */
-export const triggersQueueReplay = Effect.fn("triggersQueueReplay")(function*(input: {
+export const triggersQueueReplay = Effect.fnUntraced(function*(input: {
   readonly projectId: string
   readonly id: string
   /** The node that hands it to delivery next. */

@@ -28,7 +28,7 @@ const toRef = (row: RefRow): TriggerRef => ({
 })
 
 /** The pending one-shot trigger or active generator that owns a custom key, locked for update. */
-export const triggersFindKeyOwner = Effect.fn("triggersFindKeyOwner")(function*(input: {
+export const triggersFindKeyOwner = Effect.fnUntraced(function*(input: {
   readonly projectId: string
   readonly customKey: string
 }) {
@@ -41,7 +41,7 @@ export const triggersFindKeyOwner = Effect.fn("triggersFindKeyOwner")(function*(
 })
 
 /** A trigger of the project by id, locked for update. */
-export const triggersFindById = Effect.fn("triggersFindById")(function*(input: {
+export const triggersFindById = Effect.fnUntraced(function*(input: {
   readonly projectId: string
   readonly id: string
 }) {
@@ -75,7 +75,7 @@ export interface NewOneShot {
   readonly nowMs: number
 }
 
-export const triggersInsertOneShot = Effect.fn("triggersInsertOneShot")(function*(input: NewOneShot) {
+export const triggersInsertOneShot = Effect.fnUntraced(function*(input: NewOneShot) {
   const sql = yield* SqlClient.SqlClient
   const d = definitionColumns(input.definition)
   const scheduledAt = new Date(input.scheduledAtMs)
@@ -95,7 +95,7 @@ export const triggersInsertOneShot = Effect.fn("triggersInsertOneShot")(function
  * parameter) and returns the usage before and after with the quota, like `quotaTake`. The usage row
  * is created on first use.
  */
-export const triggersCreateWithinQuota = Effect.fn("triggersCreateWithinQuota")(function*(input: {
+export const triggersCreateWithinQuota = Effect.fnUntraced(function*(input: {
   readonly projectId: string
   readonly month: string
   readonly rows: ReadonlyArray<NewOneShot>
@@ -143,7 +143,7 @@ export const triggersCreateWithinQuota = Effect.fn("triggersCreateWithinQuota")(
 })
 
 /** Replaces the definition and time of a pending one-shot trigger in place (same id). */
-export const triggersReplaceOneShot = Effect.fn("triggersReplaceOneShot")(function*(input: {
+export const triggersReplaceOneShot = Effect.fnUntraced(function*(input: {
   readonly id: string
   readonly status: "registered" | "skipped"
   readonly scheduledAtMs: number
@@ -165,7 +165,7 @@ export const triggersReplaceOneShot = Effect.fn("triggersReplaceOneShot")(functi
  * Cancels a pending one-shot trigger, or an active generator together with its upcoming instance.
  * Returns the cancelled rows (for wake-ups); empty when the state changed underneath.
  */
-export const triggersCancel = Effect.fn("triggersCancel")(function*(input: { readonly id: string; readonly nowMs: number }) {
+export const triggersCancel = Effect.fnUntraced(function*(input: { readonly id: string; readonly nowMs: number }) {
   const sql = yield* SqlClient.SqlClient
   const now = new Date(input.nowMs)
   const rows = yield* sql<RefRow>`UPDATE triggers SET status = 'cancelled', due_at = NULL, updated_at = ${now}
@@ -180,7 +180,7 @@ export const triggersCancel = Effect.fn("triggersCancel")(function*(input: { rea
  * The trigger `/cancel` by custom key acts on: an active generator first, then a pending one-shot,
  * then the newest other uncancelled one-shot (which answers 410); locked for update.
  */
-export const triggersFindForCancelByKey = Effect.fn("triggersFindForCancelByKey")(function*(input: {
+export const triggersFindForCancelByKey = Effect.fnUntraced(function*(input: {
   readonly projectId: string
   readonly customKey: string
 }) {
