@@ -1,4 +1,4 @@
-// timewheel as a contender: the service (`node src/main.ts`) in a child process on a fresh database,
+// timewheel as a contender: the service (`node dist/main.js`, as `npm start` runs it) in a child process on a fresh database,
 // a project and key made with the CLI, and requests scheduled over HTTPS `/schedule` by keep-alive
 // undici clients (self-signed certificate accepted). Its peak RSS is the service process's VmHWM.
 import { execFile, spawn } from "node:child_process"
@@ -21,7 +21,7 @@ const execFileAsync = promisify(execFile)
 
 /** Runs the operator CLI against the service's database; returns its trimmed stdout. */
 const cli = async (env: NodeJS.ProcessEnv, args: ReadonlyArray<string>): Promise<string> => {
-  const { stdout } = await execFileAsync(process.execPath, [path.join(REPO_ROOT, "src/cli/main.ts"), ...args], {
+  const { stdout } = await execFileAsync(process.execPath, [path.join(REPO_ROOT, "dist/cli/main.js"), ...args], {
     cwd: REPO_ROOT,
     env,
     timeout: 60_000
@@ -65,6 +65,8 @@ const scheduleCall = (origin: string, agent: Agent, key: string) => async (job: 
 
 /** Starts the service on `databaseUrl` and creates the project and key; `worker` is implied (one process). */
 export const startTimewheel = async (databaseUrl: string): Promise<StartedSystem> => {
+  // what `npm start` runs: the JavaScript compiled into dist/ (built here when missing or stale)
+  await execFileAsync(process.execPath, [path.join(REPO_ROOT, "scripts/build.ts")], { cwd: REPO_ROOT })
   const dataDir = makeTempDir("service")
   const port = await freeLoopbackPort()
   const env: NodeJS.ProcessEnv = {
@@ -78,7 +80,7 @@ export const startTimewheel = async (databaseUrl: string): Promise<StartedSystem
   }
   // BENCH_SERVICE_NODE_ARGS passes flags to the service's node, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"
   const nodeArgs = (process.env.BENCH_SERVICE_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== "")
-  const child = trackChild(spawn(process.execPath, [...nodeArgs, path.join(REPO_ROOT, "src/main.ts")], {
+  const child = trackChild(spawn(process.execPath, [...nodeArgs, path.join(REPO_ROOT, "dist/main.js")], {
     cwd: REPO_ROOT,
     env,
     stdio: ["ignore", "pipe", "pipe"]

@@ -149,7 +149,7 @@ export const waitUntil = async (condition: () => boolean, timeoutMs: number, wha
 export interface RunningService {
   /** The `npm start` process. */
   readonly npmPid: number
-  /** The service's own node process (`node src/main.ts`), which a supervisor signals. */
+  /** The service's own node process (`node dist/main.js`), which a supervisor signals. */
   readonly servicePid: number
   readonly port: number
   readonly baseUrl: string
@@ -203,9 +203,9 @@ export const startService = (env: ChildEnv, timeoutMs = 90_000): Promise<Running
       clearTimeout(timer)
       const startupMs = performance.now() - started
       const port = Number(match[1])
-      // not the `sh -c "node src/main.ts"` between npm and node: its command line names the file too
-      const servicePid = descendants(npmPid).find((pid) => /^\S*node src\/main\.ts$/.test(commandLine(pid) ?? ""))
-      if (servicePid === undefined) return fail("found no `node src/main.ts` process under npm start")
+      // not the `sh -c "node dist/main.js"` between npm and node: its command line names the file too
+      const servicePid = descendants(npmPid).find((pid) => /^\S*node dist\/main\.js$/.test(commandLine(pid) ?? ""))
+      if (servicePid === undefined) return fail("found no `node dist/main.js` process under npm start")
       resolve({
         npmPid,
         servicePid,
