@@ -13,6 +13,7 @@ import { QuotaBatcher } from "./commands/quotaBatcher.ts"
 import { AppConfig, type AppConfigShape, type LogLevelName } from "./config.ts"
 import { DispatcherLive } from "./delivery/dispatcher.ts"
 import { Executor } from "./delivery/executor.ts"
+import { ClaimBatcher } from "./scheduler/claimBatcher.ts"
 import { Heartbeats } from "./scheduler/heartbeats.ts"
 import { NodeIdentity } from "./scheduler/node.ts"
 import { ShardManagerLive } from "./scheduler/shardManager.ts"
@@ -62,7 +63,7 @@ export const ServiceLive = (
       ...(options.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: options.connectTimeoutMs })
     })
   ).pipe(Layer.provideMerge(database))
-  const delivery = DispatcherLive.pipe(Layer.provideMerge(core))
+  const delivery = Layer.mergeAll(DispatcherLive, ClaimBatcher.layer).pipe(Layer.provideMerge(core))
   const scheduler = ShardManagerLive.pipe(Layer.provideMerge(delivery))
   return HttpsServerLive(tls).pipe(Layer.provideMerge(scheduler), Layer.provide(loggingLayer(config)))
 }

@@ -2,7 +2,8 @@
 // LOOKAHEAD, a loader that treats PostgreSQL as the overflow wheel (reading the next window before
 // the current one runs out), a mailbox of wake-ups, and a batched claim of whatever comes due.
 // It sleeps exactly until the earliest deadline (or a wake-up), so firing is not tied to polling;
-// it claims CLAIM_LEAD_MS ahead and hands the claimed rows over at their due time.
+// it claims CLAIM_LEAD_MS ahead (through the node's ClaimBatcher) and hands the claimed rows over at
+// their due time.
 // The actor is also its shard's materializer: every MATERIALIZE_EVERY_MS, and right after claiming
 // a generator's instance, it creates the next instance of each active generator that has none.
 import * as Cause from "effect/Cause"
@@ -14,7 +15,8 @@ import { Dispatcher } from "../delivery/dispatch.ts"
 import { nextInstanceAfter } from "../domain/generator.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { generatorsWithoutUpcoming, instancesInsert } from "../store/generators.ts"
-import { BEGINNING_MS, type ClaimedRow, triggersClaim, triggersLoadDue, triggersRecover } from "../store/schedulerQueries.ts"
+import { BEGINNING_MS, type ClaimedRow, triggersLoadDue, triggersRecover } from "../store/schedulerQueries.ts"
+import { ClaimBatcher } from "./claimBatcher.ts"
 import { Heartbeats } from "./heartbeats.ts"
 import { TimerWheel } from "./timerWheel.ts"
 import type { WakeItem } from "./wake.ts"
@@ -51,6 +53,7 @@ export interface ShardActorOptions {
 export const runShardActor = (options: ShardActorOptions) =>
   Effect.gen(function*() {
     const dispatcher = yield* Dispatcher
+    const claims = yield* ClaimBatcher
     const heartbeats = yield* Heartbeats
     const startMs = yield* Clock.currentTimeMillis
     const wheel = new TimerWheel({ nowMs: startMs })
@@ -132,7 +135,7 @@ export const runShardActor = (options: ShardActorOptions) =>
         const due = wheel.advance(untilMs)
         for (let i = 0; i < due.length; i += CLAIM_CHUNK) {
           const ids = due.slice(i, i + CLAIM_CHUNK)
-          const claimed = yield* triggersClaim({ ids, untilMs, node: options.node }).pipe(
+          const claimed = yield* claims.claim(ids, untilMs).pipe(
             Effect.catchCause((cause) =>
               Effect.as(
                 Effect.sync(() => ids.forEach((id) => wheel.add(id, nowMs + CLAIM_RETRY_MS))).pipe(

@@ -9,7 +9,9 @@ import { TestClock } from "effect/testing"
 import { Dispatcher } from "../../src/delivery/dispatch.ts"
 import { CLAIM_LEAD_MS, runShardActor } from "../../src/scheduler/shardActor.ts"
 import type { WakeItem } from "../../src/scheduler/wake.ts"
+import { ClaimBatcher } from "../../src/scheduler/claimBatcher.ts"
 import { Heartbeats } from "../../src/scheduler/heartbeats.ts"
+import { NodeIdentity } from "../../src/scheduler/node.ts"
 import { TestDatabase } from "../support/database.ts"
 
 const SHARD = 3
@@ -54,7 +56,11 @@ const startActor = Effect.gen(function*() {
   })
   const fiber = yield* Effect.forkChild(
     runShardActor({ shard: SHARD, node: "node-a", mailbox, liveNodes: Effect.succeed(["node-a"]) }).pipe(
-      Effect.provide(Layer.merge(dispatcher, Heartbeats.layer))
+      Effect.provide(Layer.mergeAll(
+        dispatcher,
+        Heartbeats.layer,
+        ClaimBatcher.layer.pipe(Layer.provide(Layer.succeed(NodeIdentity)({ id: "node-a" })))
+      ))
     )
   )
   return { submitted, mailbox, fiber }

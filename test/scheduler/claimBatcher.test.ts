@@ -1,0 +1,61 @@
+// The ClaimBatcher on a real database: claims queued by several shard actors at once share
+// statements, yet each gets back exactly its own rows, with their due times; triggers not due by the
+// cutoff, already running or cancelled are not claimed; claimed rows are running under this node.
+import { assert, layer } from "@effect/vitest"
+import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { ClaimBatcher } from "../../src/scheduler/claimBatcher.ts"
+import { NodeIdentity } from "../../src/scheduler/node.ts"
+import { TestDatabase } from "../support/database.ts"
+
+const PROJECT = "00000000-0000-7000-8000-0000000000c1"
+const T = Date.UTC(2026, 10, 22, 12, 0, 0)
+const idOf = (i: number) => `00000000-0000-7000-8000-${i.toString(16).padStart(12, "0")}`
+
+const insertTrigger = (id: string, status: string, dueAtMs: number) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`INSERT INTO triggers (id, project_id, kind, shard, status, scheduled_at, due_at, url, method, headers,
+        created_at, updated_at)
+      VALUES (${id}, ${PROJECT}, 'job', ${Number.parseInt(id.slice(-2), 16) % 8}, ${status}, ${new Date(dueAtMs)},
+        ${status === "cancelled" ? null : new Date(dueAtMs)}, 'http://127.0.0.1:9/', 'POST', '[]'::jsonb, now(), now())`
+  })
+
+const batcher = ClaimBatcher.layer.pipe(Layer.provide(Layer.succeed(NodeIdentity)({ id: "node-c" })))
+
+layer(Layer.provideMerge(batcher, TestDatabase), { timeout: "60 seconds" })("ClaimBatcher", (it) => {
+  it.effect("gives 20 concurrent claims each exactly its own due rows, and claims nothing else", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`INSERT INTO projects (id, name, monthly_quota, retry_policy, created_at, updated_at)
+        VALUES (${PROJECT}, 'claims', 10, '{}'::jsonb, now(), now())`
+      // claim k asks for ids 10k+1..10k+10: the first 5 due, then one due after the cutoff, one
+      // running, one cancelled, and two that do not exist
+      for (let k = 0; k < 20; k++) {
+        for (let j = 1; j <= 5; j++) yield* insertTrigger(idOf(10 * k + j), "registered", T + j)
+        yield* insertTrigger(idOf(10 * k + 6), "registered", T + 60_000)
+        yield* insertTrigger(idOf(10 * k + 7), "running", T)
+        yield* insertTrigger(idOf(10 * k + 8), "cancelled", T)
+      }
+      const claims = yield* ClaimBatcher
+      const results = yield* Effect.all(
+        Array.from({ length: 20 }, (_, k) =>
+          claims.claim(Array.from({ length: 10 }, (_, j) => idOf(10 * k + j + 1)), T + 10)),
+        { concurrency: "unbounded" }
+      )
+      results.forEach((rows, k) => {
+        assert.deepStrictEqual(
+          rows.map((row) => [row.id, row.dueAtMs]).sort(),
+          Array.from({ length: 5 }, (_, j) => [idOf(10 * k + j + 1), T + j + 1]).sort()
+        )
+      })
+      const states = yield* sql<{ status: string; claimed_by: string | null; n: string }>`
+        SELECT status, claimed_by, count(*)::text AS n FROM triggers GROUP BY status, claimed_by ORDER BY status, claimed_by NULLS FIRST`
+      assert.deepStrictEqual(states.map((s) => [s.status, s.claimed_by, Number(s.n)]), [
+        ["cancelled", null, 20],
+        ["registered", null, 20],
+        ["running", null, 20],
+        ["running", "node-c", 100]
+      ])
+    }))
+})
