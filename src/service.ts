@@ -58,7 +58,6 @@ export const ServiceLive = (
     InsertBatcher.layer,
     WakeRouterLive,
     Executor.layer({
-      maxInFlight: config.maxInFlight,
       blockPrivateTargets: config.blockPrivateTargets,
       ...(options.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: options.connectTimeoutMs })
     })

@@ -1,4 +1,5 @@
-// The live Dispatcher: claimed rows (already running) go straight to a bounded pool of senders;
+// The live Dispatcher: claimed rows (already running) go straight to the sender pool (at most
+// MAX_IN_FLIGHT requests at once);
 // triggers submitted by id (replayed or recovered) are first started in batches (queued → running,
 // one statement returning what to send). The Executor sends them, and the completer records the
 // outcomes in batches (executions + status in one transaction).
@@ -20,6 +21,7 @@ import { NodeIdentity } from "../scheduler/node.ts"
 import { Wakeups } from "../scheduler/wake.ts"
 import { Dispatcher } from "./dispatch.ts"
 import { type DeliveryOutcome, Executor } from "./executor.ts"
+import { makeSenderPool } from "./senderPool.ts"
 
 export const DEFAULT_TIMEOUT_SECONDS = 300
 const START_BATCH = 512
@@ -75,30 +77,6 @@ export const completionOf = (row: DeliveryRow, outcome: DeliveryOutcome, random:
   }
 }
 
-/** First-in first-out rows waiting for a sender: an array read from a moving head, compacted as it drains. */
-class RowQueue {
-  #rows: Array<DeliveryRow> = []
-  #head = 0
-  get size(): number {
-    return this.#rows.length - this.#head
-  }
-  pushAll(rows: ReadonlyArray<DeliveryRow>): void {
-    for (const row of rows) this.#rows.push(row)
-  }
-  take(): DeliveryRow {
-    const row = this.#rows[this.#head]!
-    this.#rows[this.#head++] = undefined as unknown as DeliveryRow
-    if (this.#head === this.#rows.length) {
-      this.#rows = []
-      this.#head = 0
-    } else if (this.#head >= 1024 && this.#head * 2 >= this.#rows.length) {
-      this.#rows = this.#rows.slice(this.#head)
-      this.#head = 0
-    }
-    return row
-  }
-}
-
 export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
   const executor = yield* Executor
   const config = yield* AppConfig
@@ -109,42 +87,23 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
   const submitted = yield* Queue.unbounded<string>()
   const completions = yield* Queue.unbounded<Completion>()
 
-  // The sender pool: at most MAX_IN_FLIGHT requests in flight, started straight from the rows waiting in
-  // `ready` as earlier ones finish. Plain callbacks, no fiber per delivery: this is the hot path, and
-  // thousands of due triggers wait as array entries, not as fibers contending for permits.
-  const ready = new RowQueue()
-  let inFlight = 0
-  let closed = false
-  const finished = (row: DeliveryRow) => (outcome: DeliveryOutcome) => {
-    inFlight--
-    Queue.offerUnsafe(completions, completionOf(row, outcome, random.nextDoubleUnsafe(), uuidv7(outcome.finishedAtMs)))
-    pump()
-  }
-  const crashed = (err: unknown) => {
-    inFlight--
-    Effect.runForkWith(services)(Effect.logError("delivery failed unexpectedly", err))
-    pump()
-  }
-  const pump = (): void => {
-    while (!closed && inFlight < config.maxInFlight && ready.size > 0) {
-      const row = ready.take()
-      inFlight++
-      executor.sendNow({
+  const senders = makeSenderPool({
+    maxInFlight: config.maxInFlight,
+    send: (row) =>
+      executor.send({
         url: row.url, method: row.method, headers: row.headers, body: row.body, contentType: row.contentType,
         timeoutSeconds: DEFAULT_TIMEOUT_SECONDS
-      }).then(finished(row)).catch(crashed)
-    }
-  }
-  yield* Effect.addFinalizer(() => Effect.sync(() => { closed = true }))
-  const deliverRows = (rows: ReadonlyArray<DeliveryRow>) => {
-    ready.pushAll(rows)
-    pump()
-  }
+      }),
+    onOutcome: (row, outcome) => {
+      Queue.offerUnsafe(completions, completionOf(row, outcome, random.nextDoubleUnsafe(), uuidv7(outcome.finishedAtMs)))
+    },
+    onCrash: (error) => Effect.runForkWith(services)(Effect.logError("delivery failed unexpectedly", error))
+  })
+  yield* Effect.addFinalizer(() => Effect.sync(senders.close))
 
   const starter = Effect.gen(function*() {
     const ids = yield* Queue.takeBetween(submitted, 1, START_BATCH)
-    const rows = yield* triggersStartDelivery({ ids, node })
-    deliverRows(rows)
+    senders.push(yield* triggersStartDelivery({ ids, node }))
   })
 
   const completer = Effect.gen(function*() {
@@ -172,6 +131,6 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
 
   return Dispatcher.of({
     submit: (ids) => Queue.offerAll(submitted, ids).pipe(Effect.asVoid),
-    deliver: (rows) => Effect.sync(() => deliverRows(rows))
+    deliver: (rows) => Effect.sync(() => senders.push(rows))
   })
 }))

@@ -1,7 +1,6 @@
 // Delivery executor: sends one stored request with undici and classifies the outcome; never fails.
 // One Agent per process (closed with the layer, aborting what is still in flight), one deadline covering
 // head and body, and an optional guard refusing private target addresses (BLOCK_PRIVATE_TARGETS).
-// `send` is the Effect form (bounded by a semaphore); `sendNow` the promise form the dispatcher's pool uses.
 import * as dns from "node:dns"
 import * as net from "node:net"
 import { Agent, buildConnector } from "undici"
@@ -11,7 +10,6 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Result from "effect/Result"
-import * as Semaphore from "effect/Semaphore"
 import type { ErrorKind } from "../domain/errorKind.ts"
 import { classifyError, InvalidRequestError } from "./classify.ts"
 import { prepareRequest } from "./request.ts"
@@ -34,7 +32,6 @@ export interface DeliveryOutcome {
 }
 
 export interface ExecutorOptions {
-  readonly maxInFlight: number
   readonly blockPrivateTargets: boolean
   /** Connect (DNS, TCP, TLS) timeout; SPEC fixes 10 s, tests may lower it. */
   readonly connectTimeoutMs?: number
@@ -327,13 +324,11 @@ export const startAttempt = (agent: Agent, req: DeliveryRequest): RunningAttempt
 // Service
 
 export interface ExecutorShape {
-  /** One attempt as an Effect; interrupting it aborts the request. At most `maxInFlight` run at once. */
-  readonly send: (req: DeliveryRequest) => Effect.Effect<DeliveryOutcome>
   /**
-   * One attempt as a promise, for the dispatcher's sender pool, which bounds concurrency itself. Requests
-   * still in flight when the layer closes are aborted.
+   * One attempt, as a promise (the delivery hot path has no fiber per request); it never rejects.
+   * Requests still in flight when the layer closes are aborted. Concurrency is the caller's to bound.
    */
-  readonly sendNow: (req: DeliveryRequest) => Promise<DeliveryOutcome>
+  readonly send: (req: DeliveryRequest) => Promise<DeliveryOutcome>
 }
 
 const INTERRUPTED = Object.assign(new Error("Delivery interrupted (service stopping)"), { name: "AbortError" })
@@ -353,7 +348,7 @@ const make = (options: ExecutorOptions) =>
         })
     )
 
-    const sendNow = async (req: DeliveryRequest): Promise<DeliveryOutcome> => {
+    const send = async (req: DeliveryRequest): Promise<DeliveryOutcome> => {
       const startedAtMs = clock.currentTimeMillisUnsafe()
       const running = startAttempt(agent, req)
       inFlight.add(running)
@@ -369,27 +364,7 @@ const make = (options: ExecutorOptions) =>
         timeoutSeconds: req.timeoutSeconds
       }
     }
-
-    const permits = yield* Semaphore.make(Math.max(1, options.maxInFlight))
-    const send = (req: DeliveryRequest): Effect.Effect<DeliveryOutcome> =>
-      Effect.gen(function*() {
-        const startedAtMs = yield* Clock.currentTimeMillis
-        const result = yield* Effect.callback<Attempt>((resume) => {
-          const running = startAttempt(agent, req)
-          void running.result.then((attempt) => resume(Effect.succeed(attempt)))
-          return Effect.sync(() => running.abort(INTERRUPTED))
-        })
-        const finishedAtMs = yield* Clock.currentTimeMillis
-        return {
-          startedAtMs,
-          finishedAtMs,
-          durationMs: finishedAtMs - startedAtMs,
-          ...result,
-          connectTimeoutSeconds,
-          timeoutSeconds: req.timeoutSeconds
-        }
-      }).pipe(Semaphore.withPermit(permits))
-    return { send, sendNow } satisfies ExecutorShape
+    return { send } satisfies ExecutorShape
   })
 
 export class Executor extends Context.Service<Executor, ExecutorShape>()("timewheel/Executor") {

@@ -1,0 +1,71 @@
+// The delivery hot path's concurrency bound: rows wait in order in a plain array and at most
+// `maxInFlight` sends run at once, each started as an earlier one finishes. Plain callbacks and no
+// fiber, promise chain or permit per waiting row: thousands of due triggers are array entries.
+import type { DeliveryRow } from "../store/schedulerQueries.ts"
+
+/** First-in first-out rows waiting for a sender: an array read from a moving head, compacted as it drains. */
+class RowQueue {
+  #rows: Array<DeliveryRow> = []
+  #head = 0
+  get size(): number {
+    return this.#rows.length - this.#head
+  }
+  pushAll(rows: ReadonlyArray<DeliveryRow>): void {
+    for (const row of rows) this.#rows.push(row)
+  }
+  take(): DeliveryRow {
+    const row = this.#rows[this.#head]!
+    this.#rows[this.#head++] = undefined as unknown as DeliveryRow
+    if (this.#head === this.#rows.length) {
+      this.#rows = []
+      this.#head = 0
+    } else if (this.#head >= 1024 && this.#head * 2 >= this.#rows.length) {
+      this.#rows = this.#rows.slice(this.#head)
+      this.#head = 0
+    }
+    return row
+  }
+}
+
+export interface SenderPool {
+  /** Queues rows; they are sent in order as senders free up. */
+  readonly push: (rows: ReadonlyArray<DeliveryRow>) => void
+  /** Starts nothing more (rows still waiting are left to crash recovery). */
+  readonly close: () => void
+}
+
+export const makeSenderPool = <O>(options: {
+  readonly maxInFlight: number
+  readonly send: (row: DeliveryRow) => Promise<O>
+  readonly onOutcome: (row: DeliveryRow, outcome: O) => void
+  /** A send or onOutcome that threw (a bug): reported, and the pool goes on. */
+  readonly onCrash: (error: unknown) => void
+}): SenderPool => {
+  const ready = new RowQueue()
+  let inFlight = 0
+  let closed = false
+  const pump = (): void => {
+    while (!closed && inFlight < options.maxInFlight && ready.size > 0) {
+      const row = ready.take()
+      inFlight++
+      options.send(row).then((outcome) => {
+        inFlight--
+        options.onOutcome(row, outcome)
+        pump()
+      }).catch((error: unknown) => {
+        inFlight--
+        options.onCrash(error)
+        pump()
+      })
+    }
+  }
+  return {
+    push: (rows) => {
+      ready.pushAll(rows)
+      pump()
+    },
+    close: () => {
+      closed = true
+    }
+  }
+}

@@ -1,0 +1,86 @@
+// The sender pool: never more than maxInFlight sends at once, rows sent in the order they came,
+// every outcome reported with its row, a crashing send reported without stopping the pool, and
+// nothing started after close.
+import { assert, describe, it } from "@effect/vitest"
+import { makeSenderPool } from "../../src/delivery/senderPool.ts"
+import type { DeliveryRow } from "../../src/store/schedulerQueries.ts"
+
+const row = (id: string) => ({ id }) as unknown as DeliveryRow
+
+/** A send that finishes only when the test says so. */
+const controlledSends = () => {
+  const started: Array<string> = []
+  const finish = new Map<string, (outcome: string) => void>()
+  const send = (r: DeliveryRow) =>
+    new Promise<string>((resolve, reject) => {
+      started.push(r.id)
+      if (r.id.startsWith("crash")) reject(new Error(`boom ${r.id}`))
+      else finish.set(r.id, resolve)
+    })
+  return { started, finish, send }
+}
+
+const unexpected = (error: unknown) => assert.fail(`unexpected crash: ${String(error)}`)
+
+const tick = () => new Promise((resolve) => setImmediate(resolve))
+
+describe("makeSenderPool", () => {
+  it("runs at most maxInFlight sends, starts the next as one finishes, in order, and reports each outcome", async () => {
+    const { started, finish, send } = controlledSends()
+    const outcomes: Array<[string, string]> = []
+    const pool = makeSenderPool({ maxInFlight: 2, send, onOutcome: (r, o) => outcomes.push([r.id, o]), onCrash: unexpected })
+    pool.push(["a", "b", "c"].map(row))
+    pool.push(["d", "e"].map(row))
+    assert.deepStrictEqual(started, ["a", "b"])
+    finish.get("b")!("ok b")
+    await tick()
+    assert.deepStrictEqual(started, ["a", "b", "c"])
+    for (const id of ["a", "c", "d", "e"]) {
+      finish.get(id)?.(`ok ${id}`)
+      await tick()
+    }
+    assert.deepStrictEqual(started, ["a", "b", "c", "d", "e"])
+    assert.deepStrictEqual(outcomes, [["b", "ok b"], ["a", "ok a"], ["c", "ok c"], ["d", "ok d"], ["e", "ok e"]])
+  })
+
+  it("reports a crashing send and goes on with the next rows", async () => {
+    const { started, finish, send } = controlledSends()
+    const crashes: Array<string> = []
+    const pool = makeSenderPool({ maxInFlight: 1, send, onOutcome: () => {}, onCrash: (e) => crashes.push(String(e)) })
+    pool.push(["crash-1", "x"].map(row))
+    await tick()
+    assert.deepStrictEqual(crashes, ["Error: boom crash-1"])
+    assert.deepStrictEqual(started, ["crash-1", "x"])
+    finish.get("x")!("ok")
+  })
+
+  it("starts nothing after close", async () => {
+    const { started, finish, send } = controlledSends()
+    const pool = makeSenderPool({ maxInFlight: 1, send, onOutcome: () => {}, onCrash: unexpected })
+    pool.push(["a", "b"].map(row))
+    pool.close()
+    finish.get("a")!("ok")
+    await tick()
+    pool.push([row("c")])
+    assert.deepStrictEqual(started, ["a"])
+  })
+
+  it("drains 5,000 rows through 3 senders, in order", async () => {
+    const sent: Array<string> = []
+    let done = 0
+    const pool = makeSenderPool({
+      maxInFlight: 3,
+      send: async (r) => {
+        sent.push(r.id)
+        await tick()
+        return r.id
+      },
+      onOutcome: () => void done++,
+      onCrash: unexpected
+    })
+    const ids = Array.from({ length: 5_000 }, (_, i) => `r${i}`)
+    pool.push(ids.map(row))
+    while (done < ids.length) await tick()
+    assert.deepStrictEqual(sent, ids)
+  })
+})
