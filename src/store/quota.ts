@@ -19,6 +19,13 @@ export interface Grant {
   readonly quota: number
 }
 
+/** Creates the project's usage row of the month (nothing used) unless it exists. */
+export const quotaUsageCreate = Effect.fnUntraced(function*(input: { readonly projectId: string; readonly month: string }) {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`INSERT INTO quota_usage (project_id, month, used) VALUES (${input.projectId}, ${input.month}::date, 0)
+    ON CONFLICT (project_id, month) DO NOTHING`
+})
+
 /**
  * Takes up to `units` units for the project's month; returns the usage before and after and the
  * quota. The usage row is created on first use.
@@ -39,8 +46,7 @@ export const quotaTake = Effect.fnUntraced(function*(input: {
     RETURNING old.used::text AS before, q.used::text AS after, p.monthly_quota::text AS quota`
   let rows = yield* take
   if (rows.length === 0) {
-    yield* sql`INSERT INTO quota_usage (project_id, month, used) VALUES (${input.projectId}, ${input.month}::date, 0)
-      ON CONFLICT (project_id, month) DO NOTHING`
+    yield* quotaUsageCreate(input)
     rows = yield* take
   }
   const row = rows[0]!

@@ -3,7 +3,7 @@
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { TriggerDefinition } from "../domain/trigger.ts"
-import type { Grant } from "./quota.ts"
+import { type Grant, quotaUsageCreate } from "./quota.ts"
 
 export interface TriggerRef {
   readonly id: string
@@ -134,8 +134,7 @@ export const triggersCreateWithinQuota = Effect.fnUntraced(function*(input: {
     SELECT before::text, after::text, quota::text FROM granted`
   let rows = yield* create
   if (rows.length === 0) {
-    yield* sql`INSERT INTO quota_usage (project_id, month, used) VALUES (${input.projectId}, ${input.month}::date, 0)
-      ON CONFLICT (project_id, month) DO NOTHING`
+    yield* quotaUsageCreate(input)
     rows = yield* create
   }
   const row = rows[0]!

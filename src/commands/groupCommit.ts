@@ -1,0 +1,56 @@
+// Group commit, the shared mechanism of the batchers (quota units, plain creates, claims): each call
+// queues its input and awaits its own output; `rounds` fibers each take up to `maxBatch` queued inputs
+// and settle them with one `run` per group (same `groupOf` key), groups concurrently. While a round
+// runs the next batch fills, so batch sizes follow the load. A failed run fails each of its calls.
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
+import type * as Scope from "effect/Scope"
+
+interface Pending<I, O> {
+  readonly input: I
+  readonly done: Deferred.Deferred<O, unknown>
+}
+
+export const makeGroupCommit = <I, O, R>(options: {
+  readonly maxBatch: number
+  /** Rounds in flight at once (default 1). */
+  readonly rounds?: number
+  /** Inputs with the same key share a `run`; without it a round is one group. */
+  readonly groupOf?: (input: I) => string
+  /** Settles a group: one output per input, in the same order. */
+  readonly run: (inputs: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<O>, unknown, R>
+}): Effect.Effect<(input: I) => Effect.Effect<O, unknown>, never, Scope.Scope | R> =>
+  Effect.gen(function*() {
+    const services = yield* Effect.context<R>()
+    const queue = yield* Queue.unbounded<Pending<I, O>>()
+
+    const settle = (group: ReadonlyArray<Pending<I, O>>) =>
+      options.run(group.map((pending) => pending.input)).pipe(
+        Effect.flatMap((outputs) => Effect.forEach(group, (pending, i) => Deferred.succeed(pending.done, outputs[i]!), { discard: true })),
+        Effect.catchCause((cause) => Effect.forEach(group, (pending) => Deferred.failCause(pending.done, cause), { discard: true })),
+        Effect.provideContext(services)
+      )
+
+    const round = Effect.gen(function*() {
+      const batch = yield* Queue.takeBetween(queue, 1, options.maxBatch)
+      const groupOf = options.groupOf
+      if (groupOf === undefined) return yield* settle(batch)
+      const groups = new Map<string, Array<Pending<I, O>>>()
+      for (const pending of batch) {
+        const key = groupOf(pending.input)
+        const group = groups.get(key)
+        if (group === undefined) groups.set(key, [pending])
+        else group.push(pending)
+      }
+      yield* Effect.forEach(groups.values(), settle, { concurrency: "unbounded", discard: true })
+    })
+    for (let i = 0; i < (options.rounds ?? 1); i++) yield* Effect.forkScoped(Effect.forever(round))
+
+    return (input: I) =>
+      Effect.gen(function*() {
+        const done = yield* Deferred.make<O, unknown>()
+        yield* Queue.offer(queue, { input, done })
+        return yield* Deferred.await(done)
+      })
+  })

@@ -1,0 +1,43 @@
+// Group commit: concurrent calls share runs (one per group key), each call gets the output at its own
+// position, and a failing run fails the calls of its group only.
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit } from "effect"
+import { makeGroupCommit } from "../../src/commands/groupCommit.ts"
+
+describe("makeGroupCommit", () => {
+  it.effect("runs each group once for calls queued together and hands every call its own output", () =>
+    Effect.gen(function*() {
+      const runs: Array<ReadonlyArray<string>> = []
+      const call = yield* makeGroupCommit({
+        maxBatch: 100,
+        groupOf: (input: string) => input[0]!,
+        run: (inputs) =>
+          Effect.sync(() => {
+            runs.push(inputs)
+            if (inputs[0]!.startsWith("x")) throw new Error("group x fails")
+            return inputs.map((input) => input.toUpperCase())
+          })
+      })
+      const exits = yield* Effect.all(["a1", "b1", "a2", "x1", "b2", "a3", "x2"].map((input) => Effect.exit(call(input))), {
+        concurrency: "unbounded"
+      })
+      assert.deepStrictEqual(
+        exits.map((exit) => (Exit.isSuccess(exit) ? exit.value : "failed")),
+        ["A1", "B1", "A2", "failed", "B2", "A3", "failed"]
+      )
+      assert.deepStrictEqual([...runs].sort(), [["a1", "a2", "a3"], ["b1", "b2"], ["x1", "x2"]])
+    }).pipe(Effect.scoped))
+
+  it.effect("takes at most maxBatch inputs per run", () =>
+    Effect.gen(function*() {
+      const sizes: Array<number> = []
+      const call = yield* makeGroupCommit({
+        maxBatch: 3,
+        run: (inputs: ReadonlyArray<number>) => Effect.sync(() => (sizes.push(inputs.length), inputs.map((n) => n * 2)))
+      })
+      const outputs = yield* Effect.all(Array.from({ length: 10 }, (_, i) => call(i)), { concurrency: "unbounded" })
+      assert.deepStrictEqual(outputs, Array.from({ length: 10 }, (_, i) => i * 2))
+      assert.isTrue(sizes.every((size) => size <= 3), `run sizes ${sizes.join(", ")}`)
+      assert.strictEqual(sizes.reduce((a, b) => a + b, 0), 10)
+    }).pipe(Effect.scoped))
+})
