@@ -19,12 +19,32 @@ export interface Grant {
   readonly quota: number
 }
 
-/** Creates the project's usage row of the month (nothing used) unless it exists. */
-export const quotaUsageCreate = Effect.fnUntraced(function*(input: { readonly projectId: string; readonly month: string }) {
-  const sql = yield* SqlClient.SqlClient
-  yield* sql`INSERT INTO quota_usage (project_id, month, used) VALUES (${input.projectId}, ${input.month}::date, 0)
-    ON CONFLICT (project_id, month) DO NOTHING`
-})
+/** What a granting statement returns: the usage before and after, and the quota (as text). */
+export interface GrantRow {
+  readonly before: string
+  readonly after: string
+  readonly quota: string
+}
+
+/**
+ * Runs a statement that grants units from the project's usage row of the month; it finds no row on
+ * the month's first use, so the row is created (nothing used) and the statement run again.
+ */
+export const grantFromUsageRow = <E, R>(
+  input: { readonly projectId: string; readonly month: string },
+  statement: Effect.Effect<ReadonlyArray<GrantRow>, E, R>
+) =>
+  Effect.gen(function*() {
+    let rows = yield* statement
+    if (rows.length === 0) {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`INSERT INTO quota_usage (project_id, month, used) VALUES (${input.projectId}, ${input.month}::date, 0)
+        ON CONFLICT (project_id, month) DO NOTHING`
+      rows = yield* statement
+    }
+    const row = rows[0]!
+    return { before: Number(row.before), after: Number(row.after), quota: Number(row.quota) } satisfies Grant
+  })
 
 /**
  * Takes up to `units` units for the project's month; returns the usage before and after and the
@@ -36,21 +56,14 @@ export const quotaTake = Effect.fnUntraced(function*(input: {
   readonly units: number
 }) {
   const sql = yield* SqlClient.SqlClient
-  const take = sql<{ before: string; after: string; quota: string }>`
+  return yield* grantFromUsageRow(input, sql<GrantRow>`
     WITH old AS (
       SELECT used FROM quota_usage WHERE project_id = ${input.projectId} AND month = ${input.month}::date FOR UPDATE
     )
     UPDATE quota_usage q SET used = LEAST(q.used + ${input.units}, GREATEST(q.used, p.monthly_quota))
     FROM projects p, old
     WHERE q.project_id = ${input.projectId} AND q.month = ${input.month}::date AND p.id = q.project_id
-    RETURNING old.used::text AS before, q.used::text AS after, p.monthly_quota::text AS quota`
-  let rows = yield* take
-  if (rows.length === 0) {
-    yield* quotaUsageCreate(input)
-    rows = yield* take
-  }
-  const row = rows[0]!
-  return { before: Number(row.before), after: Number(row.after), quota: Number(row.quota) } satisfies Grant
+    RETURNING old.used::text AS before, q.used::text AS after, p.monthly_quota::text AS quota`)
 })
 
 /** Splits one grant among the calls of a batch, in order: the first `after - before` are consumed. */

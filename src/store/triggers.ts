@@ -3,7 +3,7 @@
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { TriggerDefinition } from "../domain/trigger.ts"
-import { type Grant, quotaUsageCreate } from "./quota.ts"
+import { grantFromUsageRow, type GrantRow } from "./quota.ts"
 
 export interface TriggerRef {
   readonly id: string
@@ -112,7 +112,7 @@ export const triggersCreateWithinQuota = Effect.fnUntraced(function*(input: {
       now: new Date(row.nowMs).toISOString()
     }
   }))
-  const create = sql<{ before: string; after: string; quota: string }>`
+  return yield* grantFromUsageRow(input, sql<GrantRow>`
     WITH old AS (
       SELECT used FROM quota_usage WHERE project_id = ${input.projectId} AND month = ${input.month}::date FOR UPDATE
     ), granted AS (
@@ -131,14 +131,7 @@ export const triggersCreateWithinQuota = Effect.fnUntraced(function*(input: {
         title text, tags jsonb, custom_key text, retry jsonb, now timestamptz)
       WHERE x.n <= granted.after - granted.before
     )
-    SELECT before::text, after::text, quota::text FROM granted`
-  let rows = yield* create
-  if (rows.length === 0) {
-    yield* quotaUsageCreate(input)
-    rows = yield* create
-  }
-  const row = rows[0]!
-  return { before: Number(row.before), after: Number(row.after), quota: Number(row.quota) } satisfies Grant
+    SELECT before::text, after::text, quota::text FROM granted`)
 })
 
 /** Replaces the definition and time of a pending one-shot trigger in place (same id). */
