@@ -1,0 +1,320 @@
+// Items of /declare (`items`) and /bulk (`upserts`), SPEC "Item" and "Rules for all item fields":
+// decoding the JSON shape (any failure is the spec's empty-body 400, `{_tag:"Shape"}`), then the
+// check-table validation with its messages, giving stored definitions plus a schedule value.
+// Also the /declare body itself. Pure: the request moment is a parameter.
+import { isCronValue, nextFireAfter, parseCronValue } from "./cron/index.ts"
+import { encodeItemBody, itemHeaderPairs } from "./itemBody.ts"
+import {
+  MAX_ATTEMPTS_LIMIT,
+  MAX_DELAY_SECONDS,
+  RETRY_ONS,
+  RETRY_STRATEGIES,
+  TRIGGER_DEFAULT_RETRY
+} from "./retry.ts"
+import type { RetryOn, RetryPolicy, RetryStrategy } from "./retry.ts"
+import { parseDateValue } from "./scheduledAt.ts"
+import type { HeaderPairs, TriggerDefinition } from "./trigger.ts"
+
+/** When an item fires: a one-shot time, or a generator's normalised cron expression and zone. */
+export type ItemSchedule =
+  | { readonly _tag: "Once"; readonly fireAtMs: number; readonly nowBased: boolean }
+  | { readonly _tag: "Cron"; readonly cronExpr: string; readonly cronTz: string }
+
+/** A retry object as sent: types and enum words checked, ranges not yet. */
+export interface RetryInput {
+  readonly strategy?: RetryStrategy
+  readonly maxAttempts?: number
+  readonly initialDelaySeconds?: number
+  readonly maxDelaySeconds?: number
+  readonly jitter?: boolean
+  readonly retryOn?: RetryOn
+}
+
+/** An item whose shape is right, defaults applied, not yet validated. */
+export interface ItemInput {
+  readonly url: string
+  readonly scheduledAt: string
+  /** An empty-string key is no key ("never matched later"). */
+  readonly customKey: string | null
+  readonly method: string
+  readonly headers: HeaderPairs
+  readonly body: Uint8Array | null
+  /** An empty title is no title, as for `svc-title`. */
+  readonly title: string | null
+  readonly tags: ReadonlyArray<string>
+  readonly retry: RetryInput | null
+}
+
+/** A valid item: what to store (contentType always null) and when it fires. */
+export interface Item {
+  readonly schedule: ItemSchedule
+  readonly definition: TriggerDefinition
+}
+
+export type Shape = { readonly _tag: "Shape" }
+export type Invalid = { readonly _tag: "Invalid"; readonly message: string }
+export type Decoded<A> = { readonly _tag: "Ok"; readonly value: A } | Shape
+
+export const itemKind = (item: Item): "job" | "generator" => (item.schedule._tag === "Cron" ? "generator" : "job")
+
+// ---------------------------------------------------------------------------------------------
+// Shape
+
+/** Thrown inside the decoders only, turned into `{_tag:"Shape"}` at their boundary. */
+class ShapeMismatch {}
+
+/** Inside a decoder run by decodeWith: the value does not have the expected shape. */
+export const mismatch = (): never => {
+  throw new ShapeMismatch()
+}
+
+export const isPlainObject = (value: unknown): value is Readonly<Record<string, unknown>> =>
+  typeof value === "object" && value !== null && !Array.isArray(value)
+
+export const isString = (v: unknown): v is string => typeof v === "string"
+const isBoolean = (v: unknown): v is boolean => typeof v === "boolean"
+const isNumber = (v: unknown): v is number => typeof v === "number"
+const isStringArray = (v: unknown): v is ReadonlyArray<string> => Array.isArray(v) && v.every(isString)
+const isStringRecord = (v: unknown): v is Readonly<Record<string, string>> =>
+  isPlainObject(v) && Object.values(v).every(isString)
+const isOneOf = <A>(words: ReadonlyArray<A>) => (v: unknown): v is A => (words as ReadonlyArray<unknown>).includes(v)
+
+/** An own field: undefined when absent; a mismatch when present but null or of the wrong type. */
+export const optionalField = <A>(
+  object: Readonly<Record<string, unknown>>,
+  name: string,
+  guard: (value: unknown) => value is A
+): A | undefined => {
+  if (!Object.hasOwn(object, name) || object[name] === undefined) return undefined
+  const value = object[name]
+  return guard(value) ? value : mismatch()
+}
+
+export const requiredField = <A>(
+  object: Readonly<Record<string, unknown>>,
+  name: string,
+  guard: (value: unknown) => value is A
+): A => optionalField(object, name, guard) ?? mismatch()
+
+/** Runs a decoder that may throw ShapeMismatch. */
+export const decodeWith = <A>(decode: () => A): Decoded<A> => {
+  try {
+    return { _tag: "Ok", value: decode() }
+  } catch (error) {
+    if (error instanceof ShapeMismatch) return { _tag: "Shape" }
+    throw error
+  }
+}
+
+export const decodeObject = (json: unknown): Readonly<Record<string, unknown>> =>
+  isPlainObject(json) ? json : mismatch()
+
+const decodeRetry = (json: unknown): RetryInput => {
+  const o = decodeObject(json)
+  const strategy = optionalField(o, "strategy", isOneOf(RETRY_STRATEGIES))
+  const maxAttempts = optionalField(o, "maxAttempts", isNumber)
+  const initialDelaySeconds = optionalField(o, "initialDelaySeconds", isNumber)
+  const maxDelaySeconds = optionalField(o, "maxDelaySeconds", isNumber)
+  const jitter = optionalField(o, "jitter", isBoolean)
+  const retryOn = optionalField(o, "retryOn", isOneOf(RETRY_ONS))
+  return {
+    ...(strategy === undefined ? {} : { strategy }),
+    ...(maxAttempts === undefined ? {} : { maxAttempts }),
+    ...(initialDelaySeconds === undefined ? {} : { initialDelaySeconds }),
+    ...(maxDelaySeconds === undefined ? {} : { maxDelaySeconds }),
+    ...(jitter === undefined ? {} : { jitter }),
+    ...(retryOn === undefined ? {} : { retryOn })
+  }
+}
+
+/** An own field that is present, null included. */
+export const hasField = (o: Readonly<Record<string, unknown>>, name: string): boolean => Object.hasOwn(o, name) && o[name] !== undefined
+
+/** One item (throws ShapeMismatch). `body` is the one field where null is allowed (no body). */
+export const decodeItem = (json: unknown): ItemInput => {
+  const o = decodeObject(json)
+  const customKey = optionalField(o, "customKey", isString)
+  const title = optionalField(o, "title", isString)
+  const headers = optionalField(o, "headers", isStringRecord)
+  return {
+    url: requiredField(o, "url", isString),
+    scheduledAt: optionalField(o, "scheduledAt", isString) ?? "now",
+    customKey: customKey === undefined || customKey === "" ? null : customKey,
+    method: (optionalField(o, "method", isString) ?? "GET").toUpperCase(),
+    headers: headers === undefined ? [] : itemHeaderPairs(headers),
+    body: encodeItemBody(Object.hasOwn(o, "body") ? o.body : undefined),
+    title: title === undefined || title === "" ? null : title,
+    tags: optionalField(o, "tags", isStringArray) ?? [],
+    retry: hasField(o, "retry") ? decodeRetry(o.retry) : null
+  }
+}
+
+export const decodeItemList = (json: unknown): ReadonlyArray<ItemInput> =>
+  Array.isArray(json) ? json.map(decodeItem) : mismatch()
+
+export interface DeclareBody {
+  readonly tag: string
+  readonly items: ReadonlyArray<ItemInput>
+  readonly runMissed: boolean
+}
+
+/** POST /declare body: `{tag, items, runMissed?}`; unknown fields ignored; runMissed a JSON boolean. */
+export const decodeDeclareBody = (json: unknown): Decoded<DeclareBody> =>
+  decodeWith(() => {
+    const o = decodeObject(json)
+    return {
+      tag: requiredField(o, "tag", isString),
+      items: requiredField(o, "items", Array.isArray).map(decodeItem),
+      runMissed: optionalField(o, "runMissed", isBoolean) ?? false
+    }
+  })
+
+// ---------------------------------------------------------------------------------------------
+// Values
+
+/**
+ * An item's `scheduledAt` with exactly the /schedule messages: `Invalid date: …`, `Unknown pipe
+ * operation: …`, `Invalid duration: …`, `Invalid cron expression: …` (a cron value that never
+ * fires again included). Same reading as `readScheduleValue` in api/scheduleRequest.ts.
+ */
+export const parseItemSchedule = (
+  text: string,
+  nowMs: number
+): { readonly _tag: "Ok"; readonly schedule: ItemSchedule } | Invalid => {
+  if (isCronValue(text)) {
+    const parsed = parseCronValue(text)
+    if (parsed._tag === "Err") return { _tag: "Invalid", message: parsed.message }
+    if (nextFireAfter(parsed.schedule, nowMs) === null) {
+      return { _tag: "Invalid", message: `Invalid cron expression: ${parsed.schedule.expression} never fires` }
+    }
+    return { _tag: "Ok", schedule: { _tag: "Cron", cronExpr: parsed.schedule.expression, cronTz: parsed.schedule.timeZone } }
+  }
+  const parsed = parseDateValue(text, nowMs)
+  if (parsed._tag === "Err") return { _tag: "Invalid", message: parsed.message }
+  return { _tag: "Ok", schedule: { _tag: "Once", fireAtMs: parsed.fireAtMs, nowBased: parsed.nowBased } }
+}
+
+const isWhole = (n: number, min: number, max: number): boolean => Number.isInteger(n) && n >= min && n <= max
+
+/**
+ * A retry object as a policy: omitted fields take TRIGGER_DEFAULT_RETRY (`{}` opts in with the
+ * defaults); strategy `none` pins maxAttempts to 1 as the header form does. A number out of range
+ * or not whole gives a message naming the field (`retry.maxAttempts must be …`).
+ */
+export const resolveRetry = (input: RetryInput): { readonly _tag: "Ok"; readonly policy: RetryPolicy } | Invalid => {
+  const policy = { ...TRIGGER_DEFAULT_RETRY, ...input }
+  if (!isWhole(policy.maxAttempts ?? 1, 1, MAX_ATTEMPTS_LIMIT)) {
+    return { _tag: "Invalid", message: `retry.maxAttempts must be an integer from 1 to ${MAX_ATTEMPTS_LIMIT}` }
+  }
+  if (!isWhole(policy.initialDelaySeconds, 0, MAX_DELAY_SECONDS)) {
+    return { _tag: "Invalid", message: `retry.initialDelaySeconds must be an integer from 0 to ${MAX_DELAY_SECONDS}` }
+  }
+  if (!isWhole(policy.maxDelaySeconds ?? 0, 0, MAX_DELAY_SECONDS)) {
+    return { _tag: "Invalid", message: `retry.maxDelaySeconds must be an integer from 0 to ${MAX_DELAY_SECONDS}` }
+  }
+  return { _tag: "Ok", policy: policy.strategy === "none" ? { ...policy, maxAttempts: 1 } : policy }
+}
+
+/**
+ * Why PostgreSQL cannot store a text value (DECISIONS "Faults"): a NUL character, or an unpaired
+ * UTF-16 surrogate (not UTF-8: a text column would get U+FFFD instead, jsonb refuses it). Undefined
+ * when storable. The message names the field: `<field> must not contain NUL characters`.
+ */
+export const unstorableText = (field: string, text: string): string | undefined => {
+  if (text.includes("\u0000")) return `${field} must not contain NUL characters`
+  if (!text.isWellFormed()) return `${field} must not contain unpaired surrogates`
+  return undefined
+}
+
+/** The first unstorable text field of an item, in field order; the body is bytes, always storable. */
+const firstUnstorableField = (input: ItemInput): string | undefined => {
+  const texts: ReadonlyArray<readonly [string, string]> = [
+    ["customKey", input.customKey ?? ""],
+    ["url", input.url],
+    ["method", input.method],
+    ...input.headers.flatMap(([name, value]) => [["headers", name], ["headers", value]] as const),
+    ["title", input.title ?? ""],
+    ...input.tags.map((tag) => ["tags", tag] as const)
+  ]
+  for (const [field, text] of texts) {
+    const problem = unstorableText(field, text)
+    if (problem !== undefined) return problem
+  }
+  return undefined
+}
+
+/** The first element that repeats an earlier one, in list order. */
+export const firstRepeat = <A>(values: ReadonlyArray<A>): A | undefined => {
+  const seen = new Set<A>()
+  for (const value of values) {
+    if (seen.has(value)) return value
+    seen.add(value)
+  }
+  return undefined
+}
+
+/** How the messages name the list and its entries: /declare `items`/`Item`, /bulk `upserts`/`Upsert`. */
+export interface ItemWording {
+  readonly list: string
+  readonly entry: string
+}
+export const DECLARE_WORDING: ItemWording = { list: "items", entry: "Item" }
+export const BULK_WORDING: ItemWording = { list: "upserts", entry: "Upsert" }
+
+/** Per item: repeated tag, scheduledAt, retry values, then text a database cannot store. */
+const validateItem = (
+  input: ItemInput,
+  nowMs: number
+): { readonly _tag: "Ok"; readonly item: Item } | Invalid => {
+  const invalid = (message: string): Invalid => ({ _tag: "Invalid", message })
+  const repeatedTag = firstRepeat(input.tags)
+  if (repeatedTag !== undefined) return invalid(`duplicate tag "${repeatedTag}" in tags`)
+  const schedule = parseItemSchedule(input.scheduledAt, nowMs)
+  if (schedule._tag === "Invalid") return schedule
+  const retry = input.retry === null ? null : resolveRetry(input.retry)
+  if (retry !== null && retry._tag === "Invalid") return retry
+  const unstorable = firstUnstorableField(input)
+  if (unstorable !== undefined) return invalid(unstorable)
+  const { url, method, headers, body, title, tags, customKey } = input
+  const definition = { url, method, headers, body, contentType: null, title, tags, customKey, retry: retry?.policy ?? null }
+  return { _tag: "Ok", item: { schedule: schedule.schedule, definition } }
+}
+
+/**
+ * SPEC check-table order, first error only: a repeated customKey over the whole list first
+ * (`Duplicate customKey in <list>: <key>`), then item by item in request order `<Entry> <key>: …`
+ * (`<key>` is `(no customKey)` for keyless items). `declaredTag` (/declare) is appended to each
+ * item's tags after its own tags were checked, unless the item lists it already.
+ */
+export const validateItems = (
+  inputs: ReadonlyArray<ItemInput>,
+  nowMs: number,
+  wording: ItemWording,
+  declaredTag?: string
+): { readonly _tag: "Ok"; readonly items: ReadonlyArray<Item> } | Invalid => {
+  const repeatedKey = firstRepeat(inputs.flatMap((input) => (input.customKey === null ? [] : [input.customKey])))
+  if (repeatedKey !== undefined) return { _tag: "Invalid", message: `Duplicate customKey in ${wording.list}: ${repeatedKey}` }
+  const items: Array<Item> = []
+  for (const input of inputs) {
+    const result = validateItem(input, nowMs)
+    if (result._tag === "Invalid") {
+      return { _tag: "Invalid", message: `${wording.entry} ${input.customKey ?? "(no customKey)"}: ${result.message}` }
+    }
+    items.push(declaredTag === undefined ? result.item : withTag(result.item, declaredTag))
+  }
+  return { _tag: "Ok", items }
+}
+
+const withTag = (item: Item, tag: string): Item =>
+  item.definition.tags.includes(tag) ? item : { ...item, definition: { ...item.definition, tags: [...item.definition.tags, tag] } }
+
+/** A decoded /declare body validated: the declared tag first (`tag must not contain …`), then the items. */
+export const validateDeclareBody = (
+  body: DeclareBody,
+  nowMs: number
+): { readonly _tag: "Ok"; readonly tag: string; readonly items: ReadonlyArray<Item>; readonly runMissed: boolean } | Invalid => {
+  const tagProblem = unstorableText("tag", body.tag)
+  if (tagProblem !== undefined) return { _tag: "Invalid", message: tagProblem }
+  const items = validateItems(body.items, nowMs, DECLARE_WORDING, body.tag)
+  return items._tag === "Invalid" ? items : { _tag: "Ok", tag: body.tag, items: items.items, runMissed: body.runMissed }
+}

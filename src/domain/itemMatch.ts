@@ -1,0 +1,256 @@
+// One item against the pending trigger its customKey matched (SPEC "POST /declare", matching
+// table and rules 1, 2, 7), shared by /declare and /bulk: the fields that differ, the operation
+// entry, and the write it needs (insert, in-place update, or replace by a new trigger). Pure.
+import { itemKind } from "./item.ts"
+import type { Item, ItemSchedule } from "./item.ts"
+import type { RetryPolicy } from "./retry.ts"
+import { isPast } from "./scheduledAt.ts"
+import type { HeaderPairs, TriggerDefinition } from "./trigger.ts"
+
+export type Kind = "job" | "generator"
+
+/** A trigger as the store reads it for /declare and /bulk. */
+export interface StoredTrigger {
+  readonly id: string
+  readonly kind: Kind
+  readonly status: "registered" | "skipped" | "retrying" | "queued" | "running" | "completed" | "cancelled" | "active"
+  /** Set on generator instances. */
+  readonly generatorId: string | null
+  readonly definition: TriggerDefinition
+  /** One-shots and instances: the resolved time; generators: null. */
+  readonly scheduledAtMs: number | null
+  /** Generators only. */
+  readonly cron: { readonly cronExpr: string; readonly cronTz: string } | null
+}
+
+/** A trigger to write: status `registered`/`skipped` for one-shots, `active` for generators. */
+export interface PlannedTrigger {
+  readonly id: string
+  readonly kind: Kind
+  readonly status: "registered" | "skipped" | "active"
+  readonly definition: TriggerDefinition
+  readonly schedule: ItemSchedule
+}
+
+/** What one item writes; an unchanged item writes nothing. */
+export type ItemWrite =
+  | { readonly _tag: "Insert"; readonly trigger: PlannedTrigger }
+  /** Same id, new definition, time or cron, and status. */
+  | { readonly _tag: "Update"; readonly trigger: PlannedTrigger }
+  /** `cancelIds` move to cancelled (no entry of their own), then `trigger` is inserted. */
+  | { readonly _tag: "Replace"; readonly cancelIds: ReadonlyArray<string>; readonly trigger: PlannedTrigger }
+
+export type OperationName = "added" | "skipped" | "unchanged" | "updated" | "cancelled"
+
+export interface OperationEntry {
+  readonly operation: OperationName
+  readonly customKey: string | null
+  readonly kind: Kind
+  readonly id: string
+  readonly changedFields?: ReadonlyArray<string>
+}
+
+export interface Summary {
+  readonly unchanged: number
+  readonly added: number
+  readonly skipped: number
+  readonly updated: number
+  readonly cancelled: number
+}
+
+export const summarize = (operations: ReadonlyArray<OperationEntry>): Summary => {
+  const count = (operation: OperationName) => operations.filter((entry) => entry.operation === operation).length
+  return {
+    unchanged: count("unchanged"),
+    added: count("added"),
+    skipped: count("skipped"),
+    updated: count("updated"),
+    cancelled: count("cancelled")
+  }
+}
+
+export const cancelledEntry = (trigger: StoredTrigger): OperationEntry => ({
+  operation: "cancelled",
+  customKey: keyOf(trigger),
+  kind: trigger.kind,
+  id: trigger.id
+})
+
+/** One-shot registered, skipped or retrying; generator active (SPEC "Which triggers … pending"). */
+export const isPending = (trigger: StoredTrigger): boolean =>
+  trigger.kind === "generator"
+    ? trigger.status === "active"
+    : trigger.status === "registered" || trigger.status === "skipped" || trigger.status === "retrying"
+
+// ---------------------------------------------------------------------------------------------
+// Comparison (rule 1: time or cron expression and zone, url, method, headers, body, title, tags,
+// retry; status and runMissed are not compared)
+
+/**
+ * Headers as the target would get them, for comparison: names lowercased, sorted by name (a stable
+ * sort, so repeated names keep their order), plus the stored content type as a `content-type`
+ * header when the headers have none (delivery sends it so; item definitions never have one).
+ */
+const comparableHeaders = (definition: TriggerDefinition): HeaderPairs => {
+  const pairs = definition.headers.map(([name, value]) => [name.toLowerCase(), value] as const)
+  const hasContentType = pairs.some(([name]) => name === "content-type")
+  const all = definition.contentType === null || hasContentType ? pairs : [...pairs, ["content-type", definition.contentType] as const]
+  return [...all].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+}
+
+const sameHeaders = (a: TriggerDefinition, b: TriggerDefinition): boolean =>
+  JSON.stringify(comparableHeaders(a)) === JSON.stringify(comparableHeaders(b))
+
+const sameBytes = (a: Uint8Array | null, b: Uint8Array | null): boolean =>
+  a === null || b === null ? a === b : a.byteLength === b.byteLength && a.every((byte, i) => byte === b[i])
+
+/** Tags are a set: order does not count (neither list holds a repeat). */
+const sameTags = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): boolean =>
+  a.length === b.length && JSON.stringify([...a].sort()) === JSON.stringify([...b].sort())
+
+const sameRetry = (a: RetryPolicy | null, b: RetryPolicy | null): boolean =>
+  a === null || b === null
+    ? a === b
+    : a.strategy === b.strategy && a.maxAttempts === b.maxAttempts && a.initialDelaySeconds === b.initialDelaySeconds &&
+      a.maxDelaySeconds === b.maxDelaySeconds && a.jitter === b.jitter && a.retryOn === b.retryOn
+
+/** url, method, headers, body, title, tags, retry: the names of those that differ, in that order. */
+const definitionChanges = (next: TriggerDefinition, stored: TriggerDefinition): ReadonlyArray<string> => {
+  const checks: ReadonlyArray<readonly [string, boolean]> = [
+    ["url", next.url === stored.url],
+    ["method", next.method === stored.method],
+    ["headers", sameHeaders(next, stored)],
+    ["body", sameBytes(next.body, stored.body)],
+    ["title", next.title === stored.title],
+    ["tags", sameTags(next.tags, stored.tags)],
+    ["retry", sameRetry(next.retry, stored.retry)]
+  ]
+  return checks.filter(([, same]) => !same).map(([name]) => name)
+}
+
+/**
+ * changedFields of an item against a stored trigger of the same kind, in SPEC's order: one-shot
+ * `scheduledAt` (exact milliseconds; a `now`-based time is recomputed on every call, so it differs
+ * from one call to the next), generator `cronExpr` and `tz`; then the definition fields.
+ */
+export const changedFields = (item: Item, stored: StoredTrigger): ReadonlyArray<string> => {
+  const schedule = item.schedule
+  const timing =
+    schedule._tag === "Once"
+      ? schedule.fireAtMs === stored.scheduledAtMs ? [] : ["scheduledAt"]
+      : [
+          ...(schedule.cronExpr === stored.cron?.cronExpr ? [] : ["cronExpr"]),
+          ...(schedule.cronTz === stored.cron?.cronTz ? [] : ["tz"])
+        ]
+  return [...timing, ...definitionChanges(item.definition, stored.definition)]
+}
+
+// ---------------------------------------------------------------------------------------------
+// Planning one item
+
+export interface MatchContext {
+  readonly nowMs: number
+  readonly runMissed: boolean
+  readonly newId: () => string
+}
+
+/** Rule 7: a past absolute one-shot without runMissed is stored skipped; generators are active. */
+const statusOf = (schedule: ItemSchedule, context: MatchContext): PlannedTrigger["status"] => {
+  if (schedule._tag === "Cron") return "active"
+  const skipped = isPast(schedule.fireAtMs, context.nowMs) && !schedule.nowBased && !context.runMissed
+  return skipped ? "skipped" : "registered"
+}
+
+const plan = (id: string, item: Item, context: MatchContext): PlannedTrigger => ({
+  id,
+  kind: itemKind(item),
+  status: statusOf(item.schedule, context),
+  definition: item.definition,
+  schedule: item.schedule
+})
+
+export interface ItemOutcome {
+  readonly entry: OperationEntry
+  readonly write: ItemWrite | null
+}
+
+const entry = (operation: OperationName, item: Item, id: string, changed?: ReadonlyArray<string>): OperationEntry => ({
+  operation,
+  customKey: item.definition.customKey,
+  kind: itemKind(item),
+  id,
+  ...(changed === undefined ? {} : { changedFields: changed })
+})
+
+/** The only changedFields of a kind switch. */
+export const kindSwitch = (from: Kind, to: Kind): string => `kind:${from}→${to}`
+
+/**
+ * The matching table. No match: a new trigger, `added` (or `skipped`, a past one-shot). Same kind,
+ * nothing differs: `unchanged`. A generator, or a registered or skipped one-shot, that differs:
+ * `updated` in place (a one-shot's status follows rule 7 again). A retrying one-shot that differs,
+ * or a trigger of the other kind: `updated`, replaced by a new trigger (`alsoCancel` — e.g. a
+ * replaced generator's instances — is cancelled in the same step).
+ */
+export const planItem = (
+  item: Item,
+  match: StoredTrigger | undefined,
+  context: MatchContext,
+  alsoCancel: ReadonlyArray<string> = []
+): ItemOutcome => {
+  if (match === undefined) {
+    const trigger = plan(context.newId(), item, context)
+    return { entry: entry(trigger.status === "skipped" ? "skipped" : "added", item, trigger.id), write: { _tag: "Insert", trigger } }
+  }
+  const replace = (changed: ReadonlyArray<string>): ItemOutcome => {
+    const trigger = plan(context.newId(), item, context)
+    return {
+      entry: entry("updated", item, trigger.id, changed),
+      write: { _tag: "Replace", cancelIds: [match.id, ...alsoCancel], trigger }
+    }
+  }
+  const kind = itemKind(item)
+  if (kind !== match.kind) return replace([kindSwitch(match.kind, kind)])
+  const changed = changedFields(item, match)
+  if (changed.length === 0) return { entry: entry("unchanged", item, match.id), write: null }
+  if (match.status === "retrying") return replace(changed)
+  return { entry: entry("updated", item, match.id, changed), write: { _tag: "Update", trigger: plan(match.id, item, context) } }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Finding the match
+
+/** A stored key; an empty-string key is never matched (rule 10). */
+export const keyOf = (trigger: StoredTrigger): string | null =>
+  trigger.definition.customKey === "" ? null : trigger.definition.customKey
+
+/** Keyed pending one-shots (instances have no key) and active generators, by key. */
+export const indexPendingByKey = (triggers: ReadonlyArray<StoredTrigger>): ReadonlyMap<string, ReadonlyArray<StoredTrigger>> => {
+  const index = new Map<string, Array<StoredTrigger>>()
+  for (const trigger of triggers) {
+    const key = keyOf(trigger)
+    if (key === null || !isPending(trigger) || trigger.generatorId !== null) continue
+    index.set(key, [...(index.get(key) ?? []), trigger])
+  }
+  return index
+}
+
+/**
+ * The pending trigger an item's key matches. A key normally has one pending owner; should two
+ * exist (one of each kind, SPEC rule 9), the one of the item's kind is matched.
+ */
+export const matchFor = (index: ReadonlyMap<string, ReadonlyArray<StoredTrigger>>, item: Item): StoredTrigger | undefined => {
+  const key = item.definition.customKey
+  const candidates = key === null ? [] : index.get(key) ?? []
+  return candidates.find((candidate) => candidate.kind === itemKind(item)) ?? candidates[0]
+}
+
+/** Triggers listed once each (first occurrence kept), so callers may pass overlapping reads. */
+export const distinctById = (triggers: ReadonlyArray<StoredTrigger>): ReadonlyArray<StoredTrigger> => {
+  const seen = new Set<string>()
+  return triggers.filter((trigger) => {
+    if (seen.has(trigger.id)) return false
+    seen.add(trigger.id)
+    return true
+  })
+}
