@@ -135,3 +135,32 @@ export const loadConfig = (env: Env): AppConfigShape => {
     maxInFlight: integer(env, "MAX_IN_FLIGHT", DEFAULTS.MAX_IN_FLIGHT, 1, 100_000)
   }
 }
+
+/**
+ * The scheduler's timing: fixed by design rather than by the operator, but settings all the same —
+ * the commands that decide whether to wake a shard read them here, and tests may shorten them.
+ */
+export interface SchedulerTimingShape {
+  /** A shard actor keeps the triggers due within this window in its timer wheel. */
+  readonly lookaheadMs: number
+  /**
+   * Triggers are claimed up to this long before their time and handed to delivery at their time, so
+   * the claim's round trip is not part of their lateness. From the claim on a trigger is `running`.
+   */
+  readonly claimLeadMs: number
+  /** How often each shard looks for triggers left claimed by a node that is gone. */
+  readonly recoverEveryMs: number
+  /** How often each shard creates missing generator instances (SPEC: a background check every 5 s). */
+  readonly materializeEveryMs: number
+}
+
+export const SCHEDULER_TIMING: SchedulerTimingShape = {
+  lookaheadMs: 60_000,
+  claimLeadMs: 10,
+  recoverEveryMs: 15_000,
+  materializeEveryMs: 5_000
+}
+
+export const SchedulerTiming = Context.Reference<SchedulerTimingShape>("timewheel/SchedulerTiming", {
+  defaultValue: () => SCHEDULER_TIMING
+})

@@ -5,9 +5,10 @@ import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as References from "effect/References"
 import type { LogLevel } from "effect/LogLevel"
-import { ApiKeyCache } from "./api/apiKeyCache.ts"
 import { DashboardSessions } from "./api/auth.ts"
 import { HttpsServerLive } from "./api/server.ts"
+import { NodeIdentity } from "./cluster/node.ts"
+import { ApiKeyCache } from "./commands/apiKeyCache.ts"
 import { InsertBatcher } from "./commands/insertBatcher.ts"
 import { QuotaBatcher } from "./commands/quotaBatcher.ts"
 import { AppConfig, type AppConfigShape, type LogLevelName } from "./config.ts"
@@ -15,10 +16,10 @@ import { DispatcherLive } from "./delivery/dispatcher.ts"
 import { Executor } from "./delivery/executor.ts"
 import { ClaimBatcher } from "./scheduler/claimBatcher.ts"
 import { Heartbeats } from "./scheduler/heartbeats.ts"
-import { NodeIdentity } from "./scheduler/node.ts"
 import { ShardManagerLive } from "./scheduler/shardManager.ts"
 import { WakeRouterLive } from "./scheduler/wakeRouter.ts"
 import { DatabaseLive, ShardCount } from "./store/db.ts"
+import { Notifications } from "./store/notifications.ts"
 
 const LOG_LEVEL: Record<LogLevelName, LogLevel> = {
   all: "All", trace: "Trace", debug: "Debug", info: "Info", warn: "Warn", error: "Error", fatal: "Fatal", none: "None"
@@ -45,9 +46,10 @@ export const ServiceLive = (
   tls: { readonly cert: string; readonly key: string },
   options: ServiceOptions = {}
 ) => {
-  const database = DatabaseLive({ applicationName: "timewheel", maxConnections: 20 }).pipe(
+  const database = DatabaseLive(config, { applicationName: "timewheel", maxConnections: 20 }).pipe(
     Layer.provideMerge(Layer.succeed(AppConfig)(config))
   )
+  const notifications = Notifications.layer.pipe(Layer.provideMerge(database))
   const core = Layer.mergeAll(
     ShardCount.layer,
     Heartbeats.layer,
@@ -61,7 +63,7 @@ export const ServiceLive = (
       blockPrivateTargets: config.blockPrivateTargets,
       ...(options.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: options.connectTimeoutMs })
     })
-  ).pipe(Layer.provideMerge(database))
+  ).pipe(Layer.provideMerge(notifications))
   const delivery = Layer.mergeAll(DispatcherLive, ClaimBatcher.layer).pipe(Layer.provideMerge(core))
   const scheduler = ShardManagerLive.pipe(Layer.provideMerge(delivery))
   return HttpsServerLive(tls).pipe(Layer.provideMerge(scheduler), Layer.provide(loggingLayer(config)))

@@ -1,5 +1,5 @@
-// Authentication (SPEC "Authentication"). Keys are looked up by their SHA-256 hash (remembered by
-// ApiKeyCache) and every query is then scoped to the key's project. Two families:
+// Authentication (SPEC "Authentication"). Keys resolve to their project (commands/apiKeys.ts) and
+// every query is then scoped to it. Two families:
 // - `/schedule`, `/cancel`: only the key header; its absence is an empty 400 (checked by the
 //   handler in the spec's order), an empty or unknown key is 401 `Invalid api key`.
 // - everything else: the key header (wins when both are sent), or `Authorization: Bearer <key>`
@@ -8,10 +8,9 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { HttpServerRequest } from "effect/http"
+import { projectOfApiKey } from "../commands/apiKeys.ts"
 import { AppConfig } from "../config.ts"
-import { hashApiKey } from "../domain/apiKey.ts"
-import { ApiKeyCache } from "./apiKeyCache.ts"
-import { Unauthorized } from "./errors.ts"
+import { Unauthorized } from "../domain/errors.ts"
 
 export interface Principal {
   readonly projectId: string
@@ -29,14 +28,8 @@ export class DashboardSessions extends Context.Service<DashboardSessions, {
 
 export const keyHeaderName = Effect.map(AppConfig, (config) => `${config.prefix}-api-key`)
 
-/** Resolves a key to its project, or fails with 401 `Invalid api key`. */
-export const authenticateKey = (key: string): Effect.Effect<Principal, Unauthorized, ApiKeyCache> =>
-  key === ""
-    ? Effect.fail(new Unauthorized({ message: "Invalid api key" }))
-    : Effect.flatMap(Effect.flatMap(ApiKeyCache, (cache) => cache.projectOf(hashApiKey(key))), (projectId) =>
-      projectId === undefined
-        ? Effect.fail(new Unauthorized({ message: "Invalid api key" }))
-        : Effect.succeed({ projectId }))
+/** Resolves a key to its principal, or fails with 401 `Invalid api key`. */
+export const authenticateKey = (key: string) => Effect.map(projectOfApiKey(key), (projectId): Principal => ({ projectId }))
 
 const BEARER = /^bearer[ \t]+(.*)$/i
 
@@ -51,5 +44,5 @@ export const authenticate = (request: HttpServerRequest.HttpServerRequest) =>
     const sessions = yield* DashboardSessions
     const projectId = yield* sessions.projectOf(request)
     if (projectId !== undefined) return { projectId } satisfies Principal
-    return yield* Effect.fail(new Unauthorized({ message: "Unauthorized" }))
+    return yield* Effect.fail(new Unauthorized("Unauthorized"))
   })

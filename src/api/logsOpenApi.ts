@@ -1,6 +1,7 @@
 // OpenAPI fragment of the log and replay endpoints (logs.ts): the trigger and execution views of
 // DECISIONS.md as schemas, the query parameters, and every error response the handlers give.
-import { EXECUTION_STATUSES, TRIGGER_KINDS, TRIGGER_STATUSES } from "./logs.ts"
+import { EXECUTION_STATUSES } from "../commands/logs.ts"
+import { TRIGGER_KINDS, TRIGGER_STATUSES } from "../domain/trigger.ts"
 import { errorResponse, jsonResponseOf, keyOrBearer, type Paths, unauthorized } from "./openapiParts.ts"
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./requestParts.ts"
 

@@ -4,7 +4,8 @@
 // text; a missing one is read as JSON; unreadable or invalid JSON → empty 400).
 import * as Effect from "effect/Effect"
 import { HttpServerRequest } from "effect/http"
-import { BadRequest, EmptyBadRequest, EmptyNotFound, UnsupportedContentType } from "./errors.ts"
+import { BadRequest, MalformedRequest } from "../domain/errors.ts"
+import { EmptyNotFound, UnsupportedContentType } from "./errors.ts"
 
 /** Fails with the router's empty 404 unless the path (query excluded) matches `pattern` exactly. */
 export const requireExactPath = (request: HttpServerRequest.HttpServerRequest, pattern: RegExp) => {
@@ -20,8 +21,8 @@ export const queryParams = Effect.gen(function*() {
     get: (name: string): Effect.Effect<string | undefined, BadRequest> => {
       const value = params[name]
       if (value === undefined) return Effect.succeed(undefined)
-      if (typeof value !== "string") return Effect.fail(new BadRequest({ message: `${name} must be given at most once` }))
-      if (value === "") return Effect.fail(new BadRequest({ message: `${name} must not be empty` }))
+      if (typeof value !== "string") return Effect.fail(new BadRequest(`${name} must be given at most once`))
+      if (value === "") return Effect.fail(new BadRequest(`${name} must not be empty`))
       return Effect.succeed(value)
     }
   }
@@ -29,7 +30,7 @@ export const queryParams = Effect.gen(function*() {
 
 export type QueryParams = Effect.Success<typeof queryParams>
 
-const bad = (message: string) => Effect.fail(new BadRequest({ message }))
+const bad = (message: string) => Effect.fail(new BadRequest(message))
 
 export const MAX_PAGE_SIZE = 500
 export const DEFAULT_PAGE_SIZE = 50
@@ -80,10 +81,10 @@ export const readJsonBody = (request: HttpServerRequest.HttpServerRequest) =>
       const mediaType = (contentType.split(";", 1)[0] ?? "").trim().toLowerCase()
       if (mediaType !== JSON_MEDIA_TYPE) return yield* Effect.fail(new UnsupportedContentType({ contentType }))
     }
-    const text = yield* Effect.mapError(request.text, () => new EmptyBadRequest())
+    const text = yield* Effect.mapError(request.text, () => new MalformedRequest())
     try {
       return JSON.parse(text) as unknown
     } catch {
-      return yield* Effect.fail(new EmptyBadRequest())
+      return yield* Effect.fail(new MalformedRequest())
     }
   })

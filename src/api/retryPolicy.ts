@@ -1,71 +1,31 @@
 // GET / PUT /project/retry-policy (SPEC "Project default retry policy", DECISIONS "Retry objects"):
 // the whole project default policy with SPEC's field names. PUT is a patch: omitted fields keep
 // their value, a bad value is a 400 naming the field. Key header, Bearer or dashboard session.
-import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"
-import {
-  PROJECT_DEFAULT_RETRY,
-  projectPolicyView,
-  type ProjectRetryPolicyView,
-  type RetryPolicy,
-  validateRetryPolicyPatch
-} from "../domain/retry.ts"
-import { projectsPatchRetryPolicy } from "../store/projectRetryPolicy.ts"
-import { projectsGetRetryPolicy } from "../store/projects.ts"
+import { getProjectRetryPolicy, patchProjectRetryPolicy } from "../commands/projectRetryPolicy.ts"
 import { authenticate } from "./auth.ts"
-import { BadRequest, jsonResponse } from "./errors.ts"
+import { jsonResponse } from "./errors.ts"
 import { handle } from "./handle.ts"
 import { jsonResponseOf, keyOrBearer, type Paths, unauthorized } from "./openapiParts.ts"
 import { readJsonBody, requireExactPath } from "./requestParts.ts"
 
 const PATH = /^\/project\/retry-policy$/
 
-/** The stored view as a policy; a field missing from the stored object takes SPEC's default. */
-const policyOfStoredView = (stored: unknown): RetryPolicy => {
-  const view = (typeof stored === "object" && stored !== null ? stored : {}) as Partial<ProjectRetryPolicyView>
-  const d = PROJECT_DEFAULT_RETRY
-  return {
-    strategy: view.retryStrategy ?? d.strategy,
-    maxAttempts: view.retryMaxAttempts === undefined ? d.maxAttempts : view.retryMaxAttempts,
-    initialDelaySeconds: view.retryInitialDelaySeconds ?? d.initialDelaySeconds,
-    maxDelaySeconds: view.retryMaxDelaySeconds === undefined ? d.maxDelaySeconds : view.retryMaxDelaySeconds,
-    jitter: view.retryJitter ?? d.jitter,
-    retryOn: view.retryOn ?? d.retryOn
-  }
-}
-
-const FIELDS: ReadonlyArray<keyof ProjectRetryPolicyView> = [
-  "retryStrategy", "retryMaxAttempts", "retryInitialDelaySeconds", "retryMaxDelaySeconds", "retryJitter", "retryOn"
-]
-
-const readPolicy = (projectId: string) => Effect.map(projectsGetRetryPolicy(projectId), policyOfStoredView)
-
 const getPolicy = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
   yield* requireExactPath(request, PATH)
   const { projectId } = yield* authenticate(request)
-  return jsonResponse(200, projectPolicyView(yield* readPolicy(projectId)))
+  return jsonResponse(200, yield* getProjectRetryPolicy(projectId))
 })
 
-/**
- * Content-Type and JSON first (415, empty 400), then credentials, then the values. Only the
- * fields present in the body are written, merged into the stored policy in one statement.
- */
+/** Content-Type and JSON first (415, empty 400), then credentials, then the values. */
 const putPolicy = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
   yield* requireExactPath(request, PATH)
   const patch = yield* readJsonBody(request)
   const { projectId } = yield* authenticate(request)
-  const result = validateRetryPolicyPatch(yield* readPolicy(projectId), patch)
-  if (result._tag === "Err") return yield* Effect.fail(new BadRequest({ message: result.message }))
-  const patched = projectPolicyView(result.policy)
-  const fields = Object.fromEntries(
-    FIELDS.filter((field) => Object.hasOwn(patch as object, field)).map((field) => [field, patched[field]])
-  )
-  const nowMs = yield* Clock.currentTimeMillis
-  const stored = yield* projectsPatchRetryPolicy({ projectId, fields, nowMs })
-  return jsonResponse(200, projectPolicyView(policyOfStoredView(stored)))
+  return jsonResponse(200, yield* patchProjectRetryPolicy(projectId, patch))
 })
 
 export const RetryPolicyRoutes = HttpRouter.use(Effect.fn(function*(router) {
@@ -75,7 +35,7 @@ export const RetryPolicyRoutes = HttpRouter.use(Effect.fn(function*(router) {
 
 const policySchema = {
   type: "object",
-  required: FIELDS,
+  required: ["retryStrategy", "retryMaxAttempts", "retryInitialDelaySeconds", "retryMaxDelaySeconds", "retryJitter", "retryOn"],
   properties: {
     retryStrategy: { type: "string", enum: ["none", "fixed", "exponential"], default: "exponential" },
     retryMaxAttempts: { type: "integer", minimum: 1, default: 3, description: "Counts the first attempt." },

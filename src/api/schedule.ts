@@ -7,8 +7,9 @@ import * as ByteSize from "effect/ByteSize"
 import { AppConfig } from "../config.ts"
 import { cancelTrigger, type CancelTarget } from "../commands/cancel.ts"
 import { scheduleTrigger } from "../commands/schedule.ts"
+import { BadRequest, MalformedRequest } from "../domain/errors.ts"
 import { authenticateKey } from "./auth.ts"
-import { BadRequest, EmptyBadRequest, jsonResponse } from "./errors.ts"
+import { jsonResponse } from "./errors.ts"
 import { handle } from "./handle.ts"
 import { MAX_BODY_BYTES, readScheduleRequest } from "./scheduleRequest.ts"
 
@@ -27,14 +28,14 @@ const cancelHandler = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
   const { prefix } = yield* AppConfig
   const key = request.headers[`${prefix}-api-key`]
-  if (key === undefined) return yield* Effect.fail(new EmptyBadRequest())
+  if (key === undefined) return yield* Effect.fail(new MalformedRequest())
   const id = request.headers[`${prefix}-trigger-id`]
   const customKey = request.headers[`${prefix}-custom-key`]
   if ((id === undefined && customKey === undefined) || id === "" || customKey === "") {
-    return yield* Effect.fail(new BadRequest({ message: `Must provide either ${prefix}-trigger-id or ${prefix}-custom-key header` }))
+    return yield* Effect.fail(new BadRequest(`Must provide either ${prefix}-trigger-id or ${prefix}-custom-key header`))
   }
   if (id !== undefined && customKey !== undefined) {
-    return yield* Effect.fail(new BadRequest({ message: `Provide either ${prefix}-trigger-id or ${prefix}-custom-key, not both` }))
+    return yield* Effect.fail(new BadRequest(`Provide either ${prefix}-trigger-id or ${prefix}-custom-key, not both`))
   }
   const target: CancelTarget = id !== undefined ? { _tag: "Id", id } : { _tag: "CustomKey", customKey: customKey! }
   const principal = yield* authenticateKey(key)

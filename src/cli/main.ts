@@ -4,11 +4,11 @@
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
-import * as Layer from "effect/Layer"
 import * as Logger from "effect/Logger"
 import * as References from "effect/References"
 import { AppConfig, ConfigError, loadConfig } from "../config.ts"
-import { DatabaseLive } from "../store/db.ts"
+import { isSpecFailure } from "../domain/errors.ts"
+import { type Database, DatabaseLive } from "../store/db.ts"
 import { adminCreate, CliError, keyCreate, keyList, keyRevoke, parseQuota, projectCreate, projectSetQuota } from "./commands.ts"
 
 export const USAGE = `usage: npm run --silent cli -- <command>
@@ -49,7 +49,9 @@ const readStdin = Effect.promise(async () => {
  * the arguments (and reads stdin) without a database; it yields the command to run on the database,
  * so a usage error never waits for, or is hidden by, a database connection.
  */
-const databaseCommand = (args: ReadonlyArray<string>) => {
+type DatabaseCommand = Effect.Effect<string, unknown, AppConfig | Database>
+
+const databaseCommand = (args: ReadonlyArray<string>): Effect.Effect<DatabaseCommand, CliError> | undefined => {
   const { positional, options } = splitArgs(args)
   const [group, action, first, second] = positional
   const expect = (count: number, shape: string) =>
@@ -109,7 +111,7 @@ export const runCli = async (args: ReadonlyArray<string>, env: Readonly<Record<s
   /** Prints the one-line message of a failure; the exit code. */
   const failed = (cause: Cause.Cause<unknown>): 1 => {
     const failure = Cause.findErrorOption(cause)
-    if (failure._tag === "Some" && failure.value instanceof CliError) err(failure.value.message)
+    if (failure._tag === "Some" && (failure.value instanceof CliError || isSpecFailure(failure.value))) err(failure.value.message)
     else err(`failed: ${describeFailure(Cause.squash(cause))}`)
     return 1
   }
@@ -126,9 +128,7 @@ export const runCli = async (args: ReadonlyArray<string>, env: Readonly<Record<s
     throw error
   }
   const program = checked.value.pipe(
-    Effect.provide(DatabaseLive({ applicationName: "timewheel-cli", maxConnections: 2 }).pipe(
-      Layer.provide(Layer.succeed(AppConfig)(config))
-    )),
+    Effect.provide(DatabaseLive(config, { applicationName: "timewheel-cli", maxConnections: 2 })),
     Effect.provideService(AppConfig, config),
     Effect.provideService(References.MinimumLogLevel, "None"),
     Effect.provide(Logger.layer([]))

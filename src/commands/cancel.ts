@@ -1,32 +1,29 @@
 // DELETE /cancel as one command (SPEC "/cancel" and its check table after the key check): by id a
 // one-shot trigger, instance or generator; by custom key an active generator first, else a one-shot.
 import * as Effect from "effect/Effect"
-import { SqlClient } from "effect/sql"
-import { Gone, NotFound } from "../api/errors.ts"
+import { Wakeups } from "../cluster/wakeups.ts"
+import { Gone, NotFound } from "../domain/errors.ts"
 import { isUuid } from "../domain/ids.ts"
-import { PENDING_STATUSES } from "../domain/trigger.ts"
+import { isPendingStatus } from "../domain/trigger.ts"
+import { withTransaction } from "../store/transaction.ts"
 import { triggersCancel, triggersFindById, triggersFindForCancelByKey, type TriggerRef } from "../store/triggers.ts"
-import { Wakeups } from "../scheduler/wake.ts"
 
 export type CancelTarget = { readonly _tag: "Id"; readonly id: string } | { readonly _tag: "CustomKey"; readonly customKey: string }
 
-const isPending = (status: string) => (PENDING_STATUSES as ReadonlyArray<string>).includes(status)
-
 const decide = (target: CancelTarget, ref: TriggerRef | undefined): NotFound | Gone | undefined => {
-  if (ref === undefined) return new NotFound({ message: "Job not found" })
+  if (ref === undefined) return new NotFound("Job not found")
   if (ref.kind === "generator") {
-    return ref.status === "active" ? undefined : new Gone({ message: "Generator already cancelled" })
+    return ref.status === "active" ? undefined : new Gone("Generator already cancelled")
   }
-  if (isPending(ref.status)) return undefined
-  if (ref.status === "cancelled" && target._tag === "CustomKey") return new NotFound({ message: "Job not found" })
-  return new Gone({ message: `Job is no longer cancellable (status=${ref.status})` })
+  if (isPendingStatus(ref.status)) return undefined
+  if (ref.status === "cancelled" && target._tag === "CustomKey") return new NotFound("Job not found")
+  return new Gone(`Job is no longer cancellable (status=${ref.status})`)
 }
 
 export const cancelTrigger = (projectId: string, target: CancelTarget, nowMs: number) =>
   Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
     const wakeups = yield* Wakeups
-    const cancelled = yield* sql.withTransaction(Effect.gen(function*() {
+    const cancelled = yield* withTransaction(Effect.gen(function*() {
       const ref = target._tag === "Id"
         ? (isUuid(target.id) ? yield* triggersFindById({ projectId, id: target.id }) : undefined)
         : yield* triggersFindForCancelByKey({ projectId, customKey: target.customKey })

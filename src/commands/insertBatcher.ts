@@ -7,7 +7,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { monthOf, type QuotaResult, splitGrant } from "../store/quota.ts"
 import { type NewOneShot, triggersCreateWithinQuota } from "../store/triggers.ts"
-import { makeGroupCommit } from "./groupCommit.ts"
+import { makeGroupCommit } from "../lib/groupCommit.ts"
 
 const MAX_BATCH = 1_000
 
@@ -18,6 +18,7 @@ export class InsertBatcher extends Context.Service<InsertBatcher, {
   static readonly layer = Layer.effect(InsertBatcher, Effect.gen(function*() {
     const insert = yield* makeGroupCommit({
       maxBatch: MAX_BATCH,
+      name: "insert batcher",
       groupOf: (row: NewOneShot) => `${row.projectId} ${monthOf(row.nowMs)}`,
       run: (rows) =>
         Effect.map(

@@ -5,7 +5,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { monthOf, type QuotaResult, quotaTake, splitGrant } from "../store/quota.ts"
-import { makeGroupCommit } from "./groupCommit.ts"
+import { makeGroupCommit } from "../lib/groupCommit.ts"
 
 interface Call {
   readonly projectId: string
@@ -20,6 +20,7 @@ export class QuotaBatcher extends Context.Service<QuotaBatcher, {
   static readonly layer = Layer.effect(QuotaBatcher, Effect.gen(function*() {
     const consume = yield* makeGroupCommit({
       maxBatch: MAX_BATCH,
+      name: "quota batcher",
       groupOf: (call: Call) => `${call.projectId} ${call.month}`,
       run: (calls) =>
         Effect.map(

@@ -2,19 +2,19 @@
 // trigger by custom key or id (SPEC "/schedule" rules 3–8), then wake the shard that owns it.
 // This module handles one-shot values; scheduleGenerator.ts handles `cron(...)`.
 import * as Effect from "effect/Effect"
-import { SqlClient } from "effect/sql"
-import type { ScheduleCommand, ScheduleValue } from "../api/scheduleRequest.ts"
-import { Gone, NotFound, QuotaExceeded } from "../api/errors.ts"
+import { type WakeItem, Wakeups } from "../cluster/wakeups.ts"
+import { SchedulerTiming } from "../config.ts"
+import { Gone, NotFound, QuotaExceeded } from "../domain/errors.ts"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
+import type { ScheduleCommand, ScheduleValue } from "../domain/schedule.ts"
 import { isPast } from "../domain/scheduledAt.ts"
 import { shardOf } from "../domain/trigger.ts"
-import { isUniqueViolation } from "../store/projects.ts"
 import { ShardCount } from "../store/db.ts"
+import { isUniqueViolation } from "../store/projects.ts"
+import { withTransaction } from "../store/transaction.ts"
 import {
   triggersCancel, triggersFindById, triggersFindKeyOwner, triggersInsertOneShot, triggersReplaceOneShot
 } from "../store/triggers.ts"
-import { type WakeItem, Wakeups } from "../scheduler/wake.ts"
-import { LOOKAHEAD_MS } from "../scheduler/shardActor.ts"
 import { InsertBatcher } from "./insertBatcher.ts"
 import { QuotaBatcher } from "./quotaBatcher.ts"
 import { upsertGenerator } from "./scheduleGenerator.ts"
@@ -65,10 +65,10 @@ const upsertOneShot = (command: ScheduleCommand, value: OnceValue, nowMs: number
         ? yield* triggersFindById({ projectId: command.projectId, id: command.triggerId })
         : undefined
       if (existing === undefined || existing.kind !== "job" || existing.generatorId !== null) {
-        return { _tag: "Failed", error: new NotFound({ message: "Trigger not found" }) } satisfies Upserted
+        return { _tag: "Failed", error: new NotFound("Trigger not found") } satisfies Upserted
       }
       if (existing.status !== "registered") {
-        return { _tag: "Failed", error: new Gone({ message: "Job is no longer in registered state" }) } satisfies Upserted
+        return { _tag: "Failed", error: new Gone("Job is no longer in registered state") } satisfies Upserted
       }
       yield* triggersReplaceOneShot({ id: existing.id, ...write })
       return {
@@ -85,7 +85,7 @@ const upsertOneShot = (command: ScheduleCommand, value: OnceValue, nowMs: number
     } satisfies Upserted
   })
 
-const quotaExceeded = (limit: number) => new QuotaExceeded({ message: `Monthly quota of ${limit} triggers exceeded` })
+const quotaExceeded = (limit: number) => new QuotaExceeded(`Monthly quota of ${limit} triggers exceeded`)
 
 /**
  * A new one-shot trigger with no key or id to match: no transaction; its quota unit and its row are
@@ -104,7 +104,7 @@ const insertPlain = (command: ScheduleCommand, value: OnceValue, nowMs: number) 
     if (quota._tag === "Exceeded") return yield* Effect.fail(quotaExceeded(quota.limit))
     // a trigger due well beyond the shard actors' lookahead (by another lookahead, for nodes whose
     // clocks run ahead) is read by their loader in time: no wake-up
-    if (status === "registered" && fireAtMs < nowMs + 2 * LOOKAHEAD_MS) {
+    if (status === "registered" && fireAtMs < nowMs + 2 * (yield* SchedulerTiming).lookaheadMs) {
       yield* (yield* Wakeups).wake([{ shard, id, dueAtMs: fireAtMs }])
     }
     return {
@@ -119,11 +119,10 @@ export const scheduleTrigger = (command: ScheduleCommand, nowMs: number) =>
     if (value._tag === "Once" && command.definition.customKey === null && command.triggerId === null) {
       return yield* insertPlain(command, value, nowMs)
     }
-    const sql = yield* SqlClient.SqlClient
     const wakeups = yield* Wakeups
     const quota = yield* (yield* QuotaBatcher).consume(command.projectId, nowMs)
     if (quota._tag === "Exceeded") return yield* Effect.fail(quotaExceeded(quota.limit))
-    const transaction = sql.withTransaction(
+    const transaction = withTransaction(
       value._tag === "Once" ? upsertOneShot(command, value, nowMs) : upsertGenerator(command, value, nowMs)
     )
     // two requests creating the same new custom key at once: the loser retries and finds the owner

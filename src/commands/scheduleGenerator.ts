@@ -3,15 +3,15 @@
 // = the response scheduledAt). A key owned by a one-shot trigger moves to the generator, which
 // cancels the one-shot (SPEC "/schedule" rules 3–6, 9; "Recurring behaviour").
 import * as Effect from "effect/Effect"
-import type { ScheduleCommand, ScheduleValue } from "../api/scheduleRequest.ts"
-import { Gone, NotFound } from "../api/errors.ts"
+import type { WakeItem } from "../cluster/wakeups.ts"
+import { Gone, NotFound } from "../domain/errors.ts"
 import { nextInstanceAfter } from "../domain/generator.ts"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
+import type { ScheduleCommand, ScheduleValue } from "../domain/schedule.ts"
 import { shardOf } from "../domain/trigger.ts"
 import { ShardCount } from "../store/db.ts"
 import { generatorsInsert, generatorsReplace, instancesCancelUpcoming, instancesInsert } from "../store/generators.ts"
 import { triggersCancel, triggersFindById, triggersFindKeyOwner, type TriggerRef } from "../store/triggers.ts"
-import type { WakeItem } from "../scheduler/wake.ts"
 import type { Upserted } from "./schedule.ts"
 
 type CronValue = Extract<ScheduleValue, { readonly _tag: "Cron" }>
@@ -30,10 +30,10 @@ export const upsertGenerator = (command: ScheduleCommand, value: CronValue, nowM
     if (command.triggerId !== null) {
       target = isUuid(command.triggerId) ? yield* triggersFindById({ projectId: command.projectId, id: command.triggerId }) : undefined
       if (target === undefined || target.kind !== "generator") {
-        return { _tag: "Failed", error: new NotFound({ message: "Generator not found" }) } satisfies Upserted
+        return { _tag: "Failed", error: new NotFound("Generator not found") } satisfies Upserted
       }
       if (target.status !== "active") {
-        return { _tag: "Failed", error: new Gone({ message: "Generator is no longer active" }) } satisfies Upserted
+        return { _tag: "Failed", error: new Gone("Generator is no longer active") } satisfies Upserted
       }
     } else if (owner !== undefined && owner.kind === "generator") {
       target = owner

@@ -3,7 +3,7 @@
 // this process sends them.
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
-import type { DeliveryRow } from "../store/schedulerQueries.ts"
+import type { DeliveryRow } from "../domain/trigger.ts"
 
 export class Dispatcher extends Context.Service<Dispatcher, {
   /** Delivers each trigger (already `queued` in the database) once; returns when they are accepted. */

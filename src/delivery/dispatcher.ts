@@ -4,21 +4,20 @@
 // one statement returning what to send). The Executor sends them, and the completer records the
 // outcomes in batches (executions + status in one transaction).
 // Retries due soon are woken into their shard's wheel right after the commit.
-import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Queue from "effect/Queue"
 import * as Random from "effect/Random"
+import { NodeIdentity } from "../cluster/node.ts"
+import { Wakeups } from "../cluster/wakeups.ts"
 import { AppConfig } from "../config.ts"
 import { uuidv7 } from "../domain/ids.ts"
-import {
-  type AttemptResult, decideOutcome, effectivePolicy, PROJECT_DEFAULT_RETRY, type RetryPolicy, validateRetryPolicyPatch
-} from "../domain/retry.ts"
+import { type AttemptResult, decideOutcome, effectivePolicy, projectPolicyFromStored, type RetryPolicy } from "../domain/retry.ts"
+import type { DeliveryRow } from "../domain/trigger.ts"
+import { forkLoop } from "../lib/backgroundLoop.ts"
 import { type ExecutionRecord, executionsRecord, type TriggerOutcome } from "../store/executions.ts"
-import { type DeliveryRow, triggersStartDelivery } from "../store/schedulerQueries.ts"
-import { NodeIdentity } from "../scheduler/node.ts"
-import { Wakeups } from "../scheduler/wake.ts"
+import { triggersStartDelivery } from "../store/schedulerQueries.ts"
 import { Dispatcher } from "./dispatch.ts"
 import { type DeliveryOutcome, Executor } from "./executor.ts"
 import { makeSenderPool } from "./senderPool.ts"
@@ -33,12 +32,6 @@ interface Completion {
   readonly outcome: TriggerOutcome
 }
 
-/** The project default policy as stored (API field names), falling back to the SPEC defaults. */
-const projectPolicy = (stored: unknown): RetryPolicy => {
-  const parsed = validateRetryPolicyPatch(PROJECT_DEFAULT_RETRY, stored ?? {})
-  return parsed._tag === "Ok" ? parsed.policy : PROJECT_DEFAULT_RETRY
-}
-
 const attemptResult = (outcome: DeliveryOutcome): AttemptResult =>
   outcome.errorKind !== null
     ? { _tag: "NoResponse", errorKind: outcome.errorKind }
@@ -47,7 +40,7 @@ const attemptResult = (outcome: DeliveryOutcome): AttemptResult =>
 /** The single place that turns one delivery outcome into an execution record and a next state. */
 export const completionOf = (row: DeliveryRow, outcome: DeliveryOutcome, random: number, id: string): Completion => {
   // tag policies (retry rules, timeouts) plug in here once they exist: tagPolicies stays empty
-  const policy = effectivePolicy({ trigger: row.retry as RetryPolicy | null, tagPolicies: [], project: projectPolicy(row.projectRetry) })
+  const policy = effectivePolicy({ trigger: row.retry as RetryPolicy | null, tagPolicies: [], project: projectPolicyFromStored(row.projectRetry) })
   const result = attemptResult(outcome)
   const decision = decideOutcome({ policy, attempt: row.attempt, result, random })
   return {
@@ -120,14 +113,8 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
     ))
   })
 
-  const loop = <R>(name: string, body: Effect.Effect<void, unknown, R>) =>
-    body.pipe(
-      Effect.catchCause((cause) => Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.logError(`${name} failed`, cause)),
-      Effect.forever,
-      Effect.forkScoped
-    )
-  yield* loop("delivery starter", starter)
-  yield* loop("completer", completer)
+  yield* forkLoop("delivery starter", starter, { afterFailure: 0 })
+  yield* forkLoop("completer", completer, { afterFailure: 0 })
 
   return Dispatcher.of({
     submit: (ids) => Queue.offerAll(submitted, ids).pipe(Effect.asVoid),

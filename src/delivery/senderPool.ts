@@ -1,7 +1,7 @@
 // The delivery hot path's concurrency bound: rows wait in order in a plain array and at most
 // `maxInFlight` sends run at once, each started as an earlier one finishes. Plain callbacks and no
 // fiber, promise chain or permit per waiting row: thousands of due triggers are array entries.
-import type { DeliveryRow } from "../store/schedulerQueries.ts"
+import type { DeliveryRow } from "../domain/trigger.ts"
 
 /** First-in first-out rows waiting for a sender: an array read from a moving head, compacted as it drains. */
 class RowQueue {

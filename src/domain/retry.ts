@@ -166,6 +166,25 @@ export const projectPolicyView = (policy: RetryPolicy): ProjectRetryPolicyView =
 const isDelay = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 0 && (v as number) <= MAX_DELAY_SECONDS
 
 /**
+ * The project policy as stored (its API view): each field that is missing or not a valid value takes
+ * SPEC's default, field by field. The one reading of a stored policy, for the API and for delivery.
+ */
+export const projectPolicyFromStored = (stored: unknown): RetryPolicy => {
+  const view = (typeof stored === "object" && stored !== null ? stored : {}) as Record<string, unknown>
+  const d = PROJECT_DEFAULT_RETRY
+  const attempts = view.retryMaxAttempts
+  const maxDelay = view.retryMaxDelaySeconds
+  return {
+    strategy: isStrategy(view.retryStrategy) ? view.retryStrategy : d.strategy,
+    maxAttempts: Number.isInteger(attempts) && (attempts as number) >= 1 ? (attempts as number) : d.maxAttempts,
+    initialDelaySeconds: isDelay(view.retryInitialDelaySeconds) ? view.retryInitialDelaySeconds : d.initialDelaySeconds,
+    maxDelaySeconds: maxDelay === null || isDelay(maxDelay) ? maxDelay : d.maxDelaySeconds,
+    jitter: typeof view.retryJitter === "boolean" ? view.retryJitter : d.jitter,
+    retryOn: isRetryOn(view.retryOn) ? view.retryOn : d.retryOn
+  }
+}
+
+/**
  * Applies a `PUT /project/retry-policy` body to the current policy. Omitted fields keep their value,
  * unknown fields are ignored; the first bad field (in SPEC's field order) gives a message naming it.
  * Null is accepted only for retryMaxDelaySeconds; the project policy always has a finite attempt count.

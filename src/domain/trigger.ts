@@ -1,5 +1,6 @@
-// The stored definition of a trigger (what /schedule, /declare and /bulk write and delivery sends),
-// and the shard a trigger id belongs to.
+// A trigger as the service keeps it: its stored definition (what /schedule, /declare and /bulk write
+// and delivery sends), its statuses and the sets of them the rules speak of, the row delivery works
+// on, and the shard a trigger id belongs to.
 import type { RetryPolicy } from "./retry.ts"
 
 export type HeaderPairs = ReadonlyArray<readonly [string, string]>
@@ -16,8 +17,50 @@ export interface TriggerDefinition {
   readonly retry: RetryPolicy | null
 }
 
+export const TRIGGER_KINDS = ["job", "generator"] as const
+export type TriggerKind = (typeof TRIGGER_KINDS)[number]
+
+/** Every status a stored row can have: a one-shot's seven (SPEC "States"), and a generator's `active`. */
+export const TRIGGER_STATUSES = ["registered", "skipped", "queued", "running", "retrying", "completed", "cancelled", "active"] as const
+export type TriggerStatus = (typeof TRIGGER_STATUSES)[number]
+
 /** Statuses in which a one-shot trigger can still be edited or cancelled ("pending"). */
-export const PENDING_STATUSES = ["registered", "skipped", "retrying"] as const
+export const PENDING_STATUSES = ["registered", "skipped", "retrying"] as const satisfies ReadonlyArray<TriggerStatus>
+/** A custom key belongs to at most one trigger in these statuses: a pending one-shot or an active generator. */
+export const KEY_OWNER_STATUSES = [...PENDING_STATUSES, "active"] as const satisfies ReadonlyArray<TriggerStatus>
+/** Statuses the scheduler fires from: at their time, or at the time of their next retry. */
+export const DUE_STATUSES = ["registered", "retrying"] as const satisfies ReadonlyArray<TriggerStatus>
+/** Claimed by a node (waiting for or in delivery): what crash recovery looks for. */
+export const CLAIMED_STATUSES = ["queued", "running"] as const satisfies ReadonlyArray<TriggerStatus>
+
+export const isPendingStatus = (status: string): boolean => (PENDING_STATUSES as ReadonlyArray<string>).includes(status)
+
+/** A trigger handed to delivery: what to send, and what decides what follows the attempt. */
+export interface DeliveryRow {
+  readonly id: string
+  readonly shard: number
+  /** Set when the trigger is a generator's instance: its generator needs a next instance. */
+  readonly generatorId: string | null
+  readonly projectId: string
+  readonly url: string
+  readonly method: string
+  readonly headers: HeaderPairs
+  readonly body: Uint8Array | null
+  readonly contentType: string | null
+  readonly tags: ReadonlyArray<string>
+  /** 1-based number of the attempt about to be made. */
+  readonly attempt: number
+  /** The per-trigger retry policy as stored, if any. */
+  readonly retry: unknown
+  /** The project default retry policy as stored. */
+  readonly projectRetry: unknown
+  readonly triggeredBy: string | null
+}
+
+/** A claimed trigger: what to send, and when (its due time, at most the claim lead ahead). */
+export interface ClaimedRow extends DeliveryRow {
+  readonly dueAtMs: number
+}
 
 /** Shard of a trigger: from the random tail of its UUIDv7, so shards fill evenly. */
 export const shardOf = (id: string, shards: number): number => parseInt(id.slice(-8), 16) % shards

@@ -5,9 +5,10 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { makeGroupCommit } from "../commands/groupCommit.ts"
-import { type ClaimedRow, triggersClaim } from "../store/schedulerQueries.ts"
-import { NodeIdentity } from "./node.ts"
+import { NodeIdentity } from "../cluster/node.ts"
+import type { ClaimedRow } from "../domain/trigger.ts"
+import { makeGroupCommit } from "../lib/groupCommit.ts"
+import { triggersClaim } from "../store/schedulerQueries.ts"
 
 interface Claim {
   readonly ids: ReadonlyArray<string>
@@ -41,6 +42,7 @@ export class ClaimBatcher extends Context.Service<ClaimBatcher, {
     const claim = yield* makeGroupCommit({
       maxBatch: MAX_CLAIMS_PER_ROUND,
       rounds: ROUNDS_IN_FLIGHT,
+      name: "claim batcher",
       run: (claims: ReadonlyArray<Claim>) =>
         Effect.map(
           triggersClaim({ ids: claims.flatMap((c) => c.ids), untilMs: Math.max(...claims.map((c) => c.untilMs)), node }),

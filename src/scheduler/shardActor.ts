@@ -1,39 +1,32 @@
 // One ShardActor per owned shard: a timer wheel holding the shard's triggers due within the next
-// LOOKAHEAD, a loader that treats PostgreSQL as the overflow wheel (reading the next window before
+// lookahead, a loader that treats PostgreSQL as the overflow wheel (reading the next window before
 // the current one runs out), a mailbox of wake-ups, and a batched claim of whatever comes due.
 // It sleeps exactly until the earliest deadline (or a wake-up), so firing is not tied to polling;
-// it claims CLAIM_LEAD_MS ahead (through the node's ClaimBatcher) and hands the claimed rows over at
-// their due time.
-// The actor is also its shard's materializer: every MATERIALIZE_EVERY_MS, and right after claiming
+// it claims a little ahead (through the node's ClaimBatcher) and hands the claimed rows over at their
+// due time (see SchedulerTiming in config.ts).
+// The actor is also its shard's materializer: every few seconds, and right after claiming
 // a generator's instance, it creates the next instance of each active generator that has none.
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
+import type { WakeItem } from "../cluster/wakeups.ts"
+import { SchedulerTiming } from "../config.ts"
 import { Dispatcher } from "../delivery/dispatch.ts"
 import { nextInstanceAfter } from "../domain/generator.ts"
 import { uuidv7 } from "../domain/ids.ts"
+import type { ClaimedRow } from "../domain/trigger.ts"
 import { generatorsWithoutUpcoming, instancesInsert } from "../store/generators.ts"
-import { BEGINNING_MS, type ClaimedRow, triggersLoadDue, triggersRecover } from "../store/schedulerQueries.ts"
+import { BEGINNING_MS, triggersLoadDue, triggersRecover } from "../store/schedulerQueries.ts"
 import { ClaimBatcher } from "./claimBatcher.ts"
 import { Heartbeats } from "./heartbeats.ts"
 import { TimerWheel } from "./timerWheel.ts"
-import type { WakeItem } from "./wake.ts"
 
-export const LOOKAHEAD_MS = 60_000
 const LOAD_LIMIT = 5_000
 const CLAIM_CHUNK = 1_000
-const RECOVER_EVERY_MS = 15_000
-export const MATERIALIZE_EVERY_MS = 5_000
 const MATERIALIZE_BATCH = 1_000
 const CLAIM_RETRY_MS = 1_000
-/**
- * Triggers are claimed up to this long before their time and handed to the dispatcher at their time,
- * so the claim's round trip to PostgreSQL is not part of their lateness. From the claim on a trigger
- * is `running` (no longer cancellable or editable).
- */
-export const CLAIM_LEAD_MS = 10
 
 /**
  * Where a shard's periodic work falls within its period, in [0, 1): shards are spread evenly (golden
@@ -42,12 +35,22 @@ export const CLAIM_LEAD_MS = 10
  */
 export const shardPhase = (shard: number): number => (shard * 0.6180339887498949) % 1
 
+/** What an actor reports to an observer (tests await these instead of waiting on the wall clock). */
+export type ShardActorEvent =
+  /** It has done everything due and sleeps until `wakeAtMs` or a wake-up. */
+  | { readonly _tag: "Idle"; readonly wakeAtMs: number }
+  | { readonly _tag: "Claimed"; readonly ids: ReadonlyArray<string> }
+  | { readonly _tag: "Recovered"; readonly ids: ReadonlyArray<string> }
+  | { readonly _tag: "Materialized"; readonly ids: ReadonlyArray<string> }
+
 export interface ShardActorOptions {
   readonly shard: number
   readonly node: string
   readonly mailbox: Queue.Queue<WakeItem>
   /** Ids of the nodes connected now (for crash recovery of claimed triggers). */
   readonly liveNodes: Effect.Effect<ReadonlyArray<string>, unknown>
+  /** Observer of the actor's progress (tests); none in the service. */
+  readonly onEvent?: (event: ShardActorEvent) => Effect.Effect<void>
 }
 
 export const runShardActor = (options: ShardActorOptions) =>
@@ -55,11 +58,13 @@ export const runShardActor = (options: ShardActorOptions) =>
     const dispatcher = yield* Dispatcher
     const claims = yield* ClaimBatcher
     const heartbeats = yield* Heartbeats
+    const timing = yield* SchedulerTiming
+    const report = options.onEvent ?? (() => Effect.void)
     const startMs = yield* Clock.currentTimeMillis
     const wheel = new TimerWheel({ nowMs: startMs })
     const phase = shardPhase(options.shard)
     /** The next window is read when the loaded one has less than this left (15–45 s, by phase). */
-    const reloadMarginMs = LOOKAHEAD_MS / 4 + phase * LOOKAHEAD_MS / 2
+    const reloadMarginMs = timing.lookaheadMs / 4 + phase * timing.lookaheadMs / 2
     /** Every pending trigger due before this instant is in the wheel. */
     let loadedUntil = BEGINNING_MS
     let loadedAfterId: string | null = null
@@ -76,6 +81,7 @@ export const runShardActor = (options: ShardActorOptions) =>
             return scheduledAtMs === null ? [] : [{ generatorId: generator.id, instanceId: uuidv7(nowMs), scheduledAtMs }]
           })
           const created = yield* instancesInsert({ instances, nowMs })
+          if (created.length > 0) yield* report({ _tag: "Materialized", ids: created.map((row) => row.id) })
           const times = new Map(instances.map((instance) => [instance.instanceId, instance.scheduledAtMs]))
           for (const row of created) {
             const dueAtMs = times.get(row.id)!
@@ -84,12 +90,12 @@ export const runShardActor = (options: ShardActorOptions) =>
           if (generators.length < MATERIALIZE_BATCH || created.length === 0) break
         }
         yield* heartbeats.beat("materializer")
-        nextMaterializeAt = nowMs + MATERIALIZE_EVERY_MS
+        nextMaterializeAt = nowMs + timing.materializeEveryMs
       })
 
     const load = (nowMs: number) =>
       Effect.gen(function*() {
-        const until = nowMs + LOOKAHEAD_MS
+        const until = nowMs + timing.lookaheadMs
         const rows = yield* triggersLoadDue({
           shard: options.shard, fromMs: loadedUntil, afterId: loadedAfterId, untilMs: until, limit: LOAD_LIMIT
         })
@@ -107,8 +113,9 @@ export const runShardActor = (options: ShardActorOptions) =>
         if (ids.length > 0) {
           yield* Effect.logInfo(`shard ${options.shard}: recovered ${ids.length} triggers left by a stopped node`)
           yield* dispatcher.submit(ids)
+          yield* report({ _tag: "Recovered", ids })
         }
-        nextRecoverAt = nowMs + RECOVER_EVERY_MS
+        nextRecoverAt = nowMs + timing.recoverEveryMs
       })
 
     /** Hands claimed rows to the dispatcher at their due time (now, or within the claim lead). */
@@ -131,7 +138,7 @@ export const runShardActor = (options: ShardActorOptions) =>
 
     const fireDue = (nowMs: number) =>
       Effect.gen(function*() {
-        const untilMs = nowMs + CLAIM_LEAD_MS
+        const untilMs = nowMs + timing.claimLeadMs
         const due = wheel.advance(untilMs)
         for (let i = 0; i < due.length; i += CLAIM_CHUNK) {
           const ids = due.slice(i, i + CLAIM_CHUNK)
@@ -144,7 +151,10 @@ export const runShardActor = (options: ShardActorOptions) =>
                 [] as ReadonlyArray<ClaimedRow>
               ))
           )
-          if (claimed.length > 0) yield* handOver(claimed)
+          if (claimed.length > 0) {
+            yield* report({ _tag: "Claimed", ids: claimed.map((row) => row.id) })
+            yield* handOver(claimed)
+          }
           if (claimed.some((row) => row.generatorId !== null)) nextMaterializeAt = nowMs
         }
       })
@@ -160,16 +170,17 @@ export const runShardActor = (options: ShardActorOptions) =>
     yield* recover(startMs)
     yield* materialize(startMs)
     // from here on each periodic task runs at this shard's phase of its period
-    nextRecoverAt = startMs + phase * RECOVER_EVERY_MS
-    nextMaterializeAt = startMs + phase * MATERIALIZE_EVERY_MS
+    nextRecoverAt = startMs + phase * timing.recoverEveryMs
+    nextMaterializeAt = startMs + phase * timing.materializeEveryMs
     for (;;) {
       const nowMs = yield* Clock.currentTimeMillis
       yield* fireDue(nowMs)
       if (loadedUntil - nowMs < reloadMarginMs) yield* load(nowMs)
       if (nowMs >= nextRecoverAt) yield* recover(nowMs)
       if (nowMs >= nextMaterializeAt) yield* materialize(nowMs)
-      const wakeAt = Math.min((wheel.nextDeadlineMs() ?? Infinity) - CLAIM_LEAD_MS, loadedUntil - reloadMarginMs, nextRecoverAt, nextMaterializeAt)
+      const wakeAt = Math.min((wheel.nextDeadlineMs() ?? Infinity) - timing.claimLeadMs, loadedUntil - reloadMarginMs, nextRecoverAt, nextMaterializeAt)
       const waitMs = Math.max(0, wakeAt - (yield* Clock.currentTimeMillis))
+      if (waitMs > 0) yield* report({ _tag: "Idle", wakeAtMs: wakeAt })
       const items = waitMs === 0
         ? yield* Queue.takeBetween(options.mailbox, 0, 10_000)
         : Option.getOrElse(yield* Effect.timeoutOption(Queue.takeBetween(options.mailbox, 1, 10_000), waitMs), () => [])

@@ -1,10 +1,10 @@
 // The live Wakeups: items for shards whose actor runs in this process go straight to its mailbox;
-// the rest are sent with NOTIFY (payloads chunked under PostgreSQL's 8000-byte limit) to the
-// process that owns them, whose shard manager LISTENs and routes them back here.
-import * as PgClient from "@effect/sql-pg/PgClient"
+// the rest are sent as notifications (payloads chunked under PostgreSQL's 8000-byte limit) to the
+// process that owns them, whose shard manager listens and routes them back here.
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { encodeWake, type WakeItem, WAKE_CHANNEL, Wakeups } from "./wake.ts"
+import { encodeWake, type WakeItem, Wakeups } from "../cluster/wakeups.ts"
+import { Notifications, WAKE_CHANNEL } from "../store/notifications.ts"
 
 const MAX_PAYLOAD = 7000
 
@@ -27,7 +27,7 @@ const chunks = (items: ReadonlyArray<WakeItem>): Array<string> => {
 }
 
 export const WakeRouterLive = Layer.effect(Wakeups, Effect.gen(function*() {
-  const pg = yield* PgClient.PgClient
+  const notifications = yield* Notifications
   const local = new Map<number, (items: ReadonlyArray<WakeItem>) => Effect.Effect<void>>()
   return Wakeups.of({
     attach: (shard, deliver) => Effect.sync(() => void local.set(shard, deliver)),
@@ -46,8 +46,8 @@ export const WakeRouterLive = Layer.effect(Wakeups, Effect.gen(function*() {
         }
         for (const [shard, list] of byShard) yield* local.get(shard)!(list)
         for (const payload of chunks(remote)) {
-          yield* pg.notify(WAKE_CHANNEL, payload).pipe(
-            Effect.catchCause((cause) => Effect.logWarning("wake-up NOTIFY failed; the loader will find the trigger", cause))
+          yield* notifications.send(WAKE_CHANNEL, payload).pipe(
+            Effect.catchCause((cause) => Effect.logWarning("sending a wake-up failed; the loader will find the trigger", cause))
           )
         }
       })

@@ -2,6 +2,7 @@
 // announced with NOTIFY so running services forget the keys they remembered.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
+import { KEY_REVOKED_CHANNEL } from "./notifications.ts"
 
 export interface ApiKeyListing {
   readonly id: string
@@ -28,9 +29,6 @@ export const apiKeysList = Effect.fnUntraced(function*(projectId: string) {
     SELECT id, key_hint, created_at, revoked_at FROM api_keys WHERE project_id = ${projectId} ORDER BY created_at, id`
   return rows.map((row): ApiKeyListing => ({ id: row.id, hint: row.key_hint, createdAt: row.created_at, revokedAt: row.revoked_at }))
 })
-
-/** Running services LISTEN here and forget the keys they remembered (src/api/apiKeyCache.ts). */
-export const KEY_REVOKED_CHANNEL = "timewheel_key_revoked"
 
 /** Revokes a key and tells every running node; `false` when no unrevoked key has that id. */
 export const apiKeysRevoke = Effect.fnUntraced(function*(input: { readonly id: string; readonly nowMs: number }) {

@@ -8,9 +8,11 @@ import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import { SqlClient } from "effect/sql"
 import * as path from "node:path"
-import { AppConfig } from "../config.ts"
 import { EMBEDDED_DATABASE, embeddedUrl, startEmbedded } from "./embedded.ts"
 import { MIGRATIONS } from "./schema.ts"
+
+/** What every store function needs: the connection pool (callers need not know it speaks SQL). */
+export type Database = SqlClient.SqlClient
 
 /** Advisory lock key taken while migrating ("timewheel" in ASCII, as a bigint). */
 const MIGRATION_LOCK = 0x74696d6577686565n
@@ -73,9 +75,16 @@ const ensureDatabase = (adminUrl: string, database: string) =>
     )
   }).pipe(Effect.provide(clientLayer(adminUrl, "timewheel-setup", 1)))
 
+/** Where the database is: a server's URL (DATABASE_URL), else the embedded server's data directory. */
+export interface DatabaseSettings {
+  readonly databaseUrl: string | undefined
+  readonly dataDir: string
+  /** SHARDS: the shard count of a database created now (later starts read it from the database). */
+  readonly shards: number
+}
+
 /** The connection URL: DATABASE_URL, or the embedded server (started here, stopped with the scope). */
-export const databaseUrl = Effect.gen(function*() {
-  const config = yield* AppConfig
+export const databaseUrl = (config: DatabaseSettings) => Effect.gen(function*() {
   if (config.databaseUrl !== undefined) return config.databaseUrl
   const server = yield* Effect.acquireRelease(
     Effect.tryPromise({
@@ -89,10 +98,12 @@ export const databaseUrl = Effect.gen(function*() {
 })
 
 /** SqlClient + PgClient for the service or the CLI, migrated. */
-export const DatabaseLive = (options: { readonly applicationName: string; readonly maxConnections: number }) =>
+export const DatabaseLive = (
+  config: DatabaseSettings,
+  options: { readonly applicationName: string; readonly maxConnections: number }
+) =>
   Layer.unwrap(Effect.gen(function*() {
-    const url = yield* databaseUrl
-    const config = yield* AppConfig
+    const url = yield* databaseUrl(config)
     const client = clientLayer(url, options.applicationName, options.maxConnections)
     const migrated = Layer.effectDiscard(Effect.gen(function*() {
       const nowMs = yield* Clock.currentTimeMillis

@@ -5,27 +5,7 @@
 // predicate lets the planner pick it); a trigger's attempts come from executions_trigger.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
-
-export interface ExecutionRow {
-  readonly id: string
-  readonly trigger_id: string
-  readonly attempt: number
-  readonly status: "succeeded" | "failed"
-  readonly started_at: Date
-  readonly finished_at: Date
-  readonly duration_ms: number
-  readonly http_status: number | null
-  readonly response_headers: unknown
-  readonly response_body: string | null
-  readonly error_kind: string | null
-  readonly error_code: string | null
-  readonly error_message: string | null
-  readonly is_dead_letter: boolean
-  readonly connect_timeout_seconds: number
-  readonly timeout_seconds: number
-  readonly triggered_by: string | null
-  readonly url: string
-}
+import type { ExecutionRow } from "../domain/views.ts"
 
 const selectExecution = (sql: SqlClient.SqlClient) => sql`
   SELECT e.id, e.trigger_id, e.attempt, e.status, e.started_at, e.finished_at, e.duration_ms,

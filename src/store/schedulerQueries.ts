@@ -3,7 +3,8 @@
 // start replayed or recovered ones (queued → running), and recover triggers whose claimer died.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
-import type { HeaderPairs } from "../domain/trigger.ts"
+import { type ClaimedRow, CLAIMED_STATUSES, type DeliveryRow, DUE_STATUSES, type HeaderPairs } from "../domain/trigger.ts"
+import { statusList } from "./sqlLists.ts"
 
 export interface DueRow {
   readonly id: string
@@ -30,30 +31,11 @@ export const triggersLoadDue = Effect.fnUntraced(function*(input: {
   const from = new Date(input.fromMs)
   const rows = yield* sql<{ id: string; due_ms: string }>`
     SELECT id, (extract(epoch FROM due_at) * 1000)::bigint::text AS due_ms FROM triggers
-    WHERE shard = ${input.shard} AND status IN ('registered', 'retrying') AND due_at < ${new Date(input.untilMs)}
+    WHERE shard = ${input.shard} AND status IN ${statusList(sql, DUE_STATUSES)} AND due_at < ${new Date(input.untilMs)}
       AND ${input.afterId === null ? sql`due_at >= ${from}` : sql`(due_at > ${from} OR (due_at = ${from} AND id > ${input.afterId}))`}
     ORDER BY due_at, id LIMIT ${input.limit}`
   return rows.map((row): DueRow => ({ id: row.id, dueAtMs: Number(row.due_ms) }))
 })
-
-export interface DeliveryRow {
-  readonly id: string
-  readonly shard: number
-  /** Set when the trigger is a generator's instance: its generator needs a next instance. */
-  readonly generatorId: string | null
-  readonly projectId: string
-  readonly url: string
-  readonly method: string
-  readonly headers: HeaderPairs
-  readonly body: Uint8Array | null
-  readonly contentType: string | null
-  readonly tags: ReadonlyArray<string>
-  /** 1-based number of the attempt about to be made. */
-  readonly attempt: number
-  readonly retry: unknown
-  readonly projectRetry: unknown
-  readonly triggeredBy: string | null
-}
 
 interface DeliveryRecord {
   id: string; shard: number; generator_id: string | null; project_id: string; url: string; method: string
@@ -66,11 +48,6 @@ const toDeliveryRow = (row: DeliveryRecord): DeliveryRow => ({
   headers: row.headers, body: row.body, contentType: row.content_type, tags: row.tags, attempt: row.attempts,
   retry: row.retry, projectRetry: row.retry_policy, triggeredBy: row.triggered_by
 })
-
-/** A claimed trigger: what to send, and when (its due time, at most the claim lead ahead). */
-export interface ClaimedRow extends DeliveryRow {
-  readonly dueAtMs: number
-}
 
 /**
  * Claims due triggers and starts their delivery in one statement: a compare-and-set on status that
@@ -88,7 +65,7 @@ export const triggersClaim = Effect.fnUntraced(function*(input: {
   const rows = yield* sql<DeliveryRecord & { due_ms: string }>`
     UPDATE triggers t SET status = 'running', attempts = t.attempts + 1, claimed_by = ${input.node}
     FROM projects p
-    WHERE t.id = ANY(${input.ids}::uuid[]) AND t.status IN ('registered', 'retrying')
+    WHERE t.id = ANY(${input.ids}::uuid[]) AND t.status IN ${statusList(sql, DUE_STATUSES)}
       AND t.due_at <= ${new Date(input.untilMs)} AND p.id = t.project_id
     RETURNING t.id, t.shard, t.generator_id, t.project_id, t.url, t.method, t.headers, t.body, t.content_type, t.tags,
       t.attempts, t.retry, p.retry_policy, t.triggered_by, (extract(epoch FROM t.due_at) * 1000)::bigint::text AS due_ms`
@@ -123,7 +100,7 @@ export const triggersRecover = Effect.fnUntraced(function*(input: {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql<{ id: string }>`
     UPDATE triggers SET status = 'queued', claimed_by = ${input.node}
-    WHERE shard = ${input.shard} AND status IN ('queued', 'running')
+    WHERE shard = ${input.shard} AND status IN ${statusList(sql, CLAIMED_STATUSES)}
       AND (claimed_by IS NULL OR NOT (claimed_by = ANY(${input.liveNodes}::text[])))
     RETURNING id`
   return rows.map((row) => row.id)

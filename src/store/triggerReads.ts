@@ -4,30 +4,8 @@
 // Cron expression and time zone are never selected (SPEC: they cannot be read back).
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
-
-export type TriggerKind = "job" | "generator"
-
-export interface TriggerRow {
-  readonly id: string
-  readonly kind: TriggerKind
-  readonly generator_id: string | null
-  readonly status: string
-  readonly scheduled_at: Date | null
-  /** For a generator: scheduled_at of its upcoming (registered) instance; null otherwise. */
-  readonly upcoming_at: Date | null
-  readonly url: string
-  readonly method: string
-  readonly headers: unknown
-  readonly body: Uint8Array | null
-  readonly content_type: string | null
-  readonly title: string | null
-  readonly tags: ReadonlyArray<string>
-  readonly custom_key: string | null
-  readonly retry: unknown
-  readonly attempts: number
-  readonly created_at: Date
-  readonly updated_at: Date
-}
+import type { TriggerKind } from "../domain/trigger.ts"
+import type { TriggerRow } from "../domain/views.ts"
 
 /** The upcoming instance is found through the unique partial index triggers_generator_upcoming. */
 const selectTrigger = (sql: SqlClient.SqlClient) => sql`

@@ -2,8 +2,9 @@
 // SQL, so a concurrent scheduler claim or a second request can never act on a stale state.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
-import type { TriggerDefinition } from "../domain/trigger.ts"
+import { KEY_OWNER_STATUSES, PENDING_STATUSES, type TriggerDefinition } from "../domain/trigger.ts"
 import { grantFromUsageRow, type GrantRow } from "./quota.ts"
+import { statusList } from "./sqlLists.ts"
 
 export interface TriggerRef {
   readonly id: string
@@ -35,7 +36,7 @@ export const triggersFindKeyOwner = Effect.fnUntraced(function*(input: {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql<RefRow>`SELECT ${sql.unsafe(refColumns)} FROM triggers
     WHERE project_id = ${input.projectId} AND custom_key = ${input.customKey}
-      AND status IN ('registered', 'skipped', 'retrying', 'active')
+      AND status IN ${statusList(sql, KEY_OWNER_STATUSES)}
     FOR UPDATE`
   return rows[0] === undefined ? undefined : toRef(rows[0])
 })
@@ -150,7 +151,7 @@ export const triggersReplaceOneShot = Effect.fnUntraced(function*(input: {
       url = ${d.url}, method = ${d.method}, headers = ${d.headers}::jsonb, body = ${d.body},
       content_type = ${d.content_type}, title = ${d.title}, tags = ${d.tags}::text[], custom_key = ${d.custom_key},
       retry = ${d.retry}::jsonb, updated_at = ${new Date(input.nowMs)}
-    WHERE id = ${input.id} AND status IN ('registered', 'skipped', 'retrying')`
+    WHERE id = ${input.id} AND status IN ${statusList(sql, PENDING_STATUSES)}`
 })
 
 /**
@@ -161,7 +162,7 @@ export const triggersCancel = Effect.fnUntraced(function*(input: { readonly id: 
   const sql = yield* SqlClient.SqlClient
   const now = new Date(input.nowMs)
   const rows = yield* sql<RefRow>`UPDATE triggers SET status = 'cancelled', due_at = NULL, updated_at = ${now}
-    WHERE (id = ${input.id} AND status IN ('registered', 'skipped', 'retrying', 'active'))
+    WHERE (id = ${input.id} AND status IN ${statusList(sql, KEY_OWNER_STATUSES)})
        OR (generator_id = ${input.id} AND status = 'registered'
            AND EXISTS (SELECT 1 FROM triggers g WHERE g.id = ${input.id} AND g.status = 'active'))
     RETURNING ${sql.unsafe(refColumns)}`
@@ -179,7 +180,7 @@ export const triggersFindForCancelByKey = Effect.fnUntraced(function*(input: {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql<RefRow>`SELECT ${sql.unsafe(refColumns)} FROM triggers
     WHERE project_id = ${input.projectId} AND custom_key = ${input.customKey} AND status <> 'cancelled'
-    ORDER BY (status = 'active') DESC, (status IN ('registered', 'skipped', 'retrying')) DESC, id DESC
+    ORDER BY (status = 'active') DESC, (status IN ${statusList(sql, PENDING_STATUSES)}) DESC, id DESC
     LIMIT 1 FOR UPDATE`
   return rows[0] === undefined ? undefined : toRef(rows[0])
 })

@@ -5,7 +5,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { NodeIdentity } from "../../src/scheduler/node.ts"
+import { NodeIdentity } from "../../src/cluster/node.ts"
 import { insertTrigger, projectIdOfKey, setStatus } from "../support/fixtures.ts"
 import { TestServer, testServerLayer, type TestResponse } from "../support/server.ts"
 import { pollUntil, realSleep, target } from "../support/target.ts"

@@ -3,7 +3,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { KEY_CACHE_TTL_MS } from "../../src/api/apiKeyCache.ts"
+import { KEY_CACHE_TTL_MS } from "../../src/commands/apiKeyCache.ts"
 import { keyRevoke } from "../../src/cli/commands.ts"
 import { hashApiKey } from "../../src/domain/apiKey.ts"
 import { TestServer, testServerLayer } from "../support/server.ts"

@@ -3,7 +3,7 @@
 // nothing started after close.
 import { assert, describe, it } from "@effect/vitest"
 import { makeSenderPool } from "../../src/delivery/senderPool.ts"
-import type { DeliveryRow } from "../../src/store/schedulerQueries.ts"
+import type { DeliveryRow } from "../../src/domain/trigger.ts"
 
 const row = (id: string) => ({ id }) as unknown as DeliveryRow
 

@@ -5,7 +5,7 @@ import { assert, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { ClaimBatcher } from "../../src/scheduler/claimBatcher.ts"
-import { NodeIdentity } from "../../src/scheduler/node.ts"
+import { NodeIdentity } from "../../src/cluster/node.ts"
 import { TestDatabase } from "../support/database.ts"
 
 const PROJECT = "00000000-0000-7000-8000-0000000000c1"

@@ -6,13 +6,16 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Fiber, Layer, Queue } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
+import { SCHEDULER_TIMING } from "../../src/config.ts"
 import { Dispatcher } from "../../src/delivery/dispatch.ts"
-import { CLAIM_LEAD_MS, runShardActor } from "../../src/scheduler/shardActor.ts"
-import type { WakeItem } from "../../src/scheduler/wake.ts"
+import { runShardActor } from "../../src/scheduler/shardActor.ts"
+import type { WakeItem } from "../../src/cluster/wakeups.ts"
 import { ClaimBatcher } from "../../src/scheduler/claimBatcher.ts"
 import { Heartbeats } from "../../src/scheduler/heartbeats.ts"
-import { NodeIdentity } from "../../src/scheduler/node.ts"
+import { NodeIdentity } from "../../src/cluster/node.ts"
 import { TestDatabase } from "../support/database.ts"
+
+const CLAIM_LEAD_MS = SCHEDULER_TIMING.claimLeadMs
 
 const SHARD = 3
 const PROJECT = "00000000-0000-7000-8000-000000000001"

@@ -5,7 +5,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { hashApiKey } from "../../src/domain/apiKey.ts"
 import { uuidv7 } from "../../src/domain/ids.ts"
-import { NodeIdentity } from "../../src/scheduler/node.ts"
+import { NodeIdentity } from "../../src/cluster/node.ts"
 import { apiKeysFindProject } from "../../src/store/apiKeys.ts"
 
 /** 2030-01-01T00:00:00.000Z; each minted id is one millisecond later than the previous one. */

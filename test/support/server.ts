@@ -5,7 +5,8 @@ import { HttpServer } from "effect/http"
 import * as fs from "node:fs"
 import { Agent, request } from "undici"
 import { loadTls } from "../../src/api/tls.ts"
-import { keyCreate, projectCreate } from "../../src/cli/commands.ts"
+import { createApiKey } from "../../src/commands/apiKeys.ts"
+import { createProject } from "../../src/commands/projects.ts"
 import { type AppConfigShape, loadConfig } from "../../src/config.ts"
 import { ServiceLive } from "../../src/service.ts"
 import { freshDatabaseUrl, makeTempDir, SHARDS_IN_TESTS } from "./database.ts"
@@ -81,8 +82,8 @@ export const testServerLayer = (env: Record<string, string> = {}) =>
         newKey: (options) =>
           Effect.gen(function*() {
             const name = `project-${++projectCounter}-${Math.random().toString(36).slice(2, 8)}`
-            yield* projectCreate(name, options?.monthlyQuota)
-            return yield* keyCreate(name)
+            yield* createProject(name, options?.monthlyQuota)
+            return yield* createApiKey(name)
           }).pipe(Effect.provideContext(context), Effect.orDie) as Effect.Effect<string>
       })
     }))

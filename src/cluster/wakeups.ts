@@ -1,6 +1,7 @@
 // Wake-ups: after a commit that creates, moves or cancels a trigger, its shard's actor learns of it
-// at once — straight into the local actor's mailbox when this process owns the shard, else through
-// PostgreSQL NOTIFY to the owner (see shardManager.ts, which provides the live implementation).
+// at once — straight into the local actor's mailbox when this process owns the shard, else through a
+// notification to the owner (scheduler/wakeRouter.ts provides the live implementation). Commands and
+// delivery raise wake-ups; the scheduler consumes them.
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -22,9 +23,7 @@ export class Wakeups extends Context.Service<Wakeups, {
   static readonly none = Layer.succeed(Wakeups)({ wake: () => Effect.void, attach: () => Effect.void, detach: () => Effect.void })
 }
 
-export const WAKE_CHANNEL = "timewheel_wake"
-
-/** NOTIFY payload: `shard id dueAtMs|-` lines (payloads are limited to 8000 bytes; callers chunk). */
+/** Notification payload: `shard id dueAtMs|-` lines (payloads are limited to 8000 bytes; callers chunk). */
 export const encodeWake = (items: ReadonlyArray<WakeItem>): string =>
   items.map((item) => `${item.shard} ${item.id} ${item.dueAtMs ?? "-"}`).join("\n")
 

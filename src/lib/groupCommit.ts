@@ -1,11 +1,14 @@
 // Group commit, the shared mechanism of the batchers (quota units, plain creates, claims): each call
 // queues its input and awaits its own output; `rounds` fibers each take up to `maxBatch` queued inputs
 // and settle them with one `run` per group (same `groupOf` key), groups concurrently. While a round
-// runs the next batch fills, so batch sizes follow the load. A failed run fails each of its calls.
+// runs the next batch fills, so batch sizes follow the load. A failed run fails each of its calls;
+// whatever goes wrong in a round (even a defect in `groupOf`) fails the calls of that round, is
+// logged, and the next round goes on.
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
+import { forkLoop } from "./backgroundLoop.ts"
 
 interface Pending<I, O> {
   readonly input: I
@@ -20,6 +23,8 @@ export const makeGroupCommit = <I, O, R>(options: {
   readonly groupOf?: (input: I) => string
   /** Settles a group: one output per input, in the same order. */
   readonly run: (inputs: ReadonlyArray<I>) => Effect.Effect<ReadonlyArray<O>, unknown, R>
+  /** Names the loop in logs. */
+  readonly name?: string
 }): Effect.Effect<(input: I) => Effect.Effect<O, unknown>, never, Scope.Scope | R> =>
   Effect.gen(function*() {
     const services = yield* Effect.context<R>()
@@ -32,20 +37,29 @@ export const makeGroupCommit = <I, O, R>(options: {
         Effect.provideContext(services)
       )
 
-    const round = Effect.gen(function*() {
-      const batch = yield* Queue.takeBetween(queue, 1, options.maxBatch)
+    const groups = (batch: ReadonlyArray<Pending<I, O>>): Iterable<ReadonlyArray<Pending<I, O>>> => {
       const groupOf = options.groupOf
-      if (groupOf === undefined) return yield* settle(batch)
-      const groups = new Map<string, Array<Pending<I, O>>>()
+      if (groupOf === undefined) return [batch]
+      const byKey = new Map<string, Array<Pending<I, O>>>()
       for (const pending of batch) {
         const key = groupOf(pending.input)
-        const group = groups.get(key)
-        if (group === undefined) groups.set(key, [pending])
+        const group = byKey.get(key)
+        if (group === undefined) byKey.set(key, [pending])
         else group.push(pending)
       }
-      yield* Effect.forEach(groups.values(), settle, { concurrency: "unbounded", discard: true })
+      return byKey.values()
+    }
+
+    const round = Effect.gen(function*() {
+      const batch = yield* Queue.takeBetween(queue, 1, options.maxBatch)
+      yield* Effect.suspend(() => Effect.forEach(groups(batch), settle, { concurrency: "unbounded", discard: true })).pipe(
+        // settle never fails: this is a defect of the round itself; no call of the batch may wait forever
+        Effect.tapCause((cause) => Effect.forEach(batch, (pending) => Deferred.failCause(pending.done, cause), { discard: true }))
+      )
     })
-    for (let i = 0; i < (options.rounds ?? 1); i++) yield* Effect.forkScoped(Effect.forever(round))
+    for (let i = 0; i < (options.rounds ?? 1); i++) {
+      yield* forkLoop(options.name ?? "group commit", round, { afterFailure: 0 })
+    }
 
     return (input: I) =>
       Effect.gen(function*() {

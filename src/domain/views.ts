@@ -1,9 +1,54 @@
 // The read views of the log endpoints (DECISIONS "Trigger and generator views", "Executions"):
-// pure mappings from stored rows to the JSON the API answers, and the opaque page cursor.
+// the rows the store reads for them, pure mappings from those rows to the JSON every front end
+// (HTTP API, MCP, dashboard) answers, and the opaque page cursor.
 // Times are ISO 8601 UTC with milliseconds; cron expression and time zone are never part of a view.
-import { isUuid } from "../domain/ids.ts"
-import type { ExecutionRow } from "../store/executionReads.ts"
-import type { TriggerRow } from "../store/triggerReads.ts"
+import { isUuid } from "./ids.ts"
+import type { TriggerKind } from "./trigger.ts"
+
+/** A trigger or generator as the read endpoints select it (column names). */
+export interface TriggerRow {
+  readonly id: string
+  readonly kind: TriggerKind
+  readonly generator_id: string | null
+  readonly status: string
+  readonly scheduled_at: Date | null
+  /** For a generator: scheduled_at of its upcoming (registered) instance; null otherwise. */
+  readonly upcoming_at: Date | null
+  readonly url: string
+  readonly method: string
+  readonly headers: unknown
+  readonly body: Uint8Array | null
+  readonly content_type: string | null
+  readonly title: string | null
+  readonly tags: ReadonlyArray<string>
+  readonly custom_key: string | null
+  readonly retry: unknown
+  readonly attempts: number
+  readonly created_at: Date
+  readonly updated_at: Date
+}
+
+/** An execution as the read endpoints select it (column names). */
+export interface ExecutionRow {
+  readonly id: string
+  readonly trigger_id: string
+  readonly attempt: number
+  readonly status: "succeeded" | "failed"
+  readonly started_at: Date
+  readonly finished_at: Date
+  readonly duration_ms: number
+  readonly http_status: number | null
+  readonly response_headers: unknown
+  readonly response_body: string | null
+  readonly error_kind: string | null
+  readonly error_code: string | null
+  readonly error_message: string | null
+  readonly is_dead_letter: boolean
+  readonly connect_timeout_seconds: number
+  readonly timeout_seconds: number
+  readonly triggered_by: string | null
+  readonly url: string
+}
 
 export interface BodyView {
   readonly encoding: "text" | "base64"

@@ -2,7 +2,7 @@
 // position, and a failing run fails the calls of its group only.
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
-import { makeGroupCommit } from "../../src/commands/groupCommit.ts"
+import { makeGroupCommit } from "../../src/lib/groupCommit.ts"
 
 describe("makeGroupCommit", () => {
   it.effect("runs each group once for calls queued together and hands every call its own output", () =>
@@ -39,5 +39,21 @@ describe("makeGroupCommit", () => {
       assert.deepStrictEqual(outputs, Array.from({ length: 10 }, (_, i) => i * 2))
       assert.isTrue(sizes.every((size) => size <= 3), `run sizes ${sizes.join(", ")}`)
       assert.strictEqual(sizes.reduce((a, b) => a + b, 0), 10)
+    }).pipe(Effect.scoped))
+
+  it.effect("a defect in groupOf fails the calls of its round, is logged, and later rounds go on", () =>
+    Effect.gen(function*() {
+      const call = yield* makeGroupCommit({
+        maxBatch: 100,
+        groupOf: (input: string) => {
+          if (input === "poison") throw new Error("groupOf defect")
+          return "all"
+        },
+        run: (inputs) => Effect.succeed(inputs.map((input) => input.toUpperCase()))
+      })
+      const poisoned = yield* Effect.exit(call("poison"))
+      assert.isTrue(Exit.isFailure(poisoned))
+      // the loop survived the defect: the next calls are settled as usual
+      assert.deepStrictEqual(yield* Effect.all([call("a"), call("b")], { concurrency: "unbounded" }), ["A", "B"])
     }).pipe(Effect.scoped))
 })

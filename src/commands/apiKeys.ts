@@ -1,0 +1,42 @@
+// API keys: created for a project (the clear key is returned once and stored only as a hash),
+// listed, revoked (every node forgets it at once), and resolved to their project to authenticate a
+// request (through the node's ApiKeyCache).
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import { AppConfig } from "../config.ts"
+import { apiKeyHint, generateApiKey, hashApiKey } from "../domain/apiKey.ts"
+import { NotFound, Unauthorized } from "../domain/errors.ts"
+import { isUuid, uuidv7 } from "../domain/ids.ts"
+import { apiKeysCreate, apiKeysList, apiKeysRevoke } from "../store/apiKeys.ts"
+import { ApiKeyCache } from "./apiKeyCache.ts"
+import { findProjectByName } from "./projects.ts"
+
+/** A new key for the named project; the clear key (shown once). */
+export const createApiKey = Effect.fnUntraced(function*(projectName: string) {
+  const config = yield* AppConfig
+  const project = yield* findProjectByName(projectName)
+  const nowMs = yield* Clock.currentTimeMillis
+  const key = generateApiKey(config.prefix)
+  yield* apiKeysCreate({ id: uuidv7(nowMs), projectId: project.id, hash: hashApiKey(key), hint: apiKeyHint(key), nowMs })
+  return key
+})
+
+export const listApiKeys = Effect.fnUntraced(function*(projectName: string) {
+  const project = yield* findProjectByName(projectName)
+  return yield* apiKeysList(project.id)
+})
+
+export const revokeApiKey = Effect.fnUntraced(function*(keyId: string) {
+  const noSuchKey = new NotFound(`no active key with id "${keyId}"`)
+  if (!isUuid(keyId)) return yield* Effect.fail(noSuchKey)
+  const nowMs = yield* Clock.currentTimeMillis
+  const revoked = yield* apiKeysRevoke({ id: keyId, nowMs })
+  if (!revoked) return yield* Effect.fail(noSuchKey)
+})
+
+/** The project of a live key; 401 `Invalid api key` for an empty or unknown one. */
+export const projectOfApiKey = (key: string): Effect.Effect<string, Unauthorized, ApiKeyCache> =>
+  key === ""
+    ? Effect.fail(new Unauthorized("Invalid api key"))
+    : Effect.flatMap(Effect.flatMap(ApiKeyCache, (cache) => cache.projectOf(hashApiKey(key))), (projectId) =>
+      projectId === undefined ? Effect.fail(new Unauthorized("Invalid api key")) : Effect.succeed(projectId))

@@ -1,0 +1,29 @@
+// Replay of a completed trigger (POST /jobs/{id}/executions with `triggeredBy: retry`; DECISIONS
+// "Executions"): the trigger must be `completed` (else 410 `Job is not completed (status=…)`). One
+// compare-and-set moves it to `queued` for a fresh attempt marked `triggeredBy: retry`, claimed by
+// this node, which then hands it to delivery.
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import { NodeIdentity } from "../cluster/node.ts"
+import { Dispatcher } from "../delivery/dispatch.ts"
+import { Gone } from "../domain/errors.ts"
+import { triggersQueueReplay } from "../store/triggerReplay.ts"
+import { findTrigger } from "./logs.ts"
+
+const notCompleted = (status: string) => Effect.fail(new Gone(`Job is not completed (status=${status})`))
+
+/** Queues a fresh attempt of a completed trigger; the answer of the replay endpoint. */
+export const replayTrigger = Effect.fnUntraced(function*(projectId: string, id: string) {
+  const trigger = yield* findTrigger(projectId, id)
+  if (trigger.kind !== "job" || trigger.status !== "completed") return yield* notCompleted(trigger.status)
+  const nowMs = yield* Clock.currentTimeMillis
+  const node = (yield* NodeIdentity).id
+  const queued = yield* triggersQueueReplay({ projectId, id: trigger.id, node, nowMs })
+  if (!queued) {
+    // someone else changed it between the read and the compare-and-set (e.g. a concurrent replay)
+    const now = yield* findTrigger(projectId, trigger.id)
+    return yield* notCompleted(now.status)
+  }
+  yield* (yield* Dispatcher).submit([trigger.id])
+  return { jobId: trigger.id, status: "queued" as const }
+})

@@ -1,0 +1,50 @@
+// The service's errors as SPEC names them ("Errors"), with no HTTP in them: every use case fails
+// with one of these, whatever called it (HTTP API, CLI, MCP tools, dashboard). `api/errors.ts` maps
+// a tag to a status and a body; the CLI prints the message. Plain classes with a `_tag`, so the
+// pure domain needs no library; Effect's `catchTag` works on them as on any tagged value.
+
+abstract class SpecError<Tag extends string> extends Error {
+  abstract readonly _tag: Tag
+}
+
+/** 400: a header, field or value is invalid. */
+export class BadRequest extends SpecError<"BadRequest"> {
+  readonly _tag = "BadRequest" as const
+}
+/** 401: the key does not exist, or no credentials. */
+export class Unauthorized extends SpecError<"Unauthorized"> {
+  readonly _tag = "Unauthorized" as const
+}
+/** 402: the monthly quota is used up (only /schedule). */
+export class QuotaExceeded extends SpecError<"QuotaExceeded"> {
+  readonly _tag = "QuotaExceeded" as const
+}
+/** 404: the trigger (or tag policy, project, key…) does not exist. */
+export class NotFound extends SpecError<"NotFound"> {
+  readonly _tag = "NotFound" as const
+}
+/** 410: the trigger exists but can no longer be edited or cancelled. */
+export class Gone extends SpecError<"Gone"> {
+  readonly _tag = "Gone" as const
+}
+/** 409: the thing to create exists already (a project name, an admin e-mail). */
+export class Conflict extends SpecError<"Conflict"> {
+  readonly _tag = "Conflict" as const
+}
+/**
+ * The spec's `400` with an empty body: a required header missing (/schedule, /cancel), or a JSON
+ * body of the wrong shape (/declare, /bulk, /tag-policies).
+ */
+export class MalformedRequest extends SpecError<"MalformedRequest"> {
+  readonly _tag = "MalformedRequest" as const
+  constructor() {
+    super("Malformed request")
+  }
+}
+
+export type SpecFailure = BadRequest | Unauthorized | QuotaExceeded | NotFound | Gone | Conflict | MalformedRequest
+
+const TAGS: ReadonlySet<string> = new Set(["BadRequest", "Unauthorized", "QuotaExceeded", "NotFound", "Gone", "Conflict", "MalformedRequest"])
+
+export const isSpecFailure = (error: unknown): error is SpecFailure =>
+  error instanceof Error && "_tag" in error && TAGS.has((error as { _tag: string })._tag)
