@@ -28,8 +28,12 @@ const daysFromCivil = (year: number, month: number, day: number): number => {
   return era * 146_097 + doe - 719_468
 }
 
-/** Earliest and latest instants we accept: years 0000 to 9999 (four-digit ISO years). */
-export const MIN_DATE_MS = daysFromCivil(0, 1, 1) * DAY_MS
+/**
+ * Earliest and latest instants we accept: UTC years 0001 to 9999 (DECISIONS "Faults": a value
+ * PostgreSQL cannot store is a 400). Four-digit ISO years, and no year 0000: PostgreSQL has no year 0
+ * (1 BC precedes AD 1), so `0000-01-01` used to reach the database and fail there.
+ */
+export const MIN_DATE_MS = daysFromCivil(1, 1, 1) * DAY_MS
 export const MAX_DATE_MS = daysFromCivil(10_000, 1, 1) * DAY_MS - 1
 
 const isLeapYear = (year: number): boolean => (year % 4 === 0 && year % 100 !== 0) || year % 400 === 0
@@ -83,7 +87,7 @@ const err = (message: string): ParsedDate => ({ _tag: "Err", message })
  * Resolves a date-language value at `nowMs`. Whitespace around the value, around each `|` and
  * between an operation and its amount is ignored; the amount itself takes no inner spaces.
  * Messages: `Invalid date: <value>` (the whole value as sent) when the value is empty, the base is
- * neither `now` nor a strict ISO date, or the time leaves years 0000–9999 after an operation;
+ * neither `now` nor a strict ISO date, or the time (UTC) leaves years 0001–9999, as given or after an operation;
  * `Unknown pipe operation: <operation>` (trimmed) when an operation is not `add`/`subtract` followed
  * by an amount; `Invalid duration: <amount>` when the amount is not a whole number plus s/m/h/d/w.
  */

@@ -70,7 +70,7 @@ describe("parseDateValue: ISO dates", () => {
     ["2026-12-31T23:59:59.999Z", ok(utc(2026, 11, 31, 23, 59, 59, 999))],
     ["1970-01-01T00:00:00Z", ok(0)],
     ["1969-12-31T23:59:59.999Z", ok(-1)],
-    ["0000-01-01", ok(MIN_DATE_MS)],
+    ["0001-01-01", ok(MIN_DATE_MS)],
     ["9999-12-31T23:59:59.999Z", ok(MAX_DATE_MS)],
     ["  2026-12-01T10:00:00Z  ", ok(utc(2026, 11, 1, 10))]
   ]
@@ -132,6 +132,13 @@ describe("parseDateValue: errors (SPEC /schedule checks)", () => {
     ["2026-12-01T10:00:00UTC", "Invalid date: 2026-12-01T10:00:00UTC"],
     ["2026-12-01T10:00:00Z[Europe/Paris]", "Invalid date: 2026-12-01T10:00:00Z[Europe/Paris]"],
     ["0000-01-01T00:00:00+01:00", "Invalid date: 0000-01-01T00:00:00+01:00"],
+    // PostgreSQL has no year 0: UTC years 0001–9999 only (DECISIONS "Faults")
+    ["0000-01-01", "Invalid date: 0000-01-01"],
+    ["0000-12-31T23:59:59.999Z", "Invalid date: 0000-12-31T23:59:59.999Z"],
+    ["0001-01-01T00:30:00+01:00", "Invalid date: 0001-01-01T00:30:00+01:00"],
+    ["0001-01-01 | subtract 1d", "Invalid date: 0001-01-01 | subtract 1d"],
+    ["0001-01-01 | subtract 1s", "Invalid date: 0001-01-01 | subtract 1s"],
+    ["0001-01-02 | subtract 2d | add 5d", "Invalid date: 0001-01-02 | subtract 2d | add 5d"],
     ["cron(* * * * *", "Invalid date: cron(* * * * *"],
     ["| add 1d", "Invalid date: | add 1d"],
     [" | add 1d", "Invalid date:  | add 1d"],
@@ -163,7 +170,7 @@ describe("parseDateValue: errors (SPEC /schedule checks)", () => {
     ["now | add 1d2h", "Invalid duration: 1d2h"],
     ["now | add 99999999999999999999d", "Invalid duration: 99999999999999999999d"],
     ["now | add 1y | bad", "Invalid duration: 1y"],
-    // every operation is read before any is applied, then each step must stay within years 0000–9999
+    // every operation is read before any is applied, then each step must stay within years 0001–9999
     ["9999-12-31 | add 1d | bogus", "Unknown pipe operation: bogus"],
     ["9999-12-31 | add 1d", "Invalid date: 9999-12-31 | add 1d"],
     ["9999-12-31 | add 1d | subtract 1d", "Invalid date: 9999-12-31 | add 1d | subtract 1d"],
