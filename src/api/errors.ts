@@ -1,7 +1,8 @@
 // The spec's errors as HTTP responses (SPEC "Errors"): a domain failure with a message becomes
 // `{"_tag","message"}` JSON with the status its tag stands for; the empty-body 400 (MalformedRequest)
-// and 404 (EmptyNotFound), and the plain-text 415, have no JSON. Unexpected failures become a 500
-// carrying only a request id.
+// and 404 (EmptyNotFound), and the plain-text 415, have no JSON. A 503 (the database cannot be
+// reached, DECISIONS "Faults") also says `Retry-After: 1`. Unexpected failures become a 500 carrying
+// only a request id.
 import * as Data from "effect/Data"
 import { HttpServerResponse } from "effect/http"
 import { isSpecFailure, type SpecFailure } from "../domain/errors.ts"
@@ -19,8 +20,12 @@ const STATUS: Record<Exclude<SpecFailure["_tag"], "MalformedRequest">, number> =
   QuotaExceeded: 402,
   NotFound: 404,
   Conflict: 409,
-  Gone: 410
+  Gone: 410,
+  ServiceUnavailable: 503
 }
+
+/** Seconds a client should wait before retrying a 503. */
+export const RETRY_AFTER_SECONDS = 1
 
 export const isApiError = (error: unknown): error is ApiError =>
   isSpecFailure(error) || error instanceof EmptyNotFound || error instanceof UnsupportedContentType
@@ -36,6 +41,10 @@ export const renderApiError = (error: ApiError): HttpServerResponse.HttpServerRe
       return HttpServerResponse.empty({ status: 404 })
     case "UnsupportedContentType":
       return HttpServerResponse.text(`Unsupported content-type: ${error.contentType}`, { status: 415 })
+    case "ServiceUnavailable":
+      return jsonResponse(503, { _tag: error._tag, message: error.message }).pipe(
+        HttpServerResponse.setHeader("retry-after", String(RETRY_AFTER_SECONDS))
+      )
     default:
       return jsonResponse(STATUS[error._tag], { _tag: error._tag, message: error.message })
   }

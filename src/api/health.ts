@@ -1,7 +1,10 @@
 // GET /health: the heartbeats of the scheduler and materializer loops (SPEC "Other endpoints",
-// DECISIONS: 200 when both ran in the last 30 s, else 503 with status "stale").
+// DECISIONS: 200 when both ran in the last 30 s, else 503 with status "stale"), and whether the
+// database answers (DECISIONS "Faults": while it cannot be reached, 503 with the same body and status
+// "unavailable", never a 500 — also when the key cannot be looked up for that reason).
 import * as Effect from "effect/Effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"
+import { databaseReachable } from "../commands/databaseHealth.ts"
 import { Heartbeats, STALE_AFTER_MS } from "../scheduler/heartbeats.ts"
 import { authenticate } from "./auth.ts"
 import { handle } from "./handle.ts"
@@ -16,10 +19,16 @@ export const healthBody = Effect.gen(function*() {
   return { status: healthy ? "ok" : "stale", schedulerStaleMs, materializerStaleMs }
 })
 
+/** The body while the database cannot be reached: the loops' ages as usual, status "unavailable". */
+const unavailableBody = Effect.map(healthBody, (body) => ({ ...body, status: "unavailable" }))
+
 export const HealthRoutes = HttpRouter.use(Effect.fn(function*(router) {
   yield* router.add("GET", "/health", handle(Effect.gen(function*() {
-    yield* authenticate(yield* HttpServerRequest.HttpServerRequest)
-    const body = yield* healthBody
+    const authenticated = yield* authenticate(yield* HttpServerRequest.HttpServerRequest).pipe(
+      Effect.as(true),
+      Effect.catchTag("ServiceUnavailable", () => Effect.succeed(false))
+    )
+    const body = authenticated && (yield* databaseReachable) ? yield* healthBody : yield* unavailableBody
     return jsonResponse(body.status === "ok" ? 200 : 503, body)
   })))
 }))
@@ -28,7 +37,11 @@ const healthSchema = {
   type: "object",
   required: ["status", "schedulerStaleMs", "materializerStaleMs"],
   properties: {
-    status: { type: "string", enum: ["ok", "stale"] },
+    status: {
+      type: "string",
+      enum: ["ok", "stale", "unavailable"],
+      description: "`ok` when healthy; `stale` when a loop has not run for 30 s; `unavailable` while the database cannot be reached."
+    },
     schedulerStaleMs: { type: "integer", description: "Milliseconds since the scheduler loop last ran." },
     materializerStaleMs: { type: "integer", description: "Milliseconds since the materializer loop last ran." }
   }
@@ -39,12 +52,12 @@ export const healthPaths = (prefix: string): Paths => ({
     get: {
       operationId: "health",
       summary: "Liveness and readiness probe",
-      description: "Checks only the scheduler and materializer loops: `ok` when both ran in the last 30 s.",
+      description: "Checks the scheduler and materializer loops (`ok` when both ran in the last 30 s) and that the database answers.",
       parameters: keyOrBearer(prefix),
       responses: {
         200: jsonResponseOf("Both loops ran in the last 30 seconds.", healthSchema),
         401: unauthorized,
-        503: jsonResponseOf("A loop has not run for more than 30 seconds.", healthSchema)
+        503: jsonResponseOf("A loop has not run for more than 30 seconds, or the database cannot be reached.", healthSchema)
       }
     }
   }

@@ -3,15 +3,18 @@
 // KEY_CACHE_TTL_MS. Revoking a key (CLI) NOTIFYs every node, which then forgets every remembered key,
 // so a revocation takes effect within milliseconds; the TTL bounds the delay should a notification be
 // lost (the LISTEN connection reconnecting). Unknown keys are never remembered. Entries are keyed by
-// the key's hash, so no clear key stays in memory after its request.
+// the key's hash, so no clear key stays in memory after its request. A lookup while the database
+// cannot be reached fails with ServiceUnavailable (a remembered key still authenticates).
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import type { ServiceUnavailable } from "../domain/errors.ts"
 import { forkLoop } from "../lib/backgroundLoop.ts"
 import { apiKeysFindProject } from "../store/apiKeys.ts"
 import type { Database } from "../store/db.ts"
 import { KEY_REVOKED_CHANNEL, Notifications } from "../store/notifications.ts"
+import { orUnavailable } from "../store/unavailable.ts"
 
 export const KEY_CACHE_TTL_MS = 10_000
 const MAX_ENTRIES = 10_000
@@ -23,7 +26,7 @@ interface Entry {
 
 export class ApiKeyCache extends Context.Service<ApiKeyCache, {
   /** The project of the live key with this SHA-256 hash, if any. */
-  readonly projectOf: (hash: Uint8Array) => Effect.Effect<string | undefined>
+  readonly projectOf: (hash: Uint8Array) => Effect.Effect<string | undefined, ServiceUnavailable>
 }>()("timewheel/ApiKeyCache") {
   static readonly layer = Layer.effect(ApiKeyCache, Effect.gen(function*() {
     const services = yield* Effect.context<Database>()
@@ -46,7 +49,8 @@ export class ApiKeyCache extends Context.Service<ApiKeyCache, {
         const id = Buffer.from(hash).toString("base64")
         const entry = entries.get(id)
         if (entry !== undefined && entry.expiresAtMs > clock.currentTimeMillisUnsafe()) return Effect.succeed(entry.projectId)
-        return Effect.map(Effect.orDie(Effect.provideContext(apiKeysFindProject(hash), services)), (projectId) => {
+        const lookup = orUnavailable(Effect.provideContext(apiKeysFindProject(hash), services))
+        return Effect.map(Effect.catchIf(lookup, (error) => error._tag !== "ServiceUnavailable", Effect.die), (projectId) => {
           if (projectId === undefined) entries.delete(id)
           else {
             if (entries.size >= MAX_ENTRIES) entries.clear()

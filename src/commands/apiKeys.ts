@@ -5,7 +5,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { AppConfig } from "../config.ts"
 import { apiKeyHint, generateApiKey, hashApiKey } from "../domain/apiKey.ts"
-import { NotFound, Unauthorized } from "../domain/errors.ts"
+import { NotFound, type ServiceUnavailable, Unauthorized } from "../domain/errors.ts"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
 import { apiKeysCreate, apiKeysList, apiKeysRevoke } from "../store/apiKeys.ts"
 import { ApiKeyCache } from "./apiKeyCache.ts"
@@ -34,8 +34,8 @@ export const revokeApiKey = Effect.fnUntraced(function*(keyId: string) {
   if (!revoked) return yield* Effect.fail(noSuchKey)
 })
 
-/** The project of a live key; 401 `Invalid api key` for an empty or unknown one. */
-export const projectOfApiKey = (key: string): Effect.Effect<string, Unauthorized, ApiKeyCache> =>
+/** The project of a live key; 401 `Invalid api key` for an empty or unknown one; 503 while the database is away. */
+export const projectOfApiKey = (key: string): Effect.Effect<string, Unauthorized | ServiceUnavailable, ApiKeyCache> =>
   key === ""
     ? Effect.fail(new Unauthorized("Invalid api key"))
     : Effect.flatMap(Effect.flatMap(ApiKeyCache, (cache) => cache.projectOf(hashApiKey(key))), (projectId) =>

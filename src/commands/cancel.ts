@@ -6,6 +6,7 @@ import { Gone, NotFound } from "../domain/errors.ts"
 import { isUuid } from "../domain/ids.ts"
 import { isPendingStatus } from "../domain/trigger.ts"
 import { withTransaction } from "../store/transaction.ts"
+import { orUnavailable } from "../store/unavailable.ts"
 import { triggersCancel, triggersFindById, triggersFindForCancelByKey, type TriggerRef } from "../store/triggers.ts"
 
 export type CancelTarget = { readonly _tag: "Id"; readonly id: string } | { readonly _tag: "CustomKey"; readonly customKey: string }
@@ -20,8 +21,9 @@ const decide = (target: CancelTarget, ref: TriggerRef | undefined): NotFound | G
   return new Gone(`Job is no longer cancellable (status=${ref.status})`)
 }
 
+/** The use case; a database that cannot be reached is ServiceUnavailable. */
 export const cancelTrigger = (projectId: string, target: CancelTarget, nowMs: number) =>
-  Effect.gen(function*() {
+  orUnavailable(Effect.gen(function*() {
     const wakeups = yield* Wakeups
     const cancelled = yield* withTransaction(Effect.gen(function*() {
       const ref = target._tag === "Id"
@@ -32,4 +34,4 @@ export const cancelTrigger = (projectId: string, target: CancelTarget, nowMs: nu
       return yield* triggersCancel({ id: ref!.id, nowMs })
     }))
     yield* wakeups.wake(cancelled.map((row) => ({ shard: row.shard, id: row.id, dueAtMs: null })))
-  })
+  }))

@@ -1,6 +1,7 @@
 // The log reads (SPEC "Logs and replay", DECISIONS "Trigger and generator views", "Executions"):
 // pages of a project's triggers and executions, one trigger or execution, a trigger's attempts, as
 // the views every front end answers. Scoped to the project: another project's ids are not found.
+// A database that cannot be reached is ServiceUnavailable (store/unavailable.ts).
 import * as Effect from "effect/Effect"
 import { BadRequest, NotFound } from "../domain/errors.ts"
 import { isUuid } from "../domain/ids.ts"
@@ -8,6 +9,7 @@ import type { TriggerKind, TriggerStatus } from "../domain/trigger.ts"
 import { decodeCursor, encodeCursor, executionView, type ExecutionView, triggerView, type TriggerView } from "../domain/views.ts"
 import { executionsGet, executionsList, executionsListForTrigger } from "../store/executionReads.ts"
 import { triggersGet, triggersList } from "../store/triggerReads.ts"
+import { orUnavailable } from "../store/unavailable.ts"
 
 export const EXECUTION_STATUSES = ["succeeded", "failed"] as const
 
@@ -41,7 +43,9 @@ export interface JobFilters {
 }
 
 /** A page of triggers, newest first. */
-export const listJobs = Effect.fnUntraced(function*(projectId: string, filters: JobFilters) {
+export const listJobs = (projectId: string, filters: JobFilters) => orUnavailable(jobsPage(projectId, filters))
+
+const jobsPage = Effect.fnUntraced(function*(projectId: string, filters: JobFilters) {
   const olderThanId = yield* cursorId(filters.cursor)
   const { cursor: _, ...rest } = filters
   const page = yield* triggersList({ projectId, ...rest, olderThanId })
@@ -49,10 +53,12 @@ export const listJobs = Effect.fnUntraced(function*(projectId: string, filters: 
   return { jobs, nextCursor: nextCursor(page, jobs) }
 })
 
-export const getJob = (projectId: string, id: string) => Effect.map(findTrigger(projectId, id), triggerView)
+export const getJob = (projectId: string, id: string) => orUnavailable(Effect.map(findTrigger(projectId, id), triggerView))
 
 /** Every attempt of one trigger, oldest first. */
-export const listJobExecutions = Effect.fnUntraced(function*(projectId: string, id: string) {
+export const listJobExecutions = (projectId: string, id: string) => orUnavailable(jobExecutions(projectId, id))
+
+const jobExecutions = Effect.fnUntraced(function*(projectId: string, id: string) {
   const trigger = yield* findTrigger(projectId, id)
   const rows = yield* executionsListForTrigger({ projectId, triggerId: trigger.id })
   return { executions: rows.map((row) => executionView(row)) }
@@ -69,7 +75,9 @@ export interface ExecutionFilters {
 }
 
 /** A page of executions across triggers, newest first (dead letters carry their error fields). */
-export const listExecutions = Effect.fnUntraced(function*(projectId: string, filters: ExecutionFilters) {
+export const listExecutions = (projectId: string, filters: ExecutionFilters) => orUnavailable(executionsPage(projectId, filters))
+
+const executionsPage = Effect.fnUntraced(function*(projectId: string, filters: ExecutionFilters) {
   if (filters.jobId !== undefined && !isUuid(filters.jobId)) return yield* Effect.fail(new BadRequest("jobId must be a UUID"))
   const olderThanId = yield* cursorId(filters.cursor)
   const { cursor: _, ...rest } = filters
@@ -79,7 +87,9 @@ export const listExecutions = Effect.fnUntraced(function*(projectId: string, fil
   return { executions, nextCursor: nextCursor(page, executions) }
 })
 
-export const getExecution = Effect.fnUntraced(function*(projectId: string, id: string) {
+export const getExecution = (projectId: string, id: string) => orUnavailable(findExecution(projectId, id))
+
+const findExecution = Effect.fnUntraced(function*(projectId: string, id: string) {
   const row = isUuid(id) ? yield* executionsGet({ projectId, id: id.toLowerCase() }) : undefined
   if (row === undefined) return yield* Effect.fail(new NotFound("Execution not found"))
   return executionView(row)

@@ -8,6 +8,7 @@ import { BadRequest } from "../domain/errors.ts"
 import { projectPolicyFromStored, projectPolicyView, type ProjectRetryPolicyView, validateRetryPolicyPatch } from "../domain/retry.ts"
 import { projectsPatchRetryPolicy } from "../store/projectRetryPolicy.ts"
 import { projectsGetRetryPolicy } from "../store/projects.ts"
+import { orUnavailable } from "../store/unavailable.ts"
 
 const FIELDS: ReadonlyArray<keyof ProjectRetryPolicyView> = [
   "retryStrategy", "retryMaxAttempts", "retryInitialDelaySeconds", "retryMaxDelaySeconds", "retryJitter", "retryOn"
@@ -16,10 +17,12 @@ const FIELDS: ReadonlyArray<keyof ProjectRetryPolicyView> = [
 const readPolicy = (projectId: string) => Effect.map(projectsGetRetryPolicy(projectId), projectPolicyFromStored)
 
 /** The whole policy, with SPEC's field names. */
-export const getProjectRetryPolicy = (projectId: string) => Effect.map(readPolicy(projectId), projectPolicyView)
+export const getProjectRetryPolicy = (projectId: string) => orUnavailable(Effect.map(readPolicy(projectId), projectPolicyView))
 
 /** Applies a patch (any JSON value: a non-object or a bad field is a 400); the whole policy after it. */
-export const patchProjectRetryPolicy = Effect.fnUntraced(function*(projectId: string, patch: unknown) {
+export const patchProjectRetryPolicy = (projectId: string, patch: unknown) => orUnavailable(applyPatch(projectId, patch))
+
+const applyPatch = Effect.fnUntraced(function*(projectId: string, patch: unknown) {
   const result = validateRetryPolicyPatch(yield* readPolicy(projectId), patch)
   if (result._tag === "Err") return yield* Effect.fail(new BadRequest(result.message))
   const patched = projectPolicyView(result.policy)

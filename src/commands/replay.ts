@@ -8,12 +8,15 @@ import { NodeIdentity } from "../cluster/node.ts"
 import { Dispatcher } from "../delivery/dispatch.ts"
 import { Gone } from "../domain/errors.ts"
 import { triggersQueueReplay } from "../store/triggerReplay.ts"
+import { orUnavailable } from "../store/unavailable.ts"
 import { findTrigger } from "./logs.ts"
 
 const notCompleted = (status: string) => Effect.fail(new Gone(`Job is not completed (status=${status})`))
 
 /** Queues a fresh attempt of a completed trigger; the answer of the replay endpoint. */
-export const replayTrigger = Effect.fnUntraced(function*(projectId: string, id: string) {
+export const replayTrigger = (projectId: string, id: string) => orUnavailable(replay(projectId, id))
+
+const replay = Effect.fnUntraced(function*(projectId: string, id: string) {
   const trigger = yield* findTrigger(projectId, id)
   if (trigger.kind !== "job" || trigger.status !== "completed") return yield* notCompleted(trigger.status)
   const nowMs = yield* Clock.currentTimeMillis

@@ -12,6 +12,7 @@ import { shardOf } from "../domain/trigger.ts"
 import { ShardCount } from "../store/db.ts"
 import { isUniqueViolation } from "../store/projects.ts"
 import { withTransaction } from "../store/transaction.ts"
+import { orUnavailable } from "../store/unavailable.ts"
 import {
   triggersCancel, triggersFindById, triggersFindKeyOwner, triggersInsertOneShot, triggersReplaceOneShot
 } from "../store/triggers.ts"
@@ -113,8 +114,9 @@ const insertPlain = (command: ScheduleCommand, value: OnceValue, nowMs: number) 
     } satisfies ScheduleResult
   })
 
+/** The use case; a database that cannot be reached is ServiceUnavailable. */
 export const scheduleTrigger = (command: ScheduleCommand, nowMs: number) =>
-  Effect.gen(function*() {
+  orUnavailable(Effect.gen(function*() {
     const value = command.value
     if (value._tag === "Once" && command.definition.customKey === null && command.triggerId === null) {
       return yield* insertPlain(command, value, nowMs)
@@ -138,4 +140,4 @@ export const scheduleTrigger = (command: ScheduleCommand, nowMs: number) =>
       kind: value._tag === "Once" ? "job" : "generator",
       monthQuotaRemaining: quota.remaining
     } satisfies ScheduleResult
-  })
+  }))

@@ -32,6 +32,13 @@ export class Conflict extends SpecError<"Conflict"> {
   readonly _tag = "Conflict" as const
 }
 /**
+ * 503: something the service needs cannot be reached right now (DECISIONS "Faults": the database);
+ * the caller may retry shortly.
+ */
+export class ServiceUnavailable extends SpecError<"ServiceUnavailable"> {
+  readonly _tag = "ServiceUnavailable" as const
+}
+/**
  * The spec's `400` with an empty body: a required header missing (/schedule, /cancel), or a JSON
  * body of the wrong shape (/declare, /bulk, /tag-policies).
  */
@@ -42,9 +49,19 @@ export class MalformedRequest extends SpecError<"MalformedRequest"> {
   }
 }
 
-export type SpecFailure = BadRequest | Unauthorized | QuotaExceeded | NotFound | Gone | Conflict | MalformedRequest
+export type SpecFailure =
+  | BadRequest
+  | Unauthorized
+  | QuotaExceeded
+  | NotFound
+  | Gone
+  | Conflict
+  | ServiceUnavailable
+  | MalformedRequest
 
-const TAGS: ReadonlySet<string> = new Set(["BadRequest", "Unauthorized", "QuotaExceeded", "NotFound", "Gone", "Conflict", "MalformedRequest"])
+const TAGS: ReadonlySet<string> = new Set([
+  "BadRequest", "Unauthorized", "QuotaExceeded", "NotFound", "Gone", "Conflict", "ServiceUnavailable", "MalformedRequest"
+])
 
 export const isSpecFailure = (error: unknown): error is SpecFailure =>
   error instanceof Error && "_tag" in error && TAGS.has((error as { _tag: string })._tag)
