@@ -16,7 +16,8 @@ export const DEFAULTS = {
   DEFAULT_MONTHLY_QUOTA: 1_000_000,
   BLOCK_PRIVATE_TARGETS: false,
   LOG_LEVEL: "info",
-  MAX_IN_FLIGHT: 256
+  MAX_IN_FLIGHT: 256,
+  DRAIN_TIMEOUT_SECONDS: 30
 } as const
 
 export const LOG_LEVELS = ["all", "trace", "debug", "info", "warn", "error", "fatal", "none"] as const
@@ -40,6 +41,8 @@ export interface AppConfigShape {
   readonly blockPrivateTargets: boolean
   readonly logLevel: LogLevelName
   readonly maxInFlight: number
+  /** How long a stopping node may take to finish and record the deliveries it holds. */
+  readonly drainTimeoutSeconds: number
 }
 
 export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("timewheel/AppConfig") {}
@@ -132,7 +135,8 @@ export const loadConfig = (env: Env): AppConfigShape => {
     defaultMonthlyQuota: integer(env, "DEFAULT_MONTHLY_QUOTA", DEFAULTS.DEFAULT_MONTHLY_QUOTA, 0, Number.MAX_SAFE_INTEGER),
     blockPrivateTargets: boolean(env, "BLOCK_PRIVATE_TARGETS", DEFAULTS.BLOCK_PRIVATE_TARGETS),
     logLevel: logLevel as LogLevelName,
-    maxInFlight: integer(env, "MAX_IN_FLIGHT", DEFAULTS.MAX_IN_FLIGHT, 1, 100_000)
+    maxInFlight: integer(env, "MAX_IN_FLIGHT", DEFAULTS.MAX_IN_FLIGHT, 1, 100_000),
+    drainTimeoutSeconds: integer(env, "DRAIN_TIMEOUT_SECONDS", DEFAULTS.DRAIN_TIMEOUT_SECONDS, 0, 3600)
   }
 }
 
@@ -152,13 +156,19 @@ export interface SchedulerTimingShape {
   readonly recoverEveryMs: number
   /** How often each shard creates missing generator instances (SPEC: a background check every 5 s). */
   readonly materializeEveryMs: number
+  /**
+   * After the database (re)starts, how long before a node absent from it counts as gone: every live
+   * node reconnects within it, so none is taken for dead (and its deliveries sent twice) meanwhile.
+   */
+  readonly restartGraceMs: number
 }
 
 export const SCHEDULER_TIMING: SchedulerTimingShape = {
   lookaheadMs: 60_000,
   claimLeadMs: 10,
   recoverEveryMs: 15_000,
-  materializeEveryMs: 5_000
+  materializeEveryMs: 5_000,
+  restartGraceMs: 10_000
 }
 
 export const SchedulerTiming = Context.Reference<SchedulerTimingShape>("timewheel/SchedulerTiming", {

@@ -2,6 +2,7 @@
 // the background roles (shard manager with its actors, delivery). `npm start` launches it; the test
 // helpers build it in-process.
 import * as Layer from "effect/Layer"
+import * as crypto from "node:crypto"
 import * as Logger from "effect/Logger"
 import * as References from "effect/References"
 import type { LogLevel } from "effect/LogLevel"
@@ -19,6 +20,7 @@ import { Heartbeats } from "./scheduler/heartbeats.ts"
 import { ShardManagerLive } from "./scheduler/shardManager.ts"
 import { WakeRouterLive } from "./scheduler/wakeRouter.ts"
 import { DatabaseLive, ShardCount } from "./store/db.ts"
+import { nodeApplicationName } from "./store/nodePresence.ts"
 import { Notifications } from "./store/notifications.ts"
 
 const LOG_LEVEL: Record<LogLevelName, LogLevel> = {
@@ -46,7 +48,9 @@ export const ServiceLive = (
   tls: { readonly cert: string; readonly key: string },
   options: ServiceOptions = {}
 ) => {
-  const database = DatabaseLive(config, { applicationName: "timewheel", maxConnections: 20 }).pipe(
+  const node = crypto.randomUUID()
+  // every connection of the node announces it (store/nodePresence.ts)
+  const database = DatabaseLive(config, { applicationName: nodeApplicationName(node), maxConnections: 20 }).pipe(
     Layer.provideMerge(Layer.succeed(AppConfig)(config))
   )
   const notifications = Notifications.layer.pipe(Layer.provideMerge(database))
@@ -55,7 +59,7 @@ export const ServiceLive = (
     Heartbeats.layer,
     DashboardSessions.none,
     ApiKeyCache.layer,
-    NodeIdentity.layer,
+    Layer.succeed(NodeIdentity)({ id: node }),
     QuotaBatcher.layer,
     InsertBatcher.layer,
     WakeRouterLive,

@@ -43,7 +43,8 @@ describe("loadConfig", () => {
       defaultMonthlyQuota: 1_000_000,
       blockPrivateTargets: false,
       logLevel: "info",
-      maxInFlight: 256
+      maxInFlight: 256,
+      drainTimeoutSeconds: 30
     }
     assert.deepStrictEqual(config, expected)
     assert.strictEqual(DEFAULTS.DATA_DIR, "./data")
@@ -70,6 +71,7 @@ describe("loadConfig", () => {
       ["PREFIX of letters and digits", { PREFIX: "svc2" }, { prefix: "svc2" }],
       ["PREFIX of 16 characters", { PREFIX: "a".repeat(16) }, { prefix: "a".repeat(16) }],
       ["MAX_IN_FLIGHT", { MAX_IN_FLIGHT: "1000" }, { maxInFlight: 1000 }],
+      ["DRAIN_TIMEOUT_SECONDS", { DRAIN_TIMEOUT_SECONDS: "5" }, { drainTimeoutSeconds: 5 }],
       ["postgres:// URL", { DATABASE_URL: "postgres://u:p@db.example:5433/tw" }, { databaseUrl: "postgres://u:p@db.example:5433/tw" }],
       ["postgresql:// URL", { DATABASE_URL: "postgresql://db.example/tw" }, { databaseUrl: "postgresql://db.example/tw" }],
       ["both TLS files: their PEM contents", { TLS_CERT_FILE: CERT, TLS_KEY_FILE: KEY }, { tls: { cert: pems.cert, key: pems.key } }]
@@ -131,6 +133,7 @@ describe("loadConfig", () => {
         `PREFIX must be 1-16 lowercase letters or digits starting with a letter, got "${"a".repeat(17)}"`
       ],
       ["MAX_IN_FLIGHT 0", { MAX_IN_FLIGHT: "0" }, `MAX_IN_FLIGHT must be an integer between 1 and 100000, got "0"`],
+      ["DRAIN_TIMEOUT_SECONDS over an hour", { DRAIN_TIMEOUT_SECONDS: "3601" }, `DRAIN_TIMEOUT_SECONDS must be an integer between 0 and 3600, got "3601"`],
       ["TLS_CERT_FILE unreadable", { TLS_CERT_FILE: MISSING, TLS_KEY_FILE: KEY }, `TLS_CERT_FILE cannot be read: ${MISSING} (ENOENT)`],
       ["TLS_KEY_FILE unreadable", { TLS_CERT_FILE: CERT, TLS_KEY_FILE: MISSING }, `TLS_KEY_FILE cannot be read: ${MISSING} (ENOENT)`],
       ["TLS_CERT_FILE is a directory", { TLS_CERT_FILE: dir, TLS_KEY_FILE: KEY }, `TLS_CERT_FILE cannot be read: ${dir} (EISDIR)`],

@@ -10,4 +10,10 @@ export class Dispatcher extends Context.Service<Dispatcher, {
   readonly submit: (triggerIds: ReadonlyArray<string>) => Effect.Effect<void>
   /** Delivers claimed triggers (already `running`, attempt counted); returns when they are accepted. */
   readonly deliver: (rows: ReadonlyArray<DeliveryRow>) => Effect.Effect<void>
+  /**
+   * A stopping node's last work: sends what it holds and records every outcome, within `timeoutMs`.
+   * Past it, attempts still in flight are interrupted (and recorded as such) and triggers not yet
+   * started are given back to the scheduler. Returns once every outcome is recorded.
+   */
+  readonly drain: (timeoutMs: number) => Effect.Effect<void>
 }>()("timewheel/Dispatcher") {}

@@ -15,9 +15,10 @@ import { AppConfig } from "../config.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { type AttemptResult, decideOutcome, effectivePolicy, projectPolicyFromStored, type RetryPolicy } from "../domain/retry.ts"
 import type { DeliveryRow } from "../domain/trigger.ts"
-import { forkLoop } from "../lib/backgroundLoop.ts"
+import { forkLoop, retryUntilDone } from "../lib/backgroundLoop.ts"
+import type { Database } from "../store/db.ts"
 import { type ExecutionRecord, executionsRecord, type TriggerOutcome } from "../store/executions.ts"
-import { triggersStartDelivery } from "../store/schedulerQueries.ts"
+import { triggersRelease, triggersStartDelivery } from "../store/schedulerQueries.ts"
 import { Dispatcher } from "./dispatch.ts"
 import { type DeliveryOutcome, Executor } from "./executor.ts"
 import { makeSenderPool } from "./senderPool.ts"
@@ -70,15 +71,23 @@ export const completionOf = (row: DeliveryRow, outcome: DeliveryOutcome, random:
   }
 }
 
+/** How often a draining dispatcher looks whether it is done. */
+const DRAIN_POLL_MS = 20
+/** How long a drain waits past its deadline for the interrupted attempts to be recorded. */
+const AFTER_DEADLINE_MS = 5_000
+
 export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
   const executor = yield* Executor
   const config = yield* AppConfig
   const wakeups = yield* Wakeups
   const node = (yield* NodeIdentity).id
   const random = yield* Random.Random
-  const services = yield* Effect.context<never>()
+  const services = yield* Effect.context<Database>()
   const submitted = yield* Queue.unbounded<string>()
   const completions = yield* Queue.unbounded<Completion>()
+  /** Submitted ids not yet started, and outcomes not yet recorded: what a drain waits for. */
+  let unstarted = 0
+  let unrecorded = 0
 
   const senders = makeSenderPool({
     maxInFlight: config.maxInFlight,
@@ -88,26 +97,34 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
         timeoutSeconds: DEFAULT_TIMEOUT_SECONDS
       }),
     onOutcome: (row, outcome) => {
+      unrecorded++
       Queue.offerUnsafe(completions, completionOf(row, outcome, random.nextDoubleUnsafe(), uuidv7(outcome.finishedAtMs)))
     },
     onCrash: (error) => Effect.runForkWith(services)(Effect.logError("delivery failed unexpectedly", error))
   })
   yield* Effect.addFinalizer(() => Effect.sync(senders.close))
 
+  /** Replayed and recovered triggers: queued → running (retried until the database takes it), then sent. */
   const starter = Effect.gen(function*() {
     const ids = yield* Queue.takeBetween(submitted, 1, START_BATCH)
-    senders.push(yield* triggersStartDelivery({ ids, node }))
+    const nowMs = yield* Clock.currentTimeMillis
+    const rows = yield* retryUntilDone("starting deliveries", triggersStartDelivery({ ids, node, nowMs }))
+    unstarted -= ids.length
+    senders.push(rows)
   })
 
+  /**
+   * Outcomes, recorded in batches: retried until the database takes them, never dropped (the
+   * triggers stay `running`, claimed by this live node, so no other node recovers them meanwhile).
+   */
   const completer = Effect.gen(function*() {
     const batch = yield* Queue.takeBetween(completions, 1, COMPLETE_BATCH)
     const nowMs = yield* Clock.currentTimeMillis
-    yield* executionsRecord({ executions: batch.map((c) => c.execution), outcomes: batch.map((c) => c.outcome), nowMs }).pipe(
-      // on a database error the batch is retried; the triggers stay `running` meanwhile
-      Effect.tapCause((cause) => Effect.logWarning("recording executions failed; retrying", cause)),
-      Effect.retry({ times: 5 }),
-      Effect.catchCause((cause) => Effect.logError(`dropped ${batch.length} execution records`, cause))
+    yield* retryUntilDone(
+      "recording executions",
+      executionsRecord({ executions: batch.map((c) => c.execution), outcomes: batch.map((c) => c.outcome), nowMs })
     )
+    unrecorded -= batch.length
     yield* wakeups.wake(batch.flatMap((c) =>
       c.outcome.retryAtMs === null ? [] : [{ shard: c.shard, id: c.outcome.id, dueAtMs: c.outcome.retryAtMs }]
     ))
@@ -116,8 +133,49 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
   yield* forkLoop("delivery starter", starter, { afterFailure: 0 })
   yield* forkLoop("completer", completer, { afterFailure: 0 })
 
+  const settled = () => unstarted === 0 && unrecorded === 0 && senders.inFlight() === 0 && senders.size() === 0
+
+  /** Waits until everything is sent and recorded, or until `untilMs`; whether it all settled. */
+  const settle = (untilMs: number): Effect.Effect<boolean> =>
+    Effect.gen(function*() {
+      for (;;) {
+        if (settled()) return true
+        const nowMs = yield* Clock.currentTimeMillis
+        if (nowMs >= untilMs) return false
+        yield* Effect.sleep(Math.min(DRAIN_POLL_MS, untilMs - nowMs))
+      }
+    })
+
+  const drain = (timeoutMs: number) =>
+    Effect.gen(function*() {
+      const startMs = yield* Clock.currentTimeMillis
+      yield* Effect.logInfo(`draining: ${senders.inFlight()} deliveries in flight, ${senders.size() + unstarted} waiting`)
+      if (yield* settle(startMs + timeoutMs)) return
+      // past the deadline: give back what has not started, interrupt what is in flight
+      const waiting = [...senders.takeWaiting().map((row) => row.id), ...(yield* Queue.takeAll(submitted))]
+      unstarted = 0
+      const nowMs = yield* Clock.currentTimeMillis
+      const released = yield* triggersRelease({ ids: waiting, node, nowMs }).pipe(
+        Effect.provideContext(services),
+        Effect.catchCause((cause) => Effect.as(Effect.logWarning("giving back unsent triggers failed; crash recovery will send them", cause), []))
+      )
+      yield* wakeups.wake(released)
+      yield* Effect.logWarning(
+        `drain timeout reached: ${senders.inFlight()} attempts interrupted, ${waiting.length} unsent triggers given back`
+      )
+      executor.abortAll()
+      if (!(yield* settle(nowMs + AFTER_DEADLINE_MS))) {
+        yield* Effect.logError(`${unrecorded} outcomes could not be recorded before stopping; crash recovery will resend them`)
+      }
+    })
+
   return Dispatcher.of({
-    submit: (ids) => Queue.offerAll(submitted, ids).pipe(Effect.asVoid),
-    deliver: (rows) => Effect.sync(() => senders.push(rows))
+    submit: (ids) =>
+      Effect.suspend(() => {
+        unstarted += ids.length
+        return Queue.offerAll(submitted, ids)
+      }).pipe(Effect.asVoid),
+    deliver: (rows) => Effect.sync(() => senders.push(rows)),
+    drain
   })
 }))

@@ -329,9 +329,15 @@ export interface ExecutorShape {
    * Requests still in flight when the layer closes are aborted. Concurrency is the caller's to bound.
    */
   readonly send: (req: DeliveryRequest) => Promise<DeliveryOutcome>
+  /** Cancels every attempt in flight (a stopping node past its drain timeout); each ends as interrupted. */
+  readonly abortAll: () => void
 }
 
-const INTERRUPTED = Object.assign(new Error("Delivery interrupted (service stopping)"), { name: "AbortError" })
+/** Ends an attempt cut short by the service stopping: no verdict from the target (errorKind `unknown`). */
+const INTERRUPTED = Object.assign(
+  new Error("Attempt interrupted: the service stopped before the target answered (the request may have reached it)"),
+  { name: "InterruptedError", code: "INTERRUPTED" }
+)
 
 const make = (options: ExecutorOptions) =>
   Effect.gen(function*() {
@@ -364,7 +370,10 @@ const make = (options: ExecutorOptions) =>
         timeoutSeconds: req.timeoutSeconds
       }
     }
-    return { send } satisfies ExecutorShape
+    const abortAll = () => {
+      for (const running of inFlight) running.abort(INTERRUPTED)
+    }
+    return { send, abortAll } satisfies ExecutorShape
   })
 
 export class Executor extends Context.Service<Executor, ExecutorShape>()("timewheel/Executor") {

@@ -13,6 +13,12 @@ class RowQueue {
   pushAll(rows: ReadonlyArray<DeliveryRow>): void {
     for (const row of rows) this.#rows.push(row)
   }
+  takeAll(): Array<DeliveryRow> {
+    const rows = this.#rows.slice(this.#head)
+    this.#rows = []
+    this.#head = 0
+    return rows
+  }
   take(): DeliveryRow {
     const row = this.#rows[this.#head]!
     this.#rows[this.#head++] = undefined as unknown as DeliveryRow
@@ -30,6 +36,14 @@ class RowQueue {
 export interface SenderPool {
   /** Queues rows; they are sent in order as senders free up. */
   readonly push: (rows: ReadonlyArray<DeliveryRow>) => void
+  /** Sends in flight now. */
+  readonly inFlight: () => number
+  /** Rows waiting for a sender now. */
+  readonly size: () => number
+  /** Removes and returns the rows still waiting for a sender (a stopping node gives them back). */
+  readonly takeWaiting: () => ReadonlyArray<DeliveryRow>
+  /** Resolves once nothing waits and nothing is in flight (at once when that is so already). */
+  readonly whenIdle: () => Promise<void>
   /** Starts nothing more (rows still waiting are left to crash recovery). */
   readonly close: () => void
 }
@@ -44,6 +58,13 @@ export const makeSenderPool = <O>(options: {
   const ready = new RowQueue()
   let inFlight = 0
   let closed = false
+  let idleWaiters: Array<() => void> = []
+  const settleIdle = (): void => {
+    if (inFlight > 0 || ready.size > 0 || idleWaiters.length === 0) return
+    const waiters = idleWaiters
+    idleWaiters = []
+    for (const resolve of waiters) resolve()
+  }
   const pump = (): void => {
     while (!closed && inFlight < options.maxInFlight && ready.size > 0) {
       const row = ready.take()
@@ -58,12 +79,25 @@ export const makeSenderPool = <O>(options: {
         pump()
       })
     }
+    settleIdle()
   }
   return {
     push: (rows) => {
       ready.pushAll(rows)
       pump()
     },
+    inFlight: () => inFlight,
+    size: () => ready.size,
+    takeWaiting: () => {
+      const rows = ready.takeAll()
+      settleIdle()
+      return rows
+    },
+    whenIdle: () =>
+      new Promise<void>((resolve) => {
+        idleWaiters.push(resolve)
+        settleIdle()
+      }),
     close: () => {
       closed = true
     }

@@ -4,6 +4,7 @@
 import * as Cause from "effect/Cause"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 
 /**
@@ -24,3 +25,17 @@ export const forkLoop = <E, R>(
   const turn = every === undefined ? once : Effect.andThen(once, Effect.sleep(every))
   return Effect.asVoid(Effect.forkScoped(Effect.forever(turn)))
 }
+
+/** Backoff of `retryUntilDone`: 100 ms doubling, at most 5 s between attempts. */
+const UNTIL_DONE = Schedule.min([Schedule.exponential("100 millis"), Schedule.spaced("5 seconds")])
+
+/**
+ * Runs `body` until it succeeds (work that must not be lost, e.g. recording outcomes while the
+ * database is away): each failure is logged as a warning and retried after a backoff.
+ */
+export const retryUntilDone = <A, E, R>(name: string, body: Effect.Effect<A, E, R>): Effect.Effect<A, never, R> =>
+  body.pipe(
+    Effect.tapCause((cause) => Cause.hasInterruptsOnly(cause) ? Effect.void : Effect.logWarning(`${name} failed; retrying`, cause)),
+    Effect.retry(UNTIL_DONE),
+    Effect.orDie
+  )

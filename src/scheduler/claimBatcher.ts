@@ -2,6 +2,7 @@
 // of due triggers per second spread over 64 shards that was a one-row UPDATE per trigger. Actors queue
 // their claims here instead; a few rounds take whatever has queued and claim it in one statement each,
 // handing every actor back exactly its own rows. A failed statement fails each of its claims.
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -44,9 +45,10 @@ export class ClaimBatcher extends Context.Service<ClaimBatcher, {
       rounds: ROUNDS_IN_FLIGHT,
       name: "claim batcher",
       run: (claims: ReadonlyArray<Claim>) =>
-        Effect.map(
-          triggersClaim({ ids: claims.flatMap((c) => c.ids), untilMs: Math.max(...claims.map((c) => c.untilMs)), node }),
-          (rows) => perClaim(claims, rows)
+        Clock.currentTimeMillis.pipe(
+          Effect.flatMap((nowMs) =>
+            triggersClaim({ ids: claims.flatMap((c) => c.ids), untilMs: Math.max(...claims.map((c) => c.untilMs)), node, nowMs })),
+          Effect.map((rows) => perClaim(claims, rows))
         )
     })
     return ClaimBatcher.of({ claim: (ids, untilMs) => claim({ ids, untilMs }) })

@@ -9,6 +9,7 @@
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as FiberSet from "effect/FiberSet"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type { WakeItem } from "../cluster/wakeups.ts"
@@ -18,6 +19,7 @@ import { nextInstanceAfter } from "../domain/generator.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import type { ClaimedRow } from "../domain/trigger.ts"
 import { generatorsWithoutUpcoming, instancesInsert } from "../store/generators.ts"
+import type { Presence } from "../store/nodePresence.ts"
 import { BEGINNING_MS, triggersLoadDue, triggersRecover } from "../store/schedulerQueries.ts"
 import { ClaimBatcher } from "./claimBatcher.ts"
 import { Heartbeats } from "./heartbeats.ts"
@@ -47,11 +49,27 @@ export interface ShardActorOptions {
   readonly shard: number
   readonly node: string
   readonly mailbox: Queue.Queue<WakeItem>
-  /** Ids of the nodes connected now (for crash recovery of claimed triggers). */
-  readonly liveNodes: Effect.Effect<ReadonlyArray<string>, unknown>
+  /** Who is connected now, and for how long the database has been up (for crash recovery). */
+  readonly presence: Effect.Effect<Presence, unknown>
+  /**
+   * Where the hand-over of triggers claimed ahead of their time waits: owned by the shard manager,
+   * so stopping this actor neither loses nor early-sends them, and a stopping node can await them.
+   */
+  readonly handOvers: FiberSet.FiberSet<void, never>
   /** Observer of the actor's progress (tests); none in the service. */
   readonly onEvent?: (event: ShardActorEvent) => Effect.Effect<void>
 }
+
+/**
+ * Sleeps until the clock reads at least `atMs`. A timer may fire a little before the clock reaches
+ * its deadline (the event loop measures it from a cached time): a trigger is never sent early.
+ */
+export const sleepUntil = (atMs: number): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    for (let nowMs = yield* Clock.currentTimeMillis; nowMs < atMs; nowMs = yield* Clock.currentTimeMillis) {
+      yield* Effect.sleep(atMs - nowMs)
+    }
+  })
 
 export const runShardActor = (options: ShardActorOptions) =>
   Effect.gen(function*() {
@@ -107,15 +125,24 @@ export const runShardActor = (options: ShardActorOptions) =>
         loadedAfterId = last?.id ?? null
       })
 
+    /**
+     * Triggers claimed by nodes that are gone are sent again. Right after the database (re)started
+     * nobody is connected yet: wait until the nodes that are alive have had time to come back.
+     */
     const recover = (nowMs: number) =>
       Effect.gen(function*() {
-        const ids = yield* triggersRecover({ shard: options.shard, node: options.node, liveNodes: yield* options.liveNodes })
+        const presence = yield* options.presence
+        if (presence.serverUpMs < timing.restartGraceMs) {
+          nextRecoverAt = nowMs + timing.restartGraceMs - presence.serverUpMs
+          return
+        }
+        nextRecoverAt = nowMs + timing.recoverEveryMs
+        const ids = yield* triggersRecover({ shard: options.shard, node: options.node, liveNodes: presence.nodes, nowMs })
         if (ids.length > 0) {
           yield* Effect.logInfo(`shard ${options.shard}: recovered ${ids.length} triggers left by a stopped node`)
           yield* dispatcher.submit(ids)
           yield* report({ _tag: "Recovered", ids })
         }
-        nextRecoverAt = nowMs + timing.recoverEveryMs
       })
 
     /** Hands claimed rows to the dispatcher at their due time (now, or within the claim lead). */
@@ -131,8 +158,7 @@ export const runShardActor = (options: ShardActorOptions) =>
         }
         for (const [at, rows] of byDueTime) {
           if (at <= nowMs) yield* dispatcher.deliver(rows)
-          // detached: a shard handed to another node meanwhile must not strand rows already claimed here
-          else yield* Effect.forkDetach(Effect.andThen(Effect.sleep(at - nowMs), dispatcher.deliver(rows)))
+          else yield* FiberSet.run(options.handOvers, Effect.andThen(sleepUntil(at), dispatcher.deliver(rows)))
         }
       })
 
@@ -170,7 +196,7 @@ export const runShardActor = (options: ShardActorOptions) =>
     yield* recover(startMs)
     yield* materialize(startMs)
     // from here on each periodic task runs at this shard's phase of its period
-    nextRecoverAt = startMs + phase * timing.recoverEveryMs
+    nextRecoverAt = Math.min(nextRecoverAt, startMs + phase * timing.recoverEveryMs)
     nextMaterializeAt = startMs + phase * timing.materializeEveryMs
     for (;;) {
       const nowMs = yield* Clock.currentTimeMillis

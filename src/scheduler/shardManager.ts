@@ -1,64 +1,117 @@
-// ShardManager: owns shards through PostgreSQL advisory locks held on one reserved session per
-// process (its application_name names the node, so nodes can count each other). Every second it
-// takes free shards up to ceil(shards / live nodes), releases extras so a joining node gets its
-// share, runs one ShardActor fiber per owned shard, routes LISTEN/NOTIFY wake-ups to them, and
-// beats the `scheduler` heartbeat. Ownership is an optimisation: claims are compare-and-sets.
+// ShardManager: owns shards through PostgreSQL advisory locks held on one session per node (which,
+// like every connection of the node, announces it: store/nodePresence.ts). Every second it checks
+// that session, takes free shards up to ceil(shards / live nodes), releases extras so a joining node
+// gets its share, runs one ShardActor fiber per owned shard, routes wake-ups to them, and beats the
+// `scheduler` heartbeat. Ownership is an optimisation: claims are compare-and-sets.
+// - The session is lost (PostgreSQL restarted, or the session was killed): the locks went with it,
+//   so every actor stops at once (no longer an owner); the next round opens a new session with the
+//   same node id and takes shards again. Deliveries in flight go on and are recorded once the
+//   database is back (the dispatcher retries).
+// - Graceful stop: the actors stop (no more claims) and the shards are released at once, so other
+//   nodes take over within a round, while this node stays present until it has sent what it holds
+//   and recorded every outcome (bounded by DRAIN_TIMEOUT_SECONDS); only then does it leave.
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
+import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Queue from "effect/Queue"
+import * as Scope from "effect/Scope"
 import { NodeIdentity } from "../cluster/node.ts"
 import { decodeWake, type WakeItem, Wakeups } from "../cluster/wakeups.ts"
+import { AppConfig } from "../config.ts"
+import { Dispatcher } from "../delivery/dispatch.ts"
 import { forkLoop } from "../lib/backgroundLoop.ts"
 import { type Database, ShardCount } from "../store/db.ts"
-import { nodesLive } from "../store/nodePresence.ts"
+import { presenceRead } from "../store/nodePresence.ts"
 import { Notifications, WAKE_CHANNEL } from "../store/notifications.ts"
-import { shardLocksOpen } from "../store/shardLocks.ts"
+import { type ShardLockSession, shardLocksOpen } from "../store/shardLocks.ts"
 import { Heartbeats } from "./heartbeats.ts"
 import { runShardActor } from "./shardActor.ts"
 
 const REBALANCE_EVERY = "1 second"
+
+interface LockSession {
+  readonly locks: ShardLockSession
+  readonly scope: Scope.Closeable
+}
 
 export const ShardManagerLive = Layer.effectDiscard(Effect.gen(function*() {
   const node = (yield* NodeIdentity).id
   const wakeups = yield* Wakeups
   const heartbeats = yield* Heartbeats
   const notifications = yield* Notifications
+  const dispatcher = yield* Dispatcher
+  const config = yield* AppConfig
   const shards = (yield* ShardCount).count
-  const locks = yield* shardLocksOpen(node)
   const services = yield* Effect.context<Database>()
-  const liveNodes = Effect.provideContext(nodesLive, services)
+  const presence = Effect.provideContext(presenceRead, services)
+  const handOvers = yield* FiberSet.make<void, never>()
 
   const actors = new Map<number, Fiber.Fiber<unknown, unknown>>()
+  let session: LockSession | undefined
+
+  const openSession = Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    const locks = yield* shardLocksOpen(node).pipe(
+      Scope.provide(scope),
+      Effect.provideContext(services),
+      Effect.onError(() => Scope.close(scope, Exit.void))
+    )
+    return { locks, scope } satisfies LockSession
+  })
 
   const startActor = (shard: number) =>
     Effect.gen(function*() {
       const mailbox = yield* Queue.unbounded<WakeItem>()
       yield* wakeups.attach(shard, (items) => Queue.offerAll(mailbox, items).pipe(Effect.asVoid))
-      const fiber = yield* Effect.forkDetach(runShardActor({ shard, node, mailbox, liveNodes }))
+      const fiber = yield* Effect.forkDetach(runShardActor({ shard, node, mailbox, presence, handOvers }))
       actors.set(shard, fiber)
     })
 
+  /** Stops a shard's actor; its lock is released by the caller (or went with a lost session). */
   const stopActor = (shard: number) =>
     Effect.gen(function*() {
       const fiber = actors.get(shard)
       actors.delete(shard)
       yield* wakeups.detach(shard)
       if (fiber !== undefined) yield* Fiber.interrupt(fiber)
-      yield* locks.unlock(shard)
+    })
+
+  const stopAllActors = Effect.suspend(() => Effect.forEach([...actors.keys()], stopActor, { discard: true }))
+
+  /** The session is gone, and the locks with it: this node owns nothing until it has a new one. */
+  const loseSession = (lost: LockSession) =>
+    Effect.gen(function*() {
+      session = undefined
+      yield* stopAllActors
+      yield* Scope.close(lost.scope, Exit.void)
     })
 
   const rebalance = Effect.gen(function*() {
-    const nodes = Math.max(1, (yield* liveNodes).length)
-    const target = Math.ceil(shards / nodes)
+    const current = session ?? (session = yield* openSession)
+    const checked = yield* Effect.exit(current.locks.check)
+    if (Exit.isFailure(checked)) {
+      yield* loseSession(current)
+      yield* Effect.logWarning("the shard-lock session was lost; shards released, reconnecting", checked.cause)
+      return
+    }
+    const { nodes } = yield* presence
+    const target = Math.ceil(shards / Math.max(1, nodes.length))
     const offset = Math.floor(Math.random() * shards)
     for (let i = 0; i < shards && actors.size < target; i++) {
       const shard = (offset + i) % shards
-      if (!actors.has(shard) && (yield* locks.tryLock(shard))) yield* startActor(shard)
+      if (!actors.has(shard) && (yield* current.locks.tryLock(shard))) yield* startActor(shard)
     }
-    for (const shard of [...actors.keys()].slice(0, Math.max(0, actors.size - target))) yield* stopActor(shard)
+    for (const shard of [...actors.keys()].slice(0, Math.max(0, actors.size - target))) {
+      yield* stopActor(shard)
+      yield* current.locks.unlock(shard)
+    }
     yield* heartbeats.beat("scheduler")
-  })
+  }).pipe(
+    // a statement on the session failed mid-round: treat it as lost (a healthy one is reopened next round)
+    Effect.tapError(() => (session === undefined ? Effect.void : loseSession(session)))
+  )
 
   const routeNotifications = Effect.scoped(Effect.gen(function*() {
     const next = yield* notifications.listen(WAKE_CHANNEL)
@@ -68,11 +121,16 @@ export const ShardManagerLive = Layer.effectDiscard(Effect.gen(function*() {
     }
   }))
 
-  yield* Effect.addFinalizer(() =>
-    Effect.gen(function*() {
-      for (const shard of [...actors.keys()]) yield* stopActor(shard)
-    }).pipe(Effect.ignore)
-  )
+  /** Graceful stop, in this order: stop claiming, hand the shards over, finish and record, leave. */
+  const stop = Effect.gen(function*() {
+    yield* stopAllActors
+    if (session !== undefined) yield* Effect.ignore(session.locks.unlockAll)
+    yield* FiberSet.awaitEmpty(handOvers)
+    yield* dispatcher.drain(config.drainTimeoutSeconds * 1000)
+    if (session !== undefined) yield* Scope.close(session.scope, Exit.void)
+  })
+
+  yield* Effect.addFinalizer(() => stop)
   yield* Effect.ignore(rebalance)
   yield* forkLoop("wake-up listener", routeNotifications)
   yield* forkLoop("shard rebalance", rebalance, { every: REBALANCE_EVERY })

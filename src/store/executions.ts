@@ -65,7 +65,7 @@ export const executionsRecord = Effect.fnUntraced(function*(input: {
         is_dead_letter bool, connect_timeout_seconds int, timeout_seconds int, triggered_by text, url text)`
     yield* sql`UPDATE triggers t SET
         status = CASE WHEN v.retry_at IS NULL THEN 'completed' ELSE 'retrying' END,
-        due_at = v.retry_at, triggered_by = NULL, claimed_by = NULL, updated_at = ${new Date(input.nowMs)}
+        due_at = v.retry_at, triggered_by = NULL, claimed_by = NULL, claimed_at = NULL, updated_at = ${new Date(input.nowMs)}
       FROM jsonb_to_recordset(${outcomes}::jsonb) AS v(id uuid, retry_at timestamptz)
       WHERE t.id = v.id AND t.status = 'running'`
   }))

@@ -1,18 +1,34 @@
-// Which nodes are alive: each node holds one session (its shard-lock session) whose
-// application_name is `timewheel-node:<node id>`, so the live nodes are the sessions PostgreSQL
-// lists in pg_stat_activity. A node that dies loses its session, and with it its presence.
+// Which nodes are alive: every connection of a node — its shard-lock session and its pool — carries
+// the application_name `timewheel-node:<node id>`, so the live nodes are those PostgreSQL lists in
+// pg_stat_activity. A node that dies loses its connections, and with them its presence, at once.
+// After PostgreSQL itself restarts every node is absent until it reconnects: the server's uptime
+// tells the scheduler to wait before it takes anyone for dead.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 
 export const NODE_APPLICATION_PREFIX = "timewheel-node:"
 
-/** The application_name a node's presence session carries. */
+/** The application_name every connection of a node carries. */
 export const nodeApplicationName = (node: string): string => `${NODE_APPLICATION_PREFIX}${node}`
 
-/** Ids of the nodes connected to this database now. */
-export const nodesLive = Effect.gen(function*() {
+export interface Presence {
+  /** Ids of the nodes connected to this database now. */
+  readonly nodes: ReadonlyArray<string>
+  /** How long the database server has been up (since its last start or restart). */
+  readonly serverUpMs: number
+}
+
+/** The live nodes and the server's uptime, in one statement (an aggregate always yields one row). */
+export const presenceRead = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql<{ name: string }>`SELECT application_name AS name FROM pg_stat_activity
-    WHERE datname = current_database() AND application_name LIKE ${NODE_APPLICATION_PREFIX + "%"}`
-  return rows.map((row) => row.name.slice(NODE_APPLICATION_PREFIX.length))
+  const rows = yield* sql<{ names: ReadonlyArray<string>; up_ms: string }>`
+    SELECT coalesce(array_agg(DISTINCT application_name) FILTER (
+        WHERE datname = current_database() AND application_name LIKE ${NODE_APPLICATION_PREFIX + "%"}), '{}') AS names,
+      (extract(epoch FROM now() - pg_postmaster_start_time()) * 1000)::bigint::text AS up_ms
+    FROM pg_stat_activity`
+  const row = rows[0]!
+  return {
+    nodes: row.names.map((name) => name.slice(NODE_APPLICATION_PREFIX.length)),
+    serverUpMs: Number(row.up_ms)
+  } satisfies Presence
 })

@@ -4,6 +4,7 @@
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import { type ClaimedRow, CLAIMED_STATUSES, type DeliveryRow, DUE_STATUSES, type HeaderPairs } from "../domain/trigger.ts"
+import { uuidv7 } from "../domain/ids.ts"
 import { statusList } from "./sqlLists.ts"
 
 export interface DueRow {
@@ -59,11 +60,13 @@ export const triggersClaim = Effect.fnUntraced(function*(input: {
   readonly ids: ReadonlyArray<string>
   readonly untilMs: number
   readonly node: string
+  readonly nowMs: number
 }) {
   if (input.ids.length === 0) return [] as Array<ClaimedRow>
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql<DeliveryRecord & { due_ms: string }>`
-    UPDATE triggers t SET status = 'running', attempts = t.attempts + 1, claimed_by = ${input.node}
+    UPDATE triggers t SET status = 'running', attempts = t.attempts + 1, claimed_by = ${input.node},
+      claimed_at = ${new Date(input.nowMs)}
     FROM projects p
     WHERE t.id = ANY(${input.ids}::uuid[]) AND t.status IN ${statusList(sql, DUE_STATUSES)}
       AND t.due_at <= ${new Date(input.untilMs)} AND p.id = t.project_id
@@ -76,11 +79,13 @@ export const triggersClaim = Effect.fnUntraced(function*(input: {
 export const triggersStartDelivery = Effect.fnUntraced(function*(input: {
   readonly ids: ReadonlyArray<string>
   readonly node: string
+  readonly nowMs: number
 }) {
   if (input.ids.length === 0) return [] as Array<DeliveryRow>
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql<DeliveryRecord>`
-    UPDATE triggers t SET status = 'running', attempts = t.attempts + 1, claimed_by = ${input.node}
+    UPDATE triggers t SET status = 'running', attempts = t.attempts + 1, claimed_by = ${input.node},
+      claimed_at = ${new Date(input.nowMs)}
     FROM projects p
     WHERE t.id = ANY(${input.ids}::uuid[]) AND t.status = 'queued' AND p.id = t.project_id
     RETURNING t.id, t.shard, t.generator_id, t.project_id, t.url, t.method, t.headers, t.body, t.content_type, t.tags,
@@ -88,20 +93,82 @@ export const triggersStartDelivery = Effect.fnUntraced(function*(input: {
   return rows.map(toDeliveryRow)
 })
 
+/** What an interrupted attempt is recorded with (SPEC "Execution": no response, outcome unknown). */
+export const INTERRUPTED_ATTEMPT = {
+  errorKind: "unknown",
+  errorCode: "INTERRUPTED",
+  errorMessage: "Attempt interrupted: the node sending it stopped before recording its outcome (the request may have reached the target)",
+  connectTimeoutSeconds: 10,
+  timeoutSeconds: 300
+} as const
+
 /**
- * Triggers of a shard left queued or running by a node that is no longer connected (killed): put
- * back to queued under this node and returned for delivery (at least once).
+ * Triggers of a shard left queued or running by a node that is gone (killed, or cut off): put back
+ * to queued under this node and returned for delivery (at least once). Never this node's own: it is
+ * alive and still delivering them. An attempt the gone node had started (running) gets its
+ * execution now — failed, outcome unknown, from its start to now — so a trigger's attempts stay
+ * numbered without gaps and the log tells what happened.
  */
 export const triggersRecover = Effect.fnUntraced(function*(input: {
   readonly shard: number
   readonly node: string
   readonly liveNodes: ReadonlyArray<string>
+  readonly nowMs: number
 }) {
   const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql<{ id: string }>`
-    UPDATE triggers SET status = 'queued', claimed_by = ${input.node}
-    WHERE shard = ${input.shard} AND status IN ${statusList(sql, CLAIMED_STATUSES)}
-      AND (claimed_by IS NULL OR NOT (claimed_by = ANY(${input.liveNodes}::text[])))
-    RETURNING id`
-  return rows.map((row) => row.id)
+  return yield* sql.withTransaction(Effect.gen(function*() {
+    const now = new Date(input.nowMs)
+    const rows = yield* sql<{ id: string; project_id: string; attempts: number; url: string; triggered_by: string | null; was: string; started_at: Date }>`
+      UPDATE triggers t SET status = 'queued', claimed_by = ${input.node}, claimed_at = ${now}
+      FROM triggers old
+      WHERE old.id = t.id AND old.shard = ${input.shard} AND old.status IN ${statusList(sql, CLAIMED_STATUSES)}
+        AND old.claimed_by IS DISTINCT FROM ${input.node}
+        AND (old.claimed_by IS NULL OR NOT (old.claimed_by = ANY(${input.liveNodes}::text[])))
+      RETURNING t.id, t.project_id, t.attempts, t.url, t.triggered_by, old.status AS was,
+        LEAST(${now}::timestamptz, GREATEST(old.claimed_at, old.due_at, old.updated_at)) AS started_at`
+    const interrupted = rows.filter((row) => row.was === "running")
+    if (interrupted.length > 0) {
+      const executions = JSON.stringify(interrupted.map((row) => ({
+        id: uuidv7(input.nowMs), trigger_id: row.id, project_id: row.project_id, attempt: row.attempts,
+        started_at: row.started_at.toISOString(),
+        duration_ms: Math.max(0, input.nowMs - row.started_at.getTime()), triggered_by: row.triggered_by, url: row.url
+      })))
+      const a = INTERRUPTED_ATTEMPT
+      yield* sql`INSERT INTO executions (id, trigger_id, project_id, attempt, status, started_at, finished_at, duration_ms,
+          error_kind, error_code, error_message, is_dead_letter, connect_timeout_seconds, timeout_seconds, triggered_by, url)
+        SELECT x.id, x.trigger_id, x.project_id, x.attempt, 'failed', x.started_at, ${now}, x.duration_ms,
+          ${a.errorKind}, ${a.errorCode}, ${a.errorMessage}, false, ${a.connectTimeoutSeconds}, ${a.timeoutSeconds},
+          x.triggered_by, x.url
+        FROM jsonb_to_recordset(${executions}::jsonb) AS x(id uuid, trigger_id uuid, project_id uuid, attempt int,
+          started_at timestamptz, duration_ms int, triggered_by text, url text)`
+    }
+    return rows.map((row) => row.id)
+  }))
+})
+
+/**
+ * Gives triggers this node claimed but will not send after all (it is stopping) back: a started one
+ * (running) is pending again at its due time with its attempt count restored; a replay, or one not
+ * started yet (queued), stays queued for crash recovery to send. Unclaimed either way. Returns them
+ * for wake-ups of their shards' owners.
+ */
+export const triggersRelease = Effect.fnUntraced(function*(input: {
+  readonly ids: ReadonlyArray<string>
+  readonly node: string
+  readonly nowMs: number
+}) {
+  if (input.ids.length === 0) return [] as Array<{ id: string; shard: number; dueAtMs: number | null }>
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<{ id: string; shard: number; due_ms: string | null }>`
+    UPDATE triggers SET
+      status = CASE WHEN status = 'queued' OR triggered_by IS NOT NULL THEN 'queued'
+        WHEN attempts > 1 OR generator_id IS NOT NULL THEN 'retrying' ELSE 'registered' END,
+      due_at = CASE WHEN status = 'queued' OR triggered_by IS NOT NULL THEN due_at
+        ELSE coalesce(due_at, ${new Date(input.nowMs)}) END,
+      attempts = CASE WHEN status = 'running' THEN attempts - 1 ELSE attempts END,
+      claimed_by = NULL, claimed_at = NULL
+    WHERE id = ANY(${input.ids}::uuid[]) AND status IN ${statusList(sql, CLAIMED_STATUSES)} AND claimed_by = ${input.node}
+    RETURNING id, shard, CASE WHEN status = 'queued' THEN NULL
+      ELSE (extract(epoch FROM due_at) * 1000)::bigint::text END AS due_ms`
+  return rows.map((row) => ({ id: row.id, shard: row.shard, dueAtMs: row.due_ms === null ? null : Number(row.due_ms) }))
 })

@@ -13,6 +13,8 @@ export interface ShardLockSession {
   /** Takes the shard's lock if no other session holds it; whether this session holds it now. */
   readonly tryLock: (shard: number) => Effect.Effect<boolean, unknown>
   readonly unlock: (shard: number) => Effect.Effect<void, unknown>
+  /** Gives up every shard at once; the session (and the node's presence) stays. */
+  readonly unlockAll: Effect.Effect<void, unknown>
   /** Fails when the session is gone (its locks with it). */
   readonly check: Effect.Effect<void, unknown>
 }
@@ -31,6 +33,7 @@ export const shardLocksOpen = (node: string): Effect.Effect<ShardLockSession, un
           (rows) => (rows as ReadonlyArray<{ ok: boolean }>)[0]?.ok === true
         ),
       unlock: (shard) => Effect.asVoid(session.execute("SELECT pg_advisory_unlock($1, $2)", [LOCK_NAMESPACE, shard], undefined)),
+      unlockAll: Effect.asVoid(session.execute("SELECT pg_advisory_unlock_all()", [], undefined)),
       check: Effect.asVoid(session.execute("SELECT 1", [], undefined))
     } satisfies ShardLockSession
   })

@@ -16,7 +16,7 @@ export const triggersQueueReplay = Effect.fnUntraced(function*(input: {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql`
     UPDATE triggers
-    SET status = 'queued', triggered_by = 'retry', due_at = NULL, claimed_by = ${input.node},
+    SET status = 'queued', triggered_by = 'retry', due_at = NULL, claimed_by = ${input.node}, claimed_at = ${new Date(input.nowMs)},
       updated_at = ${new Date(input.nowMs)}
     WHERE id = ${input.id} AND project_id = ${input.projectId} AND kind = 'job' AND status = 'completed'
     RETURNING id`

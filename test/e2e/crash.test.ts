@@ -1,6 +1,7 @@
 // Crash safety (issue: "a process killed with SIGKILL while triggers are queued or running loses
 // none of them"): a real `npm start` child delivers to a target that never answers, is killed with
-// SIGKILL mid-delivery, and a second start on the same database delivers every trigger (again).
+// SIGKILL mid-delivery, and a second start on the same database delivers every trigger (again); the
+// log records the interrupted attempt (outcome unknown) before the one that succeeded, without a gap.
 import { Effect, Exit, Scope } from "effect"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
@@ -36,9 +37,10 @@ describe("crash safety", () => {
     const targetPort = (target.address() as AddressInfo).port
 
     const first = await startService(env)
+    let key = ""
     try {
       expect((await runCli(["project", "create", "crash"], { env })).code).toBe(0)
-      const key = (await runCli(["key", "create", "crash"], { env })).stdout.trim()
+      key = (await runCli(["key", "create", "crash"], { env })).stdout.trim()
       for (let n = 0; n < TRIGGERS; n++) {
         const response = await request(`${first.baseUrl}/schedule`, {
           method: "POST",
@@ -62,6 +64,25 @@ describe("crash safety", () => {
     try {
       await waitUntil(() => delivered.size === TRIGGERS, 30_000, "every trigger to be delivered after the restart")
       expect([...delivered].sort()).toEqual(Array.from({ length: TRIGGERS }, (_, n) => String(n)).sort())
+      // the log tells the truth: attempt 1 was interrupted (outcome unknown), attempt 2 succeeded — no gap
+      const executions = async () => {
+        const response = await request(`${second.baseUrl}/executions?limit=100`, { dispatcher: insecureAgent, headers: { "ttr-api-key": key } })
+        return ((await response.body.json()) as { executions: Array<{ jobId: string; attempt: number; status: string; errorKind?: string; errorCode?: string }> }).executions
+      }
+      let rows = await executions()
+      for (let tries = 0; rows.length < 2 * TRIGGERS && tries < 100; tries++) {
+        await new Promise((resolve) => setTimeout(resolve, 100))
+        rows = await executions()
+      }
+      const byJob = Map.groupBy(rows, (row) => row.jobId)
+      expect(byJob.size).toBe(TRIGGERS)
+      for (const attempts of byJob.values()) {
+        const sorted = attempts.sort((x, y) => x.attempt - y.attempt)
+        expect(sorted.map((x) => [x.attempt, x.status, x.errorKind ?? null, x.errorCode ?? null])).toEqual([
+          [1, "failed", "unknown", "INTERRUPTED"],
+          [2, "succeeded", null, null]
+        ])
+      }
     } finally {
       await second.stop().catch(() => second.kill())
       target.close()

@@ -1,0 +1,77 @@
+// A graceful stop causes no duplicate (issue "Safe under faults", DECISIONS "Faults"): two real
+// `npm start` nodes share one database and deliver to a target that takes 2 s to answer; one node is
+// stopped with SIGTERM while it holds requests in flight. It stops claiming and hands its shards to
+// the other node at once, but stays present until it has received and recorded every answer, so
+// the other node never sends its in-flight requests again: each trigger arrives exactly once.
+import { Effect, Exit, Scope } from "effect"
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
+import { request } from "undici"
+import { afterAll, describe, expect, it } from "vitest"
+import { runCli, startService, waitUntil } from "../support/cli.ts"
+import { freshDatabaseUrl, makeTempDir } from "../support/database.ts"
+import { insecureAgent } from "../support/server.ts"
+
+const TRIGGERS = 120
+const ANSWER_AFTER_MS = 2_000
+
+describe("graceful stop with a slow target", () => {
+  const scope = Effect.runSync(Scope.make())
+  afterAll(() => Effect.runPromise(Scope.close(scope, Exit.void)))
+
+  it("SIGTERM to one of two nodes while it holds deliveries: every trigger arrives exactly once", async () => {
+    const databaseUrl = await Effect.runPromise(Scope.provide(freshDatabaseUrl, scope))
+    const env = (name: string) => ({
+      DATABASE_URL: databaseUrl, DATA_DIR: makeTempDir(`stop-${name}`), PORT: "0", HOST: "127.0.0.1", SHARDS: "8"
+    })
+
+    const arrivals = new Map<string, number>()
+    const answered = new Set<string>()
+    const target = http.createServer((req, res) => {
+      const n = new URL(req.url!, "http://x").searchParams.get("n")!
+      arrivals.set(n, (arrivals.get(n) ?? 0) + 1)
+      setTimeout(() => {
+        answered.add(n)
+        res.end("ok")
+      }, ANSWER_AFTER_MS)
+    })
+    await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve))
+    const targetPort = (target.address() as AddressInfo).port
+
+    const a = await startService(env("a"))
+    const b = await startService(env("b"))
+    try {
+      expect((await runCli(["project", "create", "stop"], { env: env("cli") })).code).toBe(0)
+      const key = (await runCli(["key", "create", "stop"], { env: env("cli") })).stdout.trim()
+      // scheduled through both nodes, due once both own shards
+      for (let n = 0; n < TRIGGERS; n++) {
+        const node = n % 2 === 0 ? a : b
+        const response = await request(`${node.baseUrl}/schedule`, {
+          method: "POST",
+          dispatcher: insecureAgent,
+          headers: { "ttr-api-key": key, "ttr-url": `http://127.0.0.1:${targetPort}/hit?n=${n}`, "ttr-scheduled-at": "now | add 3s" },
+          body: "payload"
+        })
+        expect(response.statusCode).toBe(200)
+        await response.body.text()
+      }
+      // every request is at the target (and none answered yet): stop one node now
+      await waitUntil(() => arrivals.size === TRIGGERS, 20_000, "every trigger to reach the slow target")
+      expect(answered.size).toBe(0)
+      expect(await a.stop(30_000)).toBe(0)
+      const draining = /draining: (\d+) deliveries in flight/.exec(a.output())
+      expect(Number(draining?.[1] ?? 0)).toBeGreaterThan(0) // the stopped node did hold requests
+      // it left only after its requests were answered
+      await waitUntil(() => answered.size === TRIGGERS, 20_000, "every request to be answered")
+      // the other node had every chance to send something twice: recovery runs when it takes a shard
+      await new Promise((resolve) => setTimeout(resolve, 2_000))
+      const twice = [...arrivals].filter(([, count]) => count > 1).map(([n]) => n)
+      expect(twice).toEqual([])
+      expect(arrivals.size).toBe(TRIGGERS)
+    } finally {
+      a.kill()
+      await b.stop().catch(() => b.kill())
+      target.close()
+    }
+  }, 180_000)
+})
