@@ -152,7 +152,8 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
       yield* Effect.logInfo(`draining: ${senders.inFlight()} deliveries in flight, ${senders.size() + unstarted} waiting`)
       if (yield* settle(startMs + timeoutMs)) return
       // past the deadline: give back what has not started, interrupt what is in flight
-      const waiting = [...senders.takeWaiting().map((row) => row.id), ...(yield* Queue.takeAll(submitted))]
+      // replays and recoveries not started yet stay queued under this node: crash recovery sends them
+      const waiting = senders.takeWaiting().map((row) => row.id)
       unstarted = 0
       const nowMs = yield* Clock.currentTimeMillis
       const released = yield* triggersRelease({ ids: waiting, node, nowMs }).pipe(

@@ -105,7 +105,7 @@ export const INTERRUPTED_ATTEMPT = {
 /**
  * Triggers of a shard left queued or running by a node that is gone (killed, or cut off): put back
  * to queued under this node and returned for delivery (at least once). Never this node's own: it is
- * alive and still delivering them. An attempt the gone node had started (running) gets its
+ * alive and still delivering them; never unclaimed ones (queued with no node: held back by a gate). An attempt the gone node had started (running) gets its
  * execution now — failed, outcome unknown, from its start to now — so a trigger's attempts stay
  * numbered without gaps and the log tells what happened.
  */
@@ -122,8 +122,7 @@ export const triggersRecover = Effect.fnUntraced(function*(input: {
       UPDATE triggers t SET status = 'queued', claimed_by = ${input.node}, claimed_at = ${now}
       FROM triggers old
       WHERE old.id = t.id AND old.shard = ${input.shard} AND old.status IN ${statusList(sql, CLAIMED_STATUSES)}
-        AND old.claimed_by IS DISTINCT FROM ${input.node}
-        AND (old.claimed_by IS NULL OR NOT (old.claimed_by = ANY(${input.liveNodes}::text[])))
+        AND old.claimed_by <> ${input.node} AND NOT (old.claimed_by = ANY(${input.liveNodes}::text[]))
       RETURNING t.id, t.project_id, t.attempts, t.url, t.triggered_by, old.status AS was,
         LEAST(${now}::timestamptz, GREATEST(old.claimed_at, old.due_at, old.updated_at)) AS started_at`
     const interrupted = rows.filter((row) => row.was === "running")
@@ -147,10 +146,10 @@ export const triggersRecover = Effect.fnUntraced(function*(input: {
 })
 
 /**
- * Gives triggers this node claimed but will not send after all (it is stopping) back: a started one
- * (running) is pending again at its due time with its attempt count restored; a replay, or one not
- * started yet (queued), stays queued for crash recovery to send. Unclaimed either way. Returns them
- * for wake-ups of their shards' owners.
+ * Gives back triggers this node started but will not send after all (it is stopping): pending again
+ * at their due time with their attempt count restored, unclaimed, for the shards' new owners (a
+ * replay stays queued under this node, which crash recovery sends once the node is gone). Returns
+ * them for wake-ups of those owners.
  */
 export const triggersRelease = Effect.fnUntraced(function*(input: {
   readonly ids: ReadonlyArray<string>
@@ -161,13 +160,12 @@ export const triggersRelease = Effect.fnUntraced(function*(input: {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql<{ id: string; shard: number; due_ms: string | null }>`
     UPDATE triggers SET
-      status = CASE WHEN status = 'queued' OR triggered_by IS NOT NULL THEN 'queued'
+      status = CASE WHEN triggered_by IS NOT NULL THEN 'queued'
         WHEN attempts > 1 OR generator_id IS NOT NULL THEN 'retrying' ELSE 'registered' END,
-      due_at = CASE WHEN status = 'queued' OR triggered_by IS NOT NULL THEN due_at
-        ELSE coalesce(due_at, ${new Date(input.nowMs)}) END,
-      attempts = CASE WHEN status = 'running' THEN attempts - 1 ELSE attempts END,
-      claimed_by = NULL, claimed_at = NULL
-    WHERE id = ANY(${input.ids}::uuid[]) AND status IN ${statusList(sql, CLAIMED_STATUSES)} AND claimed_by = ${input.node}
+      due_at = CASE WHEN triggered_by IS NOT NULL THEN due_at ELSE coalesce(due_at, ${new Date(input.nowMs)}) END,
+      claimed_by = CASE WHEN triggered_by IS NOT NULL THEN claimed_by END,
+      attempts = attempts - 1, claimed_at = NULL
+    WHERE id = ANY(${input.ids}::uuid[]) AND status = 'running' AND claimed_by = ${input.node}
     RETURNING id, shard, CASE WHEN status = 'queued' THEN NULL
       ELSE (extract(epoch FROM due_at) * 1000)::bigint::text END AS due_ms`
   return rows.map((row) => ({ id: row.id, shard: row.shard, dueAtMs: row.due_ms === null ? null : Number(row.due_ms) }))
