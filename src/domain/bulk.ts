@@ -16,7 +16,9 @@ import {
   validateItems
 } from "./item.ts"
 import type { Decoded, Invalid, Item, ItemInput } from "./item.ts"
-import { cancelledEntry, distinctById, indexPendingByKey, isPending, keyOf, matchFor, planItem, summarize } from "./itemMatch.ts"
+import {
+  cancelledEntry, distinctById, indexPendingByKey, instancesByGenerator, isPending, keyOf, matchFor, planItem, summarize
+} from "./itemMatch.ts"
 import type { ItemWrite, MatchContext, OperationEntry, StoredTrigger, Summary } from "./itemMatch.ts"
 
 /** A cancels entry: a bare string is an id; an object names exactly one of id, customKey, tag. */
@@ -135,6 +137,14 @@ export interface BulkPlan {
   readonly itemWrites: ReadonlyArray<ItemWrite>
 }
 
+/** The triggers read for the call, indexed for the cancel targets. */
+interface Lookup {
+  readonly triggers: ReadonlyArray<StoredTrigger>
+  readonly byId: ReadonlyMap<string, StoredTrigger>
+  /** Pending keyed one-shots and active generators by key (instances have no key). */
+  readonly pendingByKey: ReadonlyMap<string, ReadonlyArray<StoredTrigger>>
+}
+
 /**
  * What one target cancels (SPEC /bulk, /cancel rule 1 and 3): by id a pending one-shot (an
  * instance included) or an active generator; by key the active generator owning it, otherwise
@@ -142,30 +152,38 @@ export interface BulkPlan {
  * instances carrying it. Anything else (queued one-shots, running, completed, cancelled) is
  * skipped silently.
  */
-const targetedBy = (target: CancelTarget, triggers: ReadonlyArray<StoredTrigger>): ReadonlyArray<StoredTrigger> => {
+const targetedBy = (target: CancelTarget, lookup: Lookup): ReadonlyArray<StoredTrigger> => {
   switch (target._tag) {
-    case "Id":
-      return triggers.filter((t) => t.id === target.id && isPending(t))
+    case "Id": {
+      const trigger = lookup.byId.get(target.id)
+      return trigger !== undefined && isPending(trigger) ? [trigger] : []
+    }
     case "CustomKey": {
-      const owners = triggers.filter((t) => t.generatorId === null && isPending(t) && keyOf(t) === target.customKey)
+      const owners = lookup.pendingByKey.get(target.customKey) ?? []
       const owner = owners.find((t) => t.kind === "generator") ?? owners[0]
       return owner === undefined ? [] : [owner]
     }
     case "Tag":
-      return triggers.filter(
+      return lookup.triggers.filter(
         (t) => t.definition.tags.includes(target.tag) && (isPending(t) || (t.generatorId !== null && t.status === "queued"))
       )
   }
 }
 
+type Instances = ReadonlyMap<string, ReadonlyArray<StoredTrigger>>
+
 /** A generator's upcoming instance: cancelled with it (/cancel rule 2) or when it is replaced. */
-const upcomingInstances = (triggers: ReadonlyArray<StoredTrigger>, generator: StoredTrigger): ReadonlyArray<StoredTrigger> =>
-  generator.kind === "generator" ? triggers.filter((t) => t.generatorId === generator.id && t.status === "registered") : []
+const upcomingInstances = (instances: Instances, generator: StoredTrigger): ReadonlyArray<StoredTrigger> =>
+  generator.kind === "generator" ? (instances.get(generator.id) ?? []).filter((t) => t.status === "registered") : []
 
 /** Every trigger the cancels cancel, each once, in target order; a generator's upcoming instance after it. */
-const resolveCancels = (cancels: ReadonlyArray<CancelTarget>, triggers: ReadonlyArray<StoredTrigger>): ReadonlyArray<StoredTrigger> =>
+const resolveCancels = (
+  cancels: ReadonlyArray<CancelTarget>,
+  lookup: Lookup,
+  instances: Instances
+): ReadonlyArray<StoredTrigger> =>
   distinctById(
-    cancels.flatMap((target) => targetedBy(target, triggers)).flatMap((t) => [t, ...upcomingInstances(triggers, t)])
+    cancels.flatMap((target) => targetedBy(target, lookup)).flatMap((t) => [t, ...upcomingInstances(instances, t)])
   )
 
 /** Cancelled entries: one-shots and instances first, then generators (as /declare orders them). */
@@ -183,7 +201,9 @@ const cancelledEntries = (cancelled: ReadonlyArray<StoredTrigger>): ReadonlyArra
  */
 export const planBulk = (input: BulkInput): BulkPlan => {
   const triggers = distinctById(input.triggers)
-  const cancelledByTargets = resolveCancels(input.cancels, triggers)
+  const instances = instancesByGenerator(triggers)
+  const lookup: Lookup = { triggers, byId: new Map(triggers.map((t) => [t.id, t])), pendingByKey: indexPendingByKey(triggers) }
+  const cancelledByTargets = resolveCancels(input.cancels, lookup, instances)
   const cancelledIds = new Set(cancelledByTargets.map((t) => t.id))
   const index = indexPendingByKey(triggers.filter((t) => !cancelledIds.has(t.id)))
   const context: MatchContext = { nowMs: input.nowMs, runMissed: false, newId: input.newId }
@@ -193,12 +213,12 @@ export const planBulk = (input: BulkInput): BulkPlan => {
   const cancelledByUpserts: Array<StoredTrigger> = []
   for (const item of input.upserts) {
     const match = matchFor(index, item)
-    const instances = match === undefined ? [] : upcomingInstances(triggers, match).filter((t) => !cancelledIds.has(t.id))
-    const outcome = planItem(item, match, context, instances.map((t) => t.id))
+    const upcoming = match === undefined ? [] : upcomingInstances(instances, match).filter((t) => !cancelledIds.has(t.id))
+    const outcome = planItem(item, match, context, upcoming.map((t) => t.id))
     itemEntries.push(outcome.entry)
     if (outcome.write === null) continue
     itemWrites.push(outcome.write)
-    if (outcome.write._tag === "Replace") cancelledByUpserts.push(...instances)
+    if (outcome.write._tag === "Replace") cancelledByUpserts.push(...upcoming)
   }
 
   const operations = [...itemEntries, ...cancelledEntries([...cancelledByTargets, ...cancelledByUpserts])]

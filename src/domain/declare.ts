@@ -3,7 +3,9 @@
 // writes: per item (insert / update in place / replace) in request order, then the cancellations.
 // No I/O: new ids come from `newId`, the triggers from the store.
 import type { Item } from "./item.ts"
-import { distinctById, indexPendingByKey, isPending, keyOf, matchFor, planItem, summarize, cancelledEntry } from "./itemMatch.ts"
+import {
+  cancelledEntry, distinctById, indexPendingByKey, instancesByGenerator, isPending, keyOf, matchFor, planItem, summarize
+} from "./itemMatch.ts"
 import type { ItemWrite, MatchContext, OperationEntry, StoredTrigger, Summary } from "./itemMatch.ts"
 
 export interface DeclareInput {
@@ -81,16 +83,15 @@ const fateOf = (trigger: StoredTrigger, facts: CallFacts): Fate => {
 }
 
 /** Live instances of a generator (upcoming, retrying, queued): cancelled along when it is replaced. */
-const liveInstanceIds = (triggers: ReadonlyArray<StoredTrigger>, generatorId: string): ReadonlyArray<string> =>
-  triggers
-    .filter((t) => t.generatorId === generatorId && (isPending(t) || t.status === "queued"))
-    .map((t) => t.id)
+const liveInstanceIds = (instances: ReadonlyArray<StoredTrigger>): ReadonlyArray<string> =>
+  instances.filter((t) => isPending(t) || t.status === "queued").map((t) => t.id)
 
 export const planDeclare = (input: DeclareInput): DeclarePlan => {
   const triggers = distinctById(input.triggers)
   const carriesTag = (trigger: StoredTrigger) => trigger.definition.tags.includes(input.tag)
   const context: MatchContext = { nowMs: input.nowMs, runMissed: input.runMissed, newId: input.newId }
   const index = indexPendingByKey(triggers.filter(carriesTag))
+  const instances = instancesByGenerator(triggers)
 
   const itemEntries: Array<OperationEntry> = []
   const itemWrites: Array<ItemWrite> = []
@@ -98,7 +99,7 @@ export const planDeclare = (input: DeclareInput): DeclarePlan => {
   const keptGeneratorIds = new Set<string>()
   for (const item of input.items) {
     const match = matchFor(index, item)
-    const alsoCancel = match?.kind === "generator" ? liveInstanceIds(triggers, match.id) : []
+    const alsoCancel = match?.kind === "generator" ? liveInstanceIds(instances.get(match.id) ?? []) : []
     const outcome = planItem(item, match, context, alsoCancel)
     itemEntries.push(outcome.entry)
     if (outcome.write !== null) itemWrites.push(outcome.write)

@@ -2,7 +2,6 @@
 // decoding the JSON shape (any failure is the spec's empty-body 400, `{_tag:"Shape"}`), then the
 // check-table validation with its messages, giving stored definitions plus a schedule value.
 // Also the /declare body itself. Pure: the request moment is a parameter.
-import { isCronValue, nextFireAfter, parseCronValue } from "./cron/index.ts"
 import { encodeItemBody, itemHeaderPairs } from "./itemBody.ts"
 import {
   MAX_ATTEMPTS_LIMIT,
@@ -12,13 +11,11 @@ import {
   TRIGGER_DEFAULT_RETRY
 } from "./retry.ts"
 import type { RetryOn, RetryPolicy, RetryStrategy } from "./retry.ts"
-import { parseDateValue } from "./scheduledAt.ts"
-import type { HeaderPairs, TriggerDefinition } from "./trigger.ts"
+import { parseScheduleValue, type ScheduleValue } from "./schedule.ts"
+import type { HeaderPairs, TriggerDefinition, TriggerKind } from "./trigger.ts"
 
 /** When an item fires: a one-shot time, or a generator's normalised cron expression and zone. */
-export type ItemSchedule =
-  | { readonly _tag: "Once"; readonly fireAtMs: number; readonly nowBased: boolean }
-  | { readonly _tag: "Cron"; readonly cronExpr: string; readonly cronTz: string }
+export type ItemSchedule = ScheduleValue
 
 /** A retry object as sent: types and enum words checked, ranges not yet. */
 export interface RetryInput {
@@ -55,7 +52,7 @@ export type Shape = { readonly _tag: "Shape" }
 export type Invalid = { readonly _tag: "Invalid"; readonly message: string }
 export type Decoded<A> = { readonly _tag: "Ok"; readonly value: A } | Shape
 
-export const itemKind = (item: Item): "job" | "generator" => (item.schedule._tag === "Cron" ? "generator" : "job")
+export const itemKind = (item: Item): TriggerKind => (item.schedule._tag === "Cron" ? "generator" : "job")
 
 // ---------------------------------------------------------------------------------------------
 // Shape
@@ -172,28 +169,6 @@ export const decodeDeclareBody = (json: unknown): Decoded<DeclareBody> =>
 // ---------------------------------------------------------------------------------------------
 // Values
 
-/**
- * An item's `scheduledAt` with exactly the /schedule messages: `Invalid date: …`, `Unknown pipe
- * operation: …`, `Invalid duration: …`, `Invalid cron expression: …` (a cron value that never
- * fires again included). Same reading as `readScheduleValue` in api/scheduleRequest.ts.
- */
-export const parseItemSchedule = (
-  text: string,
-  nowMs: number
-): { readonly _tag: "Ok"; readonly schedule: ItemSchedule } | Invalid => {
-  if (isCronValue(text)) {
-    const parsed = parseCronValue(text)
-    if (parsed._tag === "Err") return { _tag: "Invalid", message: parsed.message }
-    if (nextFireAfter(parsed.schedule, nowMs) === null) {
-      return { _tag: "Invalid", message: `Invalid cron expression: ${parsed.schedule.expression} never fires` }
-    }
-    return { _tag: "Ok", schedule: { _tag: "Cron", cronExpr: parsed.schedule.expression, cronTz: parsed.schedule.timeZone } }
-  }
-  const parsed = parseDateValue(text, nowMs)
-  if (parsed._tag === "Err") return { _tag: "Invalid", message: parsed.message }
-  return { _tag: "Ok", schedule: { _tag: "Once", fireAtMs: parsed.fireAtMs, nowBased: parsed.nowBased } }
-}
-
 const isWhole = (n: number, min: number, max: number): boolean => Number.isInteger(n) && n >= min && n <= max
 
 /**
@@ -269,15 +244,16 @@ const validateItem = (
   const invalid = (message: string): Invalid => ({ _tag: "Invalid", message })
   const repeatedTag = firstRepeat(input.tags)
   if (repeatedTag !== undefined) return invalid(`duplicate tag "${repeatedTag}" in tags`)
-  const schedule = parseItemSchedule(input.scheduledAt, nowMs)
-  if (schedule._tag === "Invalid") return schedule
+  // the header's own reading and messages (Invalid date / duration / cron, Unknown pipe operation)
+  const schedule = parseScheduleValue(input.scheduledAt, nowMs)
+  if (schedule._tag === "Err") return invalid(schedule.message)
   const retry = input.retry === null ? null : resolveRetry(input.retry)
   if (retry !== null && retry._tag === "Invalid") return retry
   const unstorable = firstUnstorableField(input)
   if (unstorable !== undefined) return invalid(unstorable)
   const { url, method, headers, body, title, tags, customKey } = input
   const definition = { url, method, headers, body, contentType: null, title, tags, customKey, retry: retry?.policy ?? null }
-  return { _tag: "Ok", item: { schedule: schedule.schedule, definition } }
+  return { _tag: "Ok", item: { schedule: schedule.value, definition } }
 }
 
 /**

@@ -5,15 +5,15 @@ import { itemKind } from "./item.ts"
 import type { Item, ItemSchedule } from "./item.ts"
 import type { RetryPolicy } from "./retry.ts"
 import { isPast } from "./scheduledAt.ts"
-import type { HeaderPairs, TriggerDefinition } from "./trigger.ts"
+import type { HeaderPairs, TriggerDefinition, TriggerKind, TriggerStatus } from "./trigger.ts"
 
-export type Kind = "job" | "generator"
+export type Kind = TriggerKind
 
 /** A trigger as the store reads it for /declare and /bulk. */
 export interface StoredTrigger {
   readonly id: string
   readonly kind: Kind
-  readonly status: "registered" | "skipped" | "retrying" | "queued" | "running" | "completed" | "cancelled" | "active"
+  readonly status: TriggerStatus
   /** Set on generator instances. */
   readonly generatorId: string | null
   readonly definition: TriggerDefinition
@@ -230,7 +230,9 @@ export const indexPendingByKey = (triggers: ReadonlyArray<StoredTrigger>): Reado
   for (const trigger of triggers) {
     const key = keyOf(trigger)
     if (key === null || !isPending(trigger) || trigger.generatorId !== null) continue
-    index.set(key, [...(index.get(key) ?? []), trigger])
+    const list = index.get(key)
+    if (list === undefined) index.set(key, [trigger])
+    else list.push(trigger)
   }
   return index
 }
@@ -243,6 +245,18 @@ export const matchFor = (index: ReadonlyMap<string, ReadonlyArray<StoredTrigger>
   const key = item.definition.customKey
   const candidates = key === null ? [] : index.get(key) ?? []
   return candidates.find((candidate) => candidate.kind === itemKind(item)) ?? candidates[0]
+}
+
+/** The instances among `triggers`, by generator id, in the order given. */
+export const instancesByGenerator = (triggers: ReadonlyArray<StoredTrigger>): ReadonlyMap<string, ReadonlyArray<StoredTrigger>> => {
+  const index = new Map<string, Array<StoredTrigger>>()
+  for (const trigger of triggers) {
+    if (trigger.generatorId === null) continue
+    const list = index.get(trigger.generatorId)
+    if (list === undefined) index.set(trigger.generatorId, [trigger])
+    else list.push(trigger)
+  }
+  return index
 }
 
 /** Triggers listed once each (first occurrence kept), so callers may pass overlapping reads. */

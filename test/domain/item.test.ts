@@ -2,7 +2,8 @@
 // "Item headers rules", "/declare checks, in order"; DECISIONS "Retry objects", "Faults"):
 // JSON in, the stored definition or the spec's empty-body 400 (Shape) or message out.
 import { describe, expect, it } from "vitest"
-import { decodeDeclareBody, decodeItem, decodeWith, parseItemSchedule, validateDeclareBody } from "../../src/domain/item.ts"
+import { decodeDeclareBody, decodeItem, decodeWith, validateDeclareBody } from "../../src/domain/item.ts"
+import { parseScheduleValue } from "../../src/domain/schedule.ts"
 import type { Item } from "../../src/domain/item.ts"
 import { decodeLenientBase64, encodeItemBody } from "../../src/domain/itemBody.ts"
 import { TRIGGER_DEFAULT_RETRY } from "../../src/domain/retry.ts"
@@ -257,7 +258,7 @@ describe("defaults and normalisation", () => {
   ]
   it.each(schedules)("scheduledAt %j", (scheduledAt, expected) => {
     expect(only({ url: "u", scheduledAt }).schedule).toEqual(expected)
-    expect(parseItemSchedule(scheduledAt, NOW)).toEqual({ _tag: "Ok", schedule: expected })
+    expect(parseScheduleValue(scheduledAt, NOW)).toEqual({ _tag: "Ok", value: expected })
   })
 })
 
