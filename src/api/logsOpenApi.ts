@@ -2,6 +2,7 @@
 // DECISIONS.md as schemas, the query parameters, and every error response the handlers give.
 import { EXECUTION_STATUSES } from "../commands/logs.ts"
 import { TRIGGER_KINDS, TRIGGER_STATUSES } from "../domain/trigger.ts"
+import { ENCODING_PROBE_BYTES, LIST_BODY_MAX_BYTES } from "../domain/views.ts"
 import { errorResponse, jsonResponseOf, keyOrBearer, type Paths, unauthorized } from "./openapiParts.ts"
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./requestParts.ts"
 
@@ -36,9 +37,19 @@ const triggerSchema = {
     },
     body: {
       type: ["object", "null"],
-      required: ["encoding", "value"],
-      properties: { encoding: { type: "string", enum: ["text", "base64"] }, value: { type: "string" } },
-      description: "`text` when the stored bytes are valid UTF-8, else `base64`."
+      required: ["encoding", "value", "size"],
+      properties: {
+        encoding: { type: "string", enum: ["text", "base64"] },
+        value: { type: ["string", "null"], description: "The whole body; null when a list leaves it out (`truncated`)." },
+        size: { type: "integer", description: "Bytes stored." },
+        truncated: {
+          type: "boolean",
+          enum: [true],
+          description: `Only in \`GET /jobs\`, only for a body over ${LIST_BODY_MAX_BYTES} bytes: listed without its value (\`GET /jobs/{id}\` returns it whole).`
+        }
+      },
+      description: "`text` when the stored bytes are valid UTF-8, else `base64` (for a body left out of a list: as its first " +
+        `${ENCODING_PROBE_BYTES} bytes suggest).`
     },
     contentType: nullable("string"),
     title: nullable("string"),

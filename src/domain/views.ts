@@ -1,6 +1,8 @@
 // The read views of the log endpoints (DECISIONS "Trigger and generator views", "Executions"):
 // the rows the store reads for them, pure mappings from those rows to the JSON every front end
-// (HTTP API, MCP, dashboard) answers, and the opaque page cursor.
+// (HTTP API, MCP, dashboard) answers, and the opaque page cursor. Lists stay bounded: in a list a body
+// over LIST_BODY_MAX_BYTES is not read at all (the store reads its size and a short prefix) and is
+// listed as `{ encoding, value: null, size, truncated: true }`.
 // Times are ISO 8601 UTC with milliseconds; cron expression and time zone are never part of a view.
 import { isUuid } from "./ids.ts"
 import type { TriggerKind } from "./trigger.ts"
@@ -17,7 +19,12 @@ export interface TriggerRow {
   readonly url: string
   readonly method: string
   readonly headers: unknown
+  /** The whole body, or (a list's truncated body) its first ENCODING_PROBE_BYTES bytes. */
   readonly body: Uint8Array | null
+  /** The stored body's size in bytes (null without a body). */
+  readonly body_size: number | null
+  /** The body was over LIST_BODY_MAX_BYTES in a list: `body` is only its prefix. */
+  readonly body_truncated: boolean
   readonly content_type: string | null
   readonly title: string | null
   readonly tags: ReadonlyArray<string>
@@ -50,9 +57,18 @@ export interface ExecutionRow {
   readonly url: string
 }
 
+/** A body in a list larger than this (DECISIONS "Trigger and generator views": 64 KiB) is not listed. */
+export const LIST_BODY_MAX_BYTES = 64 * 1024
+/** What a list reads of a body it does not list: enough to tell text (UTF-8) from binary. */
+export const ENCODING_PROBE_BYTES = 4 * 1024
+
 export interface BodyView {
   readonly encoding: "text" | "base64"
-  readonly value: string
+  /** The whole body; null when a list leaves it out (`truncated`). */
+  readonly value: string | null
+  /** Bytes stored. */
+  readonly size: number
+  readonly truncated?: true
 }
 
 export interface RetryView {
@@ -110,15 +126,36 @@ const isoOrNull = (date: Date | null): string | null => (date === null ? null : 
 
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true })
 
-/** Text when the bytes are valid UTF-8, else base64. */
+/** Text when the bytes are valid UTF-8, else base64; with the size in bytes. */
 export const bodyView = (body: Uint8Array | null): BodyView | null => {
   if (body === null) return null
+  const size = body.byteLength
   try {
-    return { encoding: "text", value: strictUtf8.decode(body) }
+    return { encoding: "text", value: strictUtf8.decode(body), size }
   } catch {
-    return { encoding: "base64", value: Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("base64") }
+    return { encoding: "base64", value: Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("base64"), size }
   }
 }
+
+/**
+ * The encoding of a body left out of a list, told from its prefix: text when the prefix is valid
+ * UTF-8 (a multi-byte character cut at its end allowed). A body whose first invalid byte lies beyond
+ * the prefix is listed as text while GET /jobs/{id} answers it as base64.
+ */
+export const prefixEncoding = (prefix: Uint8Array): BodyView["encoding"] => {
+  try {
+    new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(prefix, { stream: true })
+    return "text"
+  } catch {
+    return "base64"
+  }
+}
+
+/** A row's body as a view: whole, or left out with its size when the list truncated it. */
+const rowBodyView = (row: TriggerRow): BodyView | null =>
+  row.body === null ? null
+  : row.body_truncated ? { encoding: prefixEncoding(row.body), value: null, size: Number(row.body_size), truncated: true }
+  : bodyView(row.body)
 
 /**
  * Stored `[[name, value], …]` pairs as one object. Header names are case-insensitive, so a name
@@ -165,7 +202,7 @@ export const triggerView = (row: TriggerRow): TriggerView => ({
   url: row.url,
   method: row.method,
   headers: headersView(row.headers),
-  body: bodyView(row.body),
+  body: rowBodyView(row),
   contentType: row.content_type,
   title: row.title,
   tags: [...row.tags],
