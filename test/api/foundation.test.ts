@@ -7,6 +7,7 @@ import { KEY_CACHE_TTL_MS } from "../../src/commands/apiKeyCache.ts"
 import { keyRevoke } from "../../src/cli/commands.ts"
 import { hashApiKey } from "../../src/domain/apiKey.ts"
 import { TestServer, testServerLayer } from "../support/server.ts"
+import { pollUntil } from "../support/wait.ts"
 
 layer(testServerLayer(), { timeout: "60 seconds" })("foundation", (it) => {
   describe("authentication (key header or Bearer endpoints)", () => {
@@ -48,12 +49,11 @@ layer(testServerLayer(), { timeout: "60 seconds" })("foundation", (it) => {
       const [row] = yield* sql<{ id: string }>`SELECT id::text FROM api_keys WHERE key_hash = ${hashApiKey(key)}`
       yield* keyRevoke(row!.id)
       // the NOTIFY reaches the service long before the cache's own expiry (KEY_CACHE_TTL_MS)
-      let status = 200
-      const deadline = Date.now() + KEY_CACHE_TTL_MS / 2
-      while (status === 200 && Date.now() < deadline) {
-        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 50)))
-        status = (yield* server.call("GET", "/health", { headers })).status
-      }
+      const status = yield* pollUntil(
+        "the revoked key to be refused",
+        Effect.map(server.call("GET", "/health", { headers }), (response) => (response.status === 200 ? undefined : response.status)),
+        { deadlineMs: KEY_CACHE_TTL_MS / 2 }
+      )
       assert.strictEqual(status, 401)
     }))
 

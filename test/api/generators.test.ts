@@ -6,16 +6,16 @@
 // key, the read view, stable `H`, and cancelling generators and instances. States the API cannot
 // reach directly (queued, retrying, completed instances) are set with SQL.
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Deferred, Effect, Fiber } from "effect"
 import { SqlClient } from "effect/sql"
 import { nextFireAfter, parseCronValue } from "../../src/domain/cron/index.ts"
 import { nextInstanceAfter } from "../../src/domain/generator.ts"
 import { NodeIdentity } from "../../src/cluster/node.ts"
 import { instancesInsert } from "../../src/store/generators.ts"
 import { uuidv7 } from "../../src/domain/ids.ts"
-import { insertTrigger, projectIdOfKey, setStatus } from "../support/fixtures.ts"
-import { TestServer, testServerLayer, type TestResponse } from "../support/server.ts"
-import { realSleep } from "../support/target.ts"
+import { insertTrigger, instancesOf, projectIdOfKey, quotaUsed, setStatus, triggerRow, type TriggerRow } from "../support/fixtures.ts"
+import { cancel, type Headers, newKey, schedule, type ScheduleBody, scheduled, TestServer, testServerLayer } from "../support/server.ts"
+import { waitUntil } from "../support/wait.ts"
 import { assertError, assertNoContent } from "../support/assertions.ts"
 
 const FAR = "2099-01-01T00:00:00Z"
@@ -27,92 +27,17 @@ const UNKNOWN_KEY = "ttr_" + "0".repeat(48)
 const UNKNOWN_ID = "01890000-0000-7000-8000-000000000000"
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 
-type Headers = Record<string, string> | Array<[string, string]>
-
-interface ScheduleBody {
-  readonly triggerId: string
-  readonly scheduledAt: string
-  readonly operation: string
-  readonly kind: string
-  readonly monthQuotaRemaining: number
-}
-
-const newKey = (monthlyQuota?: number) =>
-  Effect.gen(function*() {
-    const server = yield* TestServer
-    return yield* server.newKey(monthlyQuota === undefined ? {} : { monthlyQuota })
-  })
-
-const schedule = (headers: Headers, options: { readonly method?: string; readonly body?: string } = {}) =>
-  Effect.gen(function*() {
-    const server = yield* TestServer
-    return yield* server.call(options.method ?? "POST", "/schedule", {
-      headers,
-      ...(options.body === undefined ? {} : { body: options.body })
-    })
-  })
-
-/** Schedules and returns the 200 body (fails the test otherwise). */
-const scheduled = (headers: Headers, options: { readonly method?: string; readonly body?: string } = {}) =>
-  Effect.map(schedule(headers, options), (response) => {
-    assert.strictEqual(response.status, 200, response.text)
-    return response.json() as ScheduleBody
-  })
-
 /** A valid cron request for `key`, with overrides (undefined removes a header). */
 const valid = (key: string, overrides: Record<string, string | undefined> = {}): Record<string, string> => {
   const all: Record<string, string | undefined> = { "ttr-api-key": key, "ttr-url": URL_OK, "ttr-scheduled-at": DAILY, ...overrides }
   return Object.fromEntries(Object.entries(all).filter((entry): entry is [string, string] => entry[1] !== undefined))
 }
 
-const cancel = (headers: Record<string, string>) =>
-  Effect.gen(function*() {
-    const server = yield* TestServer
-    return yield* server.call("DELETE", "/cancel", { headers })
-  })
-
 const getJob = (key: string, id: string) =>
   Effect.gen(function*() {
     const server = yield* TestServer
     return yield* server.call("GET", `/jobs/${id}`, { headers: { "ttr-api-key": key } })
   })
-
-interface Row {
-  readonly id: string
-  readonly kind: string
-  readonly generator_id: string | null
-  readonly status: string
-  readonly method: string
-  readonly headers: Array<[string, string]>
-  readonly body: Uint8Array | null
-  readonly content_type: string | null
-  readonly title: string | null
-  readonly tags: ReadonlyArray<string>
-  readonly custom_key: string | null
-  readonly retry: unknown
-  readonly scheduled_at: Date | null
-  readonly due_at: Date | null
-  readonly url: string
-  readonly cron_expr: string | null
-  readonly cron_tz: string | null
-}
-
-const COLUMNS = "id, kind, generator_id, status, method, headers, body, content_type, title, tags, custom_key, retry, scheduled_at, due_at, url, cron_expr, cron_tz"
-
-const triggerRow = (id: string) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql<Row>`SELECT ${sql.unsafe(COLUMNS)} FROM triggers WHERE id = ${id}`
-    assert.strictEqual(rows.length, 1, `trigger ${id} exists`)
-    return rows[0]!
-  }).pipe(Effect.orDie)
-
-/** Every instance of a generator, oldest id first. */
-const instancesOf = (generatorId: string) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    return yield* sql<Row>`SELECT ${sql.unsafe(COLUMNS)} FROM triggers WHERE generator_id = ${generatorId} ORDER BY id`
-  }).pipe(Effect.orDie)
 
 /** The single registered (upcoming) instance of a generator. */
 const upcomingOf = (generatorId: string) =>
@@ -121,14 +46,6 @@ const upcomingOf = (generatorId: string) =>
     assert.strictEqual(upcoming.length, 1, `one upcoming instance of ${generatorId}`)
     return upcoming[0]!
   })
-
-const quotaUsed = (key: string) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const projectId = yield* projectIdOfKey(key)
-    const rows = yield* sql<{ used: string }>`SELECT coalesce(sum(used), 0)::text AS used FROM quota_usage WHERE project_id = ${projectId}`
-    return Number(rows[0]!.used)
-  }).pipe(Effect.orDie)
 
 /**
  * Asserts that `scheduledAt` is the first fire time of `value` strictly after the request moment,
@@ -155,22 +72,40 @@ const instanceIn = (projectId: string, generatorId: string, day: number, status:
   }).pipe(Effect.orDie)
 
 /**
- * The materializer's moment, held open for 800 ms: the upcoming instance `claimed` was just claimed
- * (queued) and the next one (stored schedule and data) is being inserted by the materializer's own
- * statement, uncommitted, while the test sends an edit or a cancel.
+ * Sends `request` (an edit or a cancel) at the materializer's moment: the upcoming instance
+ * `claimed` was just claimed (queued) and the next one (stored schedule and data) has been inserted
+ * by the materializer's own statement, uncommitted. The request is sent once that insert is done;
+ * the transaction commits once the request waits on its locks (or has been answered). Returns
+ * what the request returned.
  */
-const materializerInsertHeldOpen = (id: string, cronExpr: string, claimed: Row) =>
+const whileMaterializerInsertHeldOpen = <A>(id: string, cronExpr: string, claimed: TriggerRow, request: Effect.Effect<A, never, TestServer>) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const node = (yield* NodeIdentity).id
-    yield* sql.withTransaction(Effect.gen(function*() {
+    /** The backend of the materializer's transaction, once its insert is done. */
+    const inserted = yield* Deferred.make<number>()
+    const commit = yield* Deferred.make<void>()
+    const materializer = yield* Effect.forkChild(sql.withTransaction(Effect.gen(function*() {
       yield* sql`UPDATE triggers SET status = 'queued', due_at = NULL, claimed_by = ${node} WHERE id = ${claimed.id}`
       const nowMs = Date.now()
       const next = nextInstanceAfter({ id, cronExpr, cronTz: "UTC" }, claimed.scheduled_at!.getTime())!
       const created = yield* instancesInsert({ instances: [{ generatorId: id, instanceId: uuidv7(nowMs), scheduledAtMs: next }], nowMs })
       assert.strictEqual(created.length, 1)
-      yield* realSleep(800)
+      const [backend] = yield* sql<{ pid: number }>`SELECT pg_backend_pid() AS pid`
+      yield* Deferred.succeed(inserted, backend!.pid)
+      yield* Deferred.await(commit)
+    })))
+    // a materializer that fails before its insert is done fails the test here instead of leaving it waiting
+    const pid = yield* Effect.raceFirst(Deferred.await(inserted), Effect.andThen(Fiber.join(materializer), Effect.never))
+    const sent = yield* Effect.forkChild(request)
+    yield* waitUntil("the request to wait on the materializer's locks", Effect.gen(function*() {
+      if (sent.pollUnsafe() !== undefined) return true
+      const blocked = yield* sql`SELECT 1 FROM pg_stat_activity WHERE ${pid}::int = ANY(pg_blocking_pids(pid))`
+      return blocked.length > 0
     }))
+    yield* Deferred.succeed(commit, undefined)
+    yield* Fiber.join(materializer)
+    return yield* Fiber.join(sent)
   }).pipe(Effect.orDie)
 
 /** A generator created through /schedule; its key, id and response. */
@@ -519,11 +454,8 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
       Effect.gen(function*() {
         const { key, id } = yield* generator({ "ttr-scheduled-at": "cron(0 3 * * *)" })
         const claimed = yield* upcomingOf(id)
-        const materializer = materializerInsertHeldOpen(id, "0 3 * * *", claimed)
-        const edit = realSleep(200).pipe(Effect.andThen(
-          scheduled(valid(key, { "ttr-trigger-id": id, "ttr-scheduled-at": "cron(0 15 * * *)", "ttr-url": "http://127.0.0.1:9/edited" }))
-        ))
-        const [, body] = yield* Effect.all([materializer, edit], { concurrency: 2 })
+        const body = yield* whileMaterializerInsertHeldOpen(id, "0 3 * * *", claimed,
+          scheduled(valid(key, { "ttr-trigger-id": id, "ttr-scheduled-at": "cron(0 15 * * *)", "ttr-url": "http://127.0.0.1:9/edited" })))
         const upcoming = yield* upcomingOf(id)
         assert.strictEqual(upcoming.scheduled_at?.toISOString(), body.scheduledAt)
         assert.strictEqual(upcoming.url, "http://127.0.0.1:9/edited")
@@ -696,8 +628,7 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
       Effect.gen(function*() {
         const { key, id } = yield* generator({ "ttr-scheduled-at": "cron(0 3 * * *)" })
         const claimed = yield* upcomingOf(id)
-        const cancelled = realSleep(200).pipe(Effect.andThen(cancel({ "ttr-api-key": key, "ttr-trigger-id": id })))
-        const [, response] = yield* Effect.all([materializerInsertHeldOpen(id, "0 3 * * *", claimed), cancelled], { concurrency: 2 })
+        const response = yield* whileMaterializerInsertHeldOpen(id, "0 3 * * *", claimed, cancel({ "ttr-api-key": key, "ttr-trigger-id": id }))
         assertNoContent(response)
         assert.strictEqual((yield* triggerRow(id)).status, "cancelled")
         const instances = yield* instancesOf(id)

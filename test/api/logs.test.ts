@@ -9,6 +9,7 @@ import { triggersQueueReplay } from "../../src/store/triggerReplay.ts"
 import { headerValues, httpServer } from "../delivery/servers.ts"
 import { DEFAULT_URL, insertExecution, insertTrigger, nextId, projectIdOfKey } from "../support/fixtures.ts"
 import { TestServer, testServerLayer } from "../support/server.ts"
+import { pollUntil, waitUntil } from "../support/wait.ts"
 
 /** A fresh project: its key, id, and GET / POST helpers authenticated with the key header. */
 const newProject = Effect.gen(function*() {
@@ -44,23 +45,12 @@ const collectPages = (get: (path: string) => Effect.Effect<{ json: () => any }>,
     return { ids, pages }
   })
 
-/** Real time passes (the layer runs on a TestClock): polls every 20 ms, gives up after 10 s. */
-const waitUntil = (done: () => boolean) =>
-  Effect.promise(async () => {
-    for (let i = 0; i < 500 && !done(); i++) await new Promise((resolve) => setTimeout(resolve, 20))
-    if (!done()) throw new Error("timed out waiting")
-  })
-
 /** The executions of a job once there are `count` of them (delivery runs in the background). */
 const waitForExecutions = (get: (path: string) => Effect.Effect<{ json: () => any }>, jobId: string, count: number) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < 500; i++) {
-      const executions = (yield* get(`/jobs/${jobId}/executions`)).json().executions
-      if (executions.length >= count) return executions
-      yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 20)))
-    }
-    throw new Error(`job ${jobId} did not reach ${count} executions`)
-  })
+  pollUntil(`job ${jobId} to reach ${count} executions`, Effect.map(get(`/jobs/${jobId}/executions`), (response) => {
+    const executions: Array<any> = response.json().executions
+    return executions.length >= count ? executions : undefined
+  }))
 
 layer(testServerLayer(), { timeout: "60 seconds" })("logs and replay", (it) => {
   describe("trigger view", () => {
@@ -491,7 +481,7 @@ layer(testServerLayer(), { timeout: "60 seconds" })("logs and replay", (it) => {
         const gone = responses.find((r) => r.status === 410)!.json()
         assert.strictEqual(gone._tag, "Gone")
         assert.match(gone.message, /^Job is not completed \(status=(queued|running)\)$/)
-        yield* waitUntil(() => held.length === 1)
+        yield* waitUntil("the target to hold the request", () => held.length === 1)
         held[0]!()
         const executions = yield* waitForExecutions(p.get, id, 1)
         assert.strictEqual(executions[0].triggeredBy, "retry")
@@ -531,7 +521,7 @@ layer(testServerLayer(), { timeout: "60 seconds" })("logs and replay", (it) => {
         const sentAt = Date.now()
         assert.strictEqual((yield* p.post(`/jobs/${id}/executions`, `{"triggeredBy":"retry"}`)).status, 202)
         const answeredAt = Date.now()
-        yield* waitUntil(() => held.length === 1)
+        yield* waitUntil("the target to hold the request", () => held.length === 1)
         const [row] = yield* sql<{ status: string; updated_at: Date }>`SELECT status, updated_at FROM triggers WHERE id = ${id}`
         assert.strictEqual(row!.status, "running")
         // the service runs on the live Clock (see test/support/server.ts): the stamp is the call's time

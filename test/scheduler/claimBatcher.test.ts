@@ -7,19 +7,17 @@ import { SqlClient } from "effect/sql"
 import { ClaimBatcher } from "../../src/scheduler/claimBatcher.ts"
 import { NodeIdentity } from "../../src/cluster/node.ts"
 import { TestDatabase } from "../support/database.ts"
+import { ensureProject, insertTriggers, type TriggerFixture } from "../support/fixtures.ts"
 
 const PROJECT = "00000000-0000-7000-8000-0000000000c1"
 const T = Date.UTC(2026, 10, 22, 12, 0, 0)
 const idOf = (i: number) => `00000000-0000-7000-8000-${i.toString(16).padStart(12, "0")}`
 
-const insertTrigger = (id: string, status: string, dueAtMs: number) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    yield* sql`INSERT INTO triggers (id, project_id, kind, shard, status, scheduled_at, due_at, url, method, headers,
-        created_at, updated_at)
-      VALUES (${id}, ${PROJECT}, 'job', ${Number.parseInt(id.slice(-2), 16) % 8}, ${status}, ${new Date(dueAtMs)},
-        ${status === "cancelled" ? null : new Date(dueAtMs)}, 'http://127.0.0.1:9/', 'POST', '[]'::jsonb, now(), now())`
-  })
+/** A one-shot due at `dueAtMs` (a cancelled one has no due time), in a shard taken from its id. */
+const triggerFixture = (id: string, status: string, dueAtMs: number): TriggerFixture => ({
+  projectId: PROJECT, id, shard: Number.parseInt(id.slice(-2), 16) % 8, status, scheduledAt: new Date(dueAtMs),
+  dueAt: status === "cancelled" ? null : new Date(dueAtMs), url: "http://127.0.0.1:9/"
+})
 
 const batcher = ClaimBatcher.layer.pipe(Layer.provide(Layer.succeed(NodeIdentity)({ id: "node-c" })))
 
@@ -27,16 +25,15 @@ layer(Layer.provideMerge(batcher, TestDatabase), { timeout: "60 seconds" })("Cla
   it.effect("gives 20 concurrent claims each exactly its own due rows, and claims nothing else", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      yield* sql`INSERT INTO projects (id, name, monthly_quota, retry_policy, created_at, updated_at)
-        VALUES (${PROJECT}, 'claims', 10, '{}'::jsonb, now(), now())`
+      yield* ensureProject(PROJECT)
       // claim k asks for ids 10k+1..10k+10: the first 5 due, then one due after the cutoff, one
       // running, one cancelled, and two that do not exist
-      for (let k = 0; k < 20; k++) {
-        for (let j = 1; j <= 5; j++) yield* insertTrigger(idOf(10 * k + j), "registered", T + j)
-        yield* insertTrigger(idOf(10 * k + 6), "registered", T + 60_000)
-        yield* insertTrigger(idOf(10 * k + 7), "running", T)
-        yield* insertTrigger(idOf(10 * k + 8), "cancelled", T)
-      }
+      yield* insertTriggers(Array.from({ length: 20 }, (_, k) => [
+        ...Array.from({ length: 5 }, (_, j) => triggerFixture(idOf(10 * k + j + 1), "registered", T + j + 1)),
+        triggerFixture(idOf(10 * k + 6), "registered", T + 60_000),
+        triggerFixture(idOf(10 * k + 7), "running", T),
+        triggerFixture(idOf(10 * k + 8), "cancelled", T)
+      ]).flat())
       const claims = yield* ClaimBatcher
       const results = yield* Effect.all(
         Array.from({ length: 20 }, (_, k) =>

@@ -2,34 +2,41 @@
 // a millisecond early), follows wake-ups (new, moved, cancelled), reads triggers beyond its window
 // from PostgreSQL in time, fires overdue ones at once, recovers triggers left by a dead node, and
 // materializes generator instances (next after due, replacement of a cancelled one, no catch-up).
+// No test waits on the wall clock: after starting the actor, waking it or moving the clock past its
+// wake-up, a test awaits the actor's own report that it is idle (see `startActor`), so whatever it
+// would do by then is done, and whatever it has not done it will not do before the clock moves on.
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect, Fiber, Layer, Queue } from "effect"
+import { Effect, Fiber, FiberSet, Layer, Queue } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import { SCHEDULER_TIMING } from "../../src/config.ts"
 import { Dispatcher } from "../../src/delivery/dispatch.ts"
-import { runShardActor } from "../../src/scheduler/shardActor.ts"
+import { runShardActor, type ShardActorEvent } from "../../src/scheduler/shardActor.ts"
 import type { WakeItem } from "../../src/cluster/wakeups.ts"
 import { ClaimBatcher } from "../../src/scheduler/claimBatcher.ts"
 import { Heartbeats } from "../../src/scheduler/heartbeats.ts"
 import { NodeIdentity } from "../../src/cluster/node.ts"
 import { TestDatabase } from "../support/database.ts"
+import { ensureProject, insertTrigger, insertTriggers, instancesOf, statusOf, type TriggerRow } from "../support/fixtures.ts"
 
 const CLAIM_LEAD_MS = SCHEDULER_TIMING.claimLeadMs
 
+/**
+ * Shard 3's periodic wake-ups (recovery, materializer, reload) fall at fractional milliseconds
+ * (shardPhase). The TestClock counts whole nanoseconds and wakes the actor a hair before such a
+ * time; the actor then finds nothing due and sleeps 0 ms over and over (reporting Idle at a time
+ * already passed, which `startActor` skips) until TestClock.adjust stops waiting for it after a
+ * second ("still running without suspending") and moves the clock on. That second is the actor's
+ * busy wait, not a wait of these tests.
+ */
 const SHARD = 3
 const PROJECT = "00000000-0000-7000-8000-000000000001"
 
-
-const insertTrigger = (id: string, status: string, dueAtMs: number | null, claimedBy: string | null = null) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const due = dueAtMs === null ? null : new Date(dueAtMs)
-    yield* sql`INSERT INTO triggers (id, project_id, kind, shard, status, scheduled_at, due_at, url, method, headers,
-        claimed_by, created_at, updated_at)
-      VALUES (${id}, ${PROJECT}, 'job', ${SHARD}, ${status}, ${due}, ${due}, 'http://127.0.0.1:9/', 'GET', '[]'::jsonb,
-        ${claimedBy}, now(), now())`
-  })
+/** A one-shot of the actor's shard in `status`, due at `dueAtMs` (also its scheduled time); its id. */
+const trigger = (status: string, dueAtMs: number | null, claimedBy: string | null = null) => {
+  const due = dueAtMs === null ? null : new Date(dueAtMs)
+  return insertTrigger({ projectId: PROJECT, shard: SHARD, status, scheduledAt: due, dueAt: due, claimedBy })
+}
 
 /** The TestClock is shared by the tests of a layer block: every test works relative to its start. */
 const clockNow = Effect.clockWith((clock) => clock.currentTimeMillis)
@@ -37,28 +44,34 @@ const clockNow = Effect.clockWith((clock) => clock.currentTimeMillis)
 /** The first multiple of `step` milliseconds strictly after `ms`. */
 const nextMultiple = (ms: number, step: number) => (Math.floor(ms / step) + 1) * step
 
-const statusOf = (id: string) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    return (yield* sql<{ status: string }>`SELECT status FROM triggers WHERE id = ${id}`)[0]?.status
-  })
-
-/** Lets the actor's real database round trips finish before asserting that nothing happened. */
-const settle = Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 150)))
-
-let counter = 0
-const newId = () => `00000000-0000-7000-8000-${(++counter).toString(16).padStart(12, "0")}`
-
-/** Starts an actor with a recording dispatcher; returns its mailbox and the submitted ids. */
+/**
+ * Starts an actor with a recording dispatcher and returns once it is idle: it has loaded its window,
+ * recovered, materialized and fired everything due, and sleeps until its next wake-up.
+ * - `advance(ms)` moves the TestClock on; when that reaches the actor's wake-up it waits until the
+ *   actor is idle again past the new time. Short of it the actor sleeps on: nothing to wait for.
+ * - `wake(item)` puts one wake-up in the mailbox and waits until the actor is idle again.
+ * Hand-overs claimed ahead of time wait on the TestClock, so they reach `submitted` exactly when
+ * `advance` reaches their time.
+ */
 const startActor = Effect.gen(function*() {
   const submitted = yield* Queue.unbounded<string>()
   const mailbox = yield* Queue.unbounded<WakeItem>()
+  const events = yield* Queue.unbounded<ShardActorEvent>()
   const dispatcher = Layer.succeed(Dispatcher)({
     submit: (ids) => Queue.offerAll(submitted, ids).pipe(Effect.asVoid),
-    deliver: (rows) => Queue.offerAll(submitted, rows.map((row) => row.id)).pipe(Effect.asVoid)
+    deliver: (rows) => Queue.offerAll(submitted, rows.map((row) => row.id)).pipe(Effect.asVoid),
+    drain: () => Effect.void
   })
   const fiber = yield* Effect.forkChild(
-    runShardActor({ shard: SHARD, node: "node-a", mailbox, liveNodes: Effect.succeed(["node-a"]) }).pipe(
+    runShardActor({
+      shard: SHARD,
+      node: "node-a",
+      mailbox,
+      // node-a alone is connected, to a database up for an hour (past the grace after a restart)
+      presence: Effect.succeed({ nodes: ["node-a"], serverUpMs: 3_600_000 }),
+      handOvers: yield* FiberSet.make<void, never>(),
+      onEvent: (event) => Queue.offer(events, event).pipe(Effect.asVoid)
+    }).pipe(
       Effect.provide(Layer.mergeAll(
         dispatcher,
         Heartbeats.layer,
@@ -66,14 +79,33 @@ const startActor = Effect.gen(function*() {
       ))
     )
   )
-  return { submitted, mailbox, fiber }
+  let wakeAtMs = -Infinity
+  /** Takes the actor's reports up to an Idle that lies beyond the clock's time (earlier ones were passed by). */
+  const idle = Effect.gen(function*() {
+    for (;;) {
+      const event = yield* Queue.take(events)
+      if (event._tag === "Idle" && event.wakeAtMs > (yield* clockNow)) return void (wakeAtMs = event.wakeAtMs)
+    }
+  })
+  yield* idle
+  return {
+    submitted,
+    mailbox,
+    fiber,
+    advance: (ms: number) =>
+      Effect.gen(function*() {
+        const target = (yield* clockNow) + ms
+        yield* TestClock.adjust(ms)
+        if (target >= wakeAtMs) yield* idle
+      }),
+    wake: (item: WakeItem) => Queue.offer(mailbox, item).pipe(Effect.andThen(idle))
+  }
 })
 
 const setup = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql`DELETE FROM triggers`
-  yield* sql`INSERT INTO projects (id, name, monthly_quota, retry_policy, created_at, updated_at)
-    VALUES (${PROJECT}, 'p', 10, '{}'::jsonb, now(), now()) ON CONFLICT DO NOTHING`
+  yield* ensureProject(PROJECT)
 })
 
 layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
@@ -81,21 +113,16 @@ layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
     it.effect("claims a trigger CLAIM_LEAD_MS ahead and hands it over at its time, not a millisecond before", () =>
       Effect.gen(function*() {
         yield* setup
-        const id = newId()
-        yield* insertTrigger(id, "registered", (yield* clockNow) + 5_000)
+        const id = yield* trigger("registered", (yield* clockNow) + 5_000)
         const actor = yield* startActor
-        yield* settle
-        yield* TestClock.adjust(4_999 - CLAIM_LEAD_MS)
-        yield* settle
+        yield* actor.advance(4_999 - CLAIM_LEAD_MS)
         assert.strictEqual(yield* statusOf(id), "registered")
-        yield* TestClock.adjust(1)
-        yield* settle
+        yield* actor.advance(1)
         // claimed (running) but held back until its time
         assert.strictEqual(yield* statusOf(id), "running")
-        yield* TestClock.adjust(CLAIM_LEAD_MS - 1)
-        yield* settle
+        yield* actor.advance(CLAIM_LEAD_MS - 1)
         assert.strictEqual(yield* Queue.size(actor.submitted), 0)
-        yield* TestClock.adjust(1)
+        yield* actor.advance(1)
         assert.strictEqual(yield* Queue.take(actor.submitted), id)
         // claimed and started in one statement: running, attempt counted
         assert.strictEqual(yield* statusOf(id), "running")
@@ -106,16 +133,13 @@ layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
       Effect.gen(function*() {
         yield* setup
         const now = yield* clockNow
-        const overdue = newId()
-        const retry = newId()
-        yield* insertTrigger(overdue, "registered", now - 9_000)
-        yield* insertTrigger(retry, "retrying", now + 30_000)
+        const overdue = yield* trigger("registered", now - 9_000)
+        const retry = yield* trigger("retrying", now + 30_000)
         const actor = yield* startActor
         assert.strictEqual(yield* Queue.take(actor.submitted), overdue)
-        yield* TestClock.adjust(29_999)
-        yield* settle
+        yield* actor.advance(29_999)
         assert.deepStrictEqual(yield* Queue.takeBetween(actor.submitted, 0, 10), [])
-        yield* TestClock.adjust(1)
+        yield* actor.advance(1)
         assert.strictEqual(yield* Queue.take(actor.submitted), retry)
         yield* Fiber.interrupt(actor.fiber)
       }))
@@ -124,34 +148,23 @@ layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
       Effect.gen(function*() {
         yield* setup
         const now = yield* clockNow
-        const far = newId()
-        yield* insertTrigger(far, "registered", now + 150_000)
+        const far = yield* trigger("registered", now + 150_000)
         const actor = yield* startActor
-        yield* settle
-        for (let step = 0; step < 149; step++) {
-          yield* TestClock.adjust(1_000)
-          yield* Effect.yieldNow
-        }
-        yield* settle
+        for (let step = 0; step < 149; step++) yield* actor.advance(1_000)
         assert.strictEqual(yield* Queue.size(actor.submitted), 0)
-        yield* TestClock.adjust(1_000)
+        yield* actor.advance(1_000)
         assert.strictEqual(yield* Queue.take(actor.submitted), far)
         yield* Fiber.interrupt(actor.fiber)
       }))
+
     it.effect("reads more triggers due in one millisecond than a load page holds, page by page", () =>
       Effect.gen(function*() {
         yield* setup
-        const sql = yield* SqlClient.SqlClient
         const due = new Date((yield* clockNow) + 1_000)
         const count = 5_100 // LOAD_LIMIT is 5,000
-        yield* sql`INSERT INTO triggers (id, project_id, kind, shard, status, scheduled_at, due_at, url, method, headers,
-            created_at, updated_at)
-          SELECT ('00000000-0000-7000-9000-' || lpad(to_hex(n), 12, '0'))::uuid, ${PROJECT}, 'job', ${SHARD}, 'registered',
-            ${due}, ${due}, 'http://127.0.0.1:9/', 'GET', '[]'::jsonb, now(), now()
-          FROM generate_series(1, ${count}) AS n`
+        yield* insertTriggers(Array.from({ length: count }, () => ({ projectId: PROJECT, shard: SHARD, scheduledAt: due, dueAt: due })))
         const actor = yield* startActor
-        yield* settle
-        yield* TestClock.adjust(1_000)
+        yield* actor.advance(1_000)
         const fired = new Set<string>()
         while (fired.size < count) for (const id of yield* Queue.takeBetween(actor.submitted, 1, count)) fired.add(id)
         assert.strictEqual(fired.size, count)
@@ -165,23 +178,18 @@ layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
         yield* setup
         const now = yield* clockNow
         const actor = yield* startActor
-        yield* settle
-        const added = newId()
-        yield* insertTrigger(added, "registered", now + 2_000)
-        yield* Queue.offer(actor.mailbox, { shard: SHARD, id: added, dueAtMs: now + 2_000 })
-        const moved = newId()
-        yield* insertTrigger(moved, "registered", now + 1_000)
-        yield* Queue.offer(actor.mailbox, { shard: SHARD, id: moved, dueAtMs: now + 1_000 })
+        const added = yield* trigger("registered", now + 2_000)
+        yield* actor.wake({ shard: SHARD, id: added, dueAtMs: now + 2_000 })
+        const moved = yield* trigger("registered", now + 1_000)
+        yield* actor.wake({ shard: SHARD, id: moved, dueAtMs: now + 1_000 })
         // moved later in the database, then woken with the new time
         const sql = yield* SqlClient.SqlClient
         yield* sql`UPDATE triggers SET due_at = ${new Date(now + 3_000)}, scheduled_at = ${new Date(now + 3_000)} WHERE id = ${moved}`
-        yield* Queue.offer(actor.mailbox, { shard: SHARD, id: moved, dueAtMs: now + 3_000 })
-        yield* settle
-        yield* TestClock.adjust(2_000)
+        yield* actor.wake({ shard: SHARD, id: moved, dueAtMs: now + 3_000 })
+        yield* actor.advance(2_000)
         assert.strictEqual(yield* Queue.take(actor.submitted), added)
-        yield* settle
         assert.strictEqual(yield* Queue.size(actor.submitted), 0)
-        yield* TestClock.adjust(1_000)
+        yield* actor.advance(1_000)
         assert.strictEqual(yield* Queue.take(actor.submitted), moved)
         yield* Fiber.interrupt(actor.fiber)
       }))
@@ -190,15 +198,12 @@ layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
       Effect.gen(function*() {
         yield* setup
         const now = yield* clockNow
-        const id = newId()
-        yield* insertTrigger(id, "registered", now + 1_000)
+        const id = yield* trigger("registered", now + 1_000)
         const actor = yield* startActor
-        yield* settle
         const sql = yield* SqlClient.SqlClient
         // cancelled in the database without a wake-up: the claim's compare-and-set refuses it
         yield* sql`UPDATE triggers SET status = 'cancelled', due_at = NULL WHERE id = ${id}`
-        yield* TestClock.adjust(1_000)
-        yield* settle
+        yield* actor.advance(1_000)
         assert.strictEqual(yield* Queue.size(actor.submitted), 0)
         assert.strictEqual(yield* statusOf(id), "cancelled")
         yield* Fiber.interrupt(actor.fiber)
@@ -208,17 +213,13 @@ layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
   it.effect("recovers triggers left queued or running by a node that is gone, not by live ones", () =>
     Effect.gen(function*() {
       yield* setup
-      const orphanQueued = newId()
-      const orphanRunning = newId()
-      const ownRunning = newId()
-      yield* insertTrigger(orphanQueued, "queued", null, "dead-node")
-      yield* insertTrigger(orphanRunning, "running", null, "dead-node")
-      yield* insertTrigger(ownRunning, "running", null, "node-a")
+      const orphanQueued = yield* trigger("queued", null, "dead-node")
+      const orphanRunning = yield* trigger("running", null, "dead-node")
+      const ownRunning = yield* trigger("running", null, "node-a")
       const actor = yield* startActor
       const first = yield* Queue.take(actor.submitted)
       const second = yield* Queue.take(actor.submitted)
       assert.deepStrictEqual([first, second].sort(), [orphanQueued, orphanRunning].sort())
-      yield* settle
       assert.strictEqual(yield* Queue.size(actor.submitted), 0)
       assert.strictEqual(yield* statusOf(orphanRunning), "queued")
       assert.strictEqual(yield* statusOf(ownRunning), "running")
@@ -226,62 +227,49 @@ layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
     }))
 
   describe("materializer", () => {
-    const insertGenerator = (id: string, cron: string) =>
-      Effect.gen(function*() {
-        const sql = yield* SqlClient.SqlClient
-        yield* sql`INSERT INTO triggers (id, project_id, kind, shard, status, url, method, headers, body, tags, title,
-            cron_expr, cron_tz, created_at, updated_at)
-          VALUES (${id}, ${PROJECT}, 'generator', ${SHARD}, 'active', 'http://127.0.0.1:9/g', 'POST',
-            '[["x-a","1"]]'::jsonb, ${new Uint8Array([104, 105])}, '{t1}', 'title', ${cron}, 'UTC', now(), now())`
+    const insertGenerator = (cron: string) =>
+      insertTrigger({
+        projectId: PROJECT, kind: "generator", shard: SHARD, url: "http://127.0.0.1:9/g", method: "POST",
+        headers: [["x-a", "1"]], body: new Uint8Array([104, 105]), tags: ["t1"], title: "title", cronExpr: cron, cronTz: "UTC"
       })
-    const instancesOf = (generatorId: string) =>
-      Effect.gen(function*() {
-        const sql = yield* SqlClient.SqlClient
-        return yield* sql<{ id: string; status: string; ms: string; url: string; tags: Array<string>; title: string }>`
-          SELECT id, status, (extract(epoch FROM scheduled_at) * 1000)::bigint::text AS ms, url, tags, title
-          FROM triggers WHERE generator_id = ${generatorId} ORDER BY scheduled_at, id`
-      })
+    /** What the tests compare of an instance: its status and time (ms), and what it copied. */
+    const timeOf = (row: TriggerRow) => row.scheduled_at?.getTime()
 
     it.effect("creates the first instance at the next matching time, a copy of the generator", () =>
       Effect.gen(function*() {
         yield* setup
-        const generator = newId()
-        yield* insertGenerator(generator, "*/10 * * * * *")
+        const generator = yield* insertGenerator("*/10 * * * * *")
         // start 1 ms past a 10 s boundary: the first instance is due 9,999 ms later, well beyond the claim lead
         yield* TestClock.adjust(nextMultiple(yield* clockNow, 10_000) + 1 - (yield* clockNow))
         const now = yield* clockNow
         const firstAt = nextMultiple(now, 10_000)
         const actor = yield* startActor
-        yield* settle
         const [first, ...rest] = yield* instancesOf(generator)
         assert.deepStrictEqual(rest, [])
-        assert.deepStrictEqual({ ...first!, id: "" }, {
-          id: "", status: "registered", ms: String(firstAt), url: "http://127.0.0.1:9/g", tags: ["t1"], title: "title"
-        })
-        yield* TestClock.adjust(firstAt - now)
+        assert.deepStrictEqual(
+          { status: first!.status, ms: timeOf(first!), url: first!.url, tags: first!.tags, title: first!.title },
+          { status: "registered", ms: firstAt, url: "http://127.0.0.1:9/g", tags: ["t1"], title: "title" }
+        )
+        yield* actor.advance(firstAt - now)
         assert.strictEqual(yield* Queue.take(actor.submitted), first!.id)
-        yield* settle
         // the next instance exists right after the claim, without waiting for the 5 s check
         const after = yield* instancesOf(generator)
-        assert.deepStrictEqual(after.map((row) => [row.status, row.ms]), [["running", String(firstAt)], ["registered", String(firstAt + 10_000)]])
+        assert.deepStrictEqual(after.map((row) => [row.status, timeOf(row)]), [["running", firstAt], ["registered", firstAt + 10_000]])
         yield* Fiber.interrupt(actor.fiber)
       }))
 
     it.effect("replaces a cancelled upcoming instance with a new one for the same time within 5 s", () =>
       Effect.gen(function*() {
         yield* setup
-        const generator = newId()
-        yield* insertGenerator(generator, "0 * * * *")
-        const hour = String(nextMultiple(yield* clockNow, 3_600_000))
+        const generator = yield* insertGenerator("0 * * * *")
+        const hour = nextMultiple(yield* clockNow, 3_600_000)
         const actor = yield* startActor
-        yield* settle
         const [upcoming] = yield* instancesOf(generator)
         const sql = yield* SqlClient.SqlClient
         yield* sql`UPDATE triggers SET status = 'cancelled', due_at = NULL WHERE id = ${upcoming!.id}`
-        yield* TestClock.adjust(5_000)
-        yield* settle
+        yield* actor.advance(5_000)
         const rows = yield* instancesOf(generator)
-        assert.deepStrictEqual(rows.map((row) => [row.status, row.ms]), [["cancelled", hour], ["registered", hour]])
+        assert.deepStrictEqual(rows.map((row) => [row.status, timeOf(row)]), [["cancelled", hour], ["registered", hour]])
         assert.notStrictEqual(rows[1]!.id, upcoming!.id)
         yield* Fiber.interrupt(actor.fiber)
       }))
@@ -289,22 +277,18 @@ layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
     it.effect("after downtime the scheduled instance fires once, late, and missed times are not caught up", () =>
       Effect.gen(function*() {
         yield* setup
-        const generator = newId()
-        yield* insertGenerator(generator, "*/10 * * * * *")
-        const late = newId()
+        const generator = yield* insertGenerator("*/10 * * * * *")
         const lateAt = nextMultiple(yield* clockNow, 10_000)
-        const sql = yield* SqlClient.SqlClient
-        yield* sql`INSERT INTO triggers (id, project_id, kind, generator_id, shard, status, scheduled_at, due_at, url, method,
-            headers, created_at, updated_at)
-          VALUES (${late}, ${PROJECT}, 'job', ${generator}, ${SHARD}, 'registered', ${new Date(lateAt)}, ${new Date(lateAt)},
-            'http://127.0.0.1:9/g', 'POST', '[]'::jsonb, now(), now())`
+        const late = yield* insertTrigger({
+          projectId: PROJECT, generatorId: generator, shard: SHARD, scheduledAt: new Date(lateAt), dueAt: new Date(lateAt),
+          url: "http://127.0.0.1:9/g"
+        })
         // the service was down for 55 s past the instance's time: five more times were missed
         yield* TestClock.adjust(lateAt + 55_000 - (yield* clockNow))
         const actor = yield* startActor
         assert.strictEqual(yield* Queue.take(actor.submitted), late)
-        yield* settle
         const rows = yield* instancesOf(generator)
-        assert.deepStrictEqual(rows.map((row) => [row.status, row.ms]), [["running", String(lateAt)], ["registered", String(lateAt + 60_000)]])
+        assert.deepStrictEqual(rows.map((row) => [row.status, timeOf(row)]), [["running", lateAt], ["registered", lateAt + 60_000]])
         yield* Fiber.interrupt(actor.fiber)
       }))
   })

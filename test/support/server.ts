@@ -1,5 +1,7 @@
 // The real service in-process for tests: HTTPS on a free loopback port, a fresh database, and a
-// small client (undici, certificate not verified) plus helpers to create projects and keys.
+// small client (undici, certificate not verified) plus helpers to create projects and keys and to
+// call /schedule and /cancel.
+import { assert } from "@effect/vitest"
 import { Clock, Context, Effect, Layer } from "effect"
 import { HttpServer } from "effect/http"
 import * as fs from "node:fs"
@@ -89,3 +91,43 @@ export const testServerLayer = (env: Record<string, string> = {}) =>
     }))
     return Layer.provideMerge(testServer, service)
   }))
+
+// --- calls through the shared TestServer --------------------------------------------------------------
+
+export type Headers = Record<string, string> | Array<[string, string]>
+
+/** A new project (with an optional monthly quota) and a key for it. */
+export const newKey = (monthlyQuota?: number) =>
+  TestServer.use((server) => server.newKey(monthlyQuota === undefined ? {} : { monthlyQuota }))
+
+export interface ScheduleOptions {
+  readonly method?: string
+  readonly body?: string | Uint8Array
+}
+
+/** Any-method /schedule with these headers. */
+export const schedule = (headers: Headers, options: ScheduleOptions = {}) =>
+  TestServer.use((server) =>
+    server.call(options.method ?? "POST", "/schedule", {
+      headers,
+      ...(options.body === undefined ? {} : { body: options.body })
+    }))
+
+export interface ScheduleBody {
+  readonly triggerId: string
+  readonly scheduledAt: string
+  readonly operation: string
+  readonly kind: string
+  readonly monthQuotaRemaining: number
+}
+
+/** Schedules and returns the 200 body (fails the test otherwise). */
+export const scheduled = (headers: Headers, options: ScheduleOptions = {}) =>
+  Effect.map(schedule(headers, options), (response) => {
+    assert.strictEqual(response.status, 200, response.text)
+    return response.json() as ScheduleBody
+  })
+
+/** /cancel (DELETE unless told) with these headers. */
+export const cancel = (headers: Record<string, string>, method = "DELETE") =>
+  TestServer.use((server) => server.call(method, "/cancel", { headers }))

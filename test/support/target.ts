@@ -95,25 +95,5 @@ export const closedPort: Effect.Effect<number> = Effect.promise(async () => {
   return port
 })
 
-/** Real time (the test body may run on a TestClock). */
-export const realSleep = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
-
-/**
- * Polls `probe` every `everyMs` of real time until it returns a value other than undefined;
- * fails the test after `deadlineMs` (default 10 s).
- */
-export const pollUntil = <A, E, R>(
-  what: string,
-  probe: Effect.Effect<A | undefined, E, R>,
-  options: { readonly everyMs?: number; readonly deadlineMs?: number } = {}
-): Effect.Effect<A, E, R> =>
-  Effect.gen(function*() {
-    const every = options.everyMs ?? 25
-    const deadline = Date.now() + (options.deadlineMs ?? 10_000)
-    for (;;) {
-      const value = yield* probe
-      if (value !== undefined) return value
-      if (Date.now() > deadline) return yield* Effect.die(new Error(`timed out waiting for ${what}`))
-      yield* realSleep(every)
-    }
-  })
+// the wait helpers live in wait.ts; re-exported for the files that import them from here
+export { pollUntil, realSleep } from "./wait.ts"
