@@ -1,10 +1,11 @@
 // Reading the parts of a JSON-API request the same way everywhere: the exact path (the router
 // forgives a trailing or doubled slash, the spec does not), query parameters with one clear 400
-// message per bad value, and a JSON body under the spec's rules (another Content-Type → 415 plain
+// message per bad value (also a character PostgreSQL cannot store, e.g. `%00`), and a JSON body under the spec's rules (another Content-Type → 415 plain
 // text; a missing one is read as JSON; unreadable or invalid JSON → empty 400).
 import * as Effect from "effect/Effect"
 import { HttpServerRequest } from "effect/http"
 import { BadRequest, MalformedRequest } from "../domain/errors.ts"
+import { unstorableCharacter, unstorableMessage } from "../domain/storableText.ts"
 import { EmptyNotFound, UnsupportedContentType } from "./errors.ts"
 
 /** Fails with the router's empty 404 unless the path (query excluded) matches `pattern` exactly. */
@@ -17,12 +18,17 @@ export const requireExactPath = (request: HttpServerRequest.HttpServerRequest, p
 export const queryParams = Effect.gen(function*() {
   const params = yield* HttpServerRequest.ParsedSearchParams
   return {
-    /** The value, or undefined when absent; an empty value is a 400 naming the parameter. */
+    /**
+     * The value, or undefined when absent; an empty value, or one holding a character PostgreSQL
+     * cannot store (NUL), is a 400 naming the parameter.
+     */
     get: (name: string): Effect.Effect<string | undefined, BadRequest> => {
       const value = params[name]
       if (value === undefined) return Effect.succeed(undefined)
       if (typeof value !== "string") return Effect.fail(new BadRequest(`${name} must be given at most once`))
       if (value === "") return Effect.fail(new BadRequest(`${name} must not be empty`))
+      const unstorable = unstorableCharacter(value)
+      if (unstorable !== undefined) return Effect.fail(new BadRequest(unstorableMessage(name, unstorable)))
       return Effect.succeed(value)
     }
   }

@@ -8,6 +8,7 @@ import { AppConfig } from "../config.ts"
 import { cancelTrigger, type CancelTarget } from "../commands/cancel.ts"
 import { scheduleTrigger } from "../commands/schedule.ts"
 import { BadRequest, MalformedRequest } from "../domain/errors.ts"
+import { unstorableCharacter, unstorableMessage } from "../domain/storableText.ts"
 import { authenticateKey } from "./auth.ts"
 import { jsonResponse } from "./errors.ts"
 import { handle } from "./handle.ts"
@@ -37,6 +38,9 @@ const cancelHandler = Effect.gen(function*() {
   if (id !== undefined && customKey !== undefined) {
     return yield* Effect.fail(new BadRequest(`Provide either ${prefix}-trigger-id or ${prefix}-custom-key, not both`))
   }
+  // a custom key is looked up as text (Node's parser already refuses NUL in headers; see scheduleRequest.ts)
+  const unstorable = customKey === undefined ? undefined : unstorableCharacter(customKey)
+  if (unstorable !== undefined) return yield* Effect.fail(new BadRequest(unstorableMessage(`${prefix}-custom-key`, unstorable)))
   const target: CancelTarget = id !== undefined ? { _tag: "Id", id } : { _tag: "CustomKey", customKey: customKey! }
   const principal = yield* authenticateKey(key)
   yield* cancelTrigger(principal.projectId, target, yield* Clock.currentTimeMillis)

@@ -1,12 +1,16 @@
 // Reads a /schedule request in the order of SPEC's check table: missing key or URL (empty 400),
 // body, URL, tags, key (401), then the scheduling value and the other headers. The result is a
-// command for commands/schedule.ts; every rejection is the spec's exact status and message.
+// command for commands/schedule.ts; every rejection is the spec's exact status and message. Last, a
+// header (name or value) holding a character PostgreSQL cannot store is a 400 naming the header:
+// Node's HTTP parser already refuses NUL and other control characters in headers and decodes other
+// bytes as Latin-1, which PostgreSQL stores, so this guards the store against any other way in.
 import * as Effect from "effect/Effect"
 import type { HttpServerRequest } from "effect/http"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { BadRequest, MalformedRequest } from "../domain/errors.ts"
 import { parseRetryHeaders } from "../domain/retry.ts"
 import { parseScheduleValue, type ScheduleCommand } from "../domain/schedule.ts"
+import { unstorableCharacter, unstorableMessage } from "../domain/storableText.ts"
 import { parseTagsHeader } from "../domain/tags.ts"
 import type { HeaderPairs, TriggerDefinition } from "../domain/trigger.ts"
 import { authenticateKey } from "./auth.ts"
@@ -61,6 +65,16 @@ const readBody = (request: HttpServerRequest.HttpServerRequest) =>
       Effect.mapError(() => new BadRequest("Failed to read request body"))
     )
 
+/** The 400 message for the first header (name or value) holding a character PostgreSQL cannot store. */
+export const unstorableHeader = (rawHeaders: ReadonlyArray<string>): string | undefined => {
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!
+    const character = unstorableCharacter(name) ?? unstorableCharacter(rawHeaders[i + 1]!)
+    if (character !== undefined) return unstorableMessage(`header ${name.toLowerCase()}`, character)
+  }
+  return undefined
+}
+
 export const readScheduleRequest = (request: HttpServerRequest.HttpServerRequest, prefix: string, nowMs: number) =>
   Effect.gen(function*() {
     const header = (name: string): string | undefined => request.headers[`${prefix}-${name}`]
@@ -89,6 +103,8 @@ export const readScheduleRequest = (request: HttpServerRequest.HttpServerRequest
     const customKey = header("custom-key")
     const triggerId = header("trigger-id")
     const rawHeaders = NodeHttpServerRequest.toIncomingMessage(request).rawHeaders
+    const unstorable = unstorableHeader(rawHeaders)
+    if (unstorable !== undefined) return yield* Effect.fail(new BadRequest(unstorable))
     const definition: TriggerDefinition = {
       url: url.trim(),
       method: request.method,
