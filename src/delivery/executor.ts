@@ -1,6 +1,7 @@
 // Delivery executor: sends one stored request with undici and classifies the outcome; never fails.
 // One Agent per process (closed with the layer, aborting what is still in flight), one deadline covering
 // head and body, and an optional guard refusing private target addresses (BLOCK_PRIVATE_TARGETS).
+import ipaddr from "ipaddr.js"
 import * as dns from "node:dns"
 import * as net from "node:net"
 import { Agent, buildConnector } from "undici"
@@ -45,28 +46,25 @@ export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000
 // ---------------------------------------------------------------------------------------------------------
 // Private target guard
 
-const blocked = new net.BlockList()
-for (const [prefix, bits] of [
-  ["0.0.0.0", 8], // "this network", incl. unspecified 0.0.0.0
-  ["10.0.0.0", 8],
-  ["100.64.0.0", 10], // shared address space (some clouds' metadata, e.g. 100.100.100.200)
-  ["127.0.0.0", 8],
-  ["169.254.0.0", 16], // link-local, incl. metadata 169.254.169.254
-  ["172.16.0.0", 12],
-  ["192.168.0.0", 16]
-] as const) blocked.addSubnet(prefix, bits, "ipv4")
-for (const [prefix, bits] of [
-  ["::", 96], // unspecified ::, loopback ::1, IPv4-compatible
-  ["fc00::", 7], // unique local, incl. metadata fd00:ec2::254
-  ["fe80::", 10], // link-local
-  ["fec0::", 10] // site-local (deprecated)
-] as const) blocked.addSubnet(prefix, bits, "ipv6")
+/** IANA "IPv6 Address Space": only 2000::/3 is allocated as global unicast. */
+const IPV6_GLOBAL_UNICAST = ipaddr.IPv6.parseCIDR("2000::/3")
 
-/** Loopback, private, link-local, metadata or unspecified, IPv4-mapped IPv6 forms included. */
+/**
+ * Whether an IP address is anything but a public unicast one: ipaddr.js classifies it against the IANA
+ * special-purpose registries (loopback, private, carrier-grade NAT, link-local incl. metadata
+ * 169.254.169.254, unique local incl. fd00:ec2::254, benchmarking 198.18.0.0/15, documentation,
+ * reserved, multicast, broadcast, NAT64 64:ff9b::/96, 6to4, Teredo, discard, …) and every range but
+ * `unicast` is blocked; IPv4-mapped IPv6 (::ffff:a.b.c.d) is classified as its IPv4 address; an IPv6
+ * address outside 2000::/3 (e.g. IPv4-compatible ::a.b.c.d) is blocked too. A bracketed IPv6 literal
+ * is read without its brackets; anything that is not an IP address (a host name) is not blocked here:
+ * its resolved addresses are.
+ */
 export const isPrivateAddress = (address: string): boolean => {
-  const family = net.isIP(address)
-  if (family === 0) return false
-  return blocked.check(address, family === 6 ? "ipv6" : "ipv4")
+  const bare = address.startsWith("[") && address.endsWith("]") ? address.slice(1, -1) : address
+  if (net.isIP(bare) === 0) return false
+  const parsed = ipaddr.process(bare)
+  if (parsed.range() !== "unicast") return true
+  return parsed.kind() === "ipv6" && !parsed.match(IPV6_GLOBAL_UNICAST)
 }
 
 const privateTargetError = (address: string, host?: string) =>
