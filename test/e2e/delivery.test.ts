@@ -7,7 +7,8 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestServer, testServerLayer, type TestResponse } from "../support/server.ts"
-import { type Arrival, closedPort, headerNames, headerValues, pollUntil, realSleep, target } from "../support/target.ts"
+import { type Arrival, closedPort, headerNames, headerValues, target } from "../support/target.ts"
+import { pollUntil, realSleep } from "../support/wait.ts"
 
 type Headers = Record<string, string> | Array<[string, string]>
 

@@ -6,9 +6,10 @@
 // window after a cancel, which has to be longer than one period.
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { SqlClient } from "effect/sql"
+import { instancesOf, statusOf } from "../support/fixtures.ts"
 import { TestServer, testServerLayer } from "../support/server.ts"
-import { headerValues, pollUntil, realSleep, target } from "../support/target.ts"
+import { headerValues, target } from "../support/target.ts"
+import { pollUntil, realSleep } from "../support/wait.ts"
 
 const PERIOD_MS = 5_000
 /** How late an instance may arrive after its time on a busy two-core machine. */
@@ -36,25 +37,6 @@ const project = Effect.gen(function*() {
     health: server.call("GET", "/health", { headers: auth })
   }
 })
-
-interface InstanceRow {
-  readonly id: string
-  readonly status: string
-  readonly scheduled_at: Date
-}
-
-const instancesOf = (generatorId: string) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    return yield* sql<InstanceRow>`SELECT id, status, scheduled_at FROM triggers
-      WHERE generator_id = ${generatorId} ORDER BY scheduled_at, id`
-  }).pipe(Effect.orDie)
-
-const statusOf = (id: string) =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    return (yield* sql<{ status: string }>`SELECT status FROM triggers WHERE id = ${id}`)[0]!.status
-  }).pipe(Effect.orDie)
 
 layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })("generators end to end", (it) => {
   it.effect("cron(*/5 * * * * *) delivers every 5 s on the 5-second beat with the generator's request; a cancel stops it", () =>
@@ -106,7 +88,7 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
         return completed.length >= 3 ? completed : undefined
       }))
       assert.deepStrictEqual(
-        delivered.slice(0, 3).map((row) => row.scheduled_at.getTime()),
+        delivered.slice(0, 3).map((row) => row.scheduled_at!.getTime()),
         [firstMs, firstMs + PERIOD_MS, firstMs + 2 * PERIOD_MS]
       )
       assert.strictEqual(new Set(delivered.map((row) => row.id)).size, delivered.length)
@@ -128,7 +110,7 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
       const created = yield* p.schedule({ "ttr-url": "http://127.0.0.1:9/never", "ttr-scheduled-at": `cron(0 ${hour} * * *)` })
       const [first] = yield* instancesOf(created.triggerId)
       assert.strictEqual(first!.status, "registered")
-      assert.strictEqual(first!.scheduled_at.toISOString(), created.scheduledAt)
+      assert.strictEqual(first!.scheduled_at?.toISOString(), created.scheduledAt)
 
       const cancelled = yield* p.cancel(first!.id)
       assert.strictEqual(cancelled.status, 204, cancelled.text)
@@ -137,7 +119,7 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
         rows.find((row) => row.status === "registered")), { everyMs: 100, deadlineMs: 8_000 })
       assert.isBelow(Date.now() - cancelledAtMs, 7_000)
       assert.notStrictEqual(replacement.id, first!.id)
-      assert.strictEqual(replacement.scheduled_at.toISOString(), created.scheduledAt)
+      assert.strictEqual(replacement.scheduled_at?.toISOString(), created.scheduledAt)
       assert.strictEqual(yield* statusOf(first!.id), "cancelled")
       assert.strictEqual(yield* statusOf(created.triggerId), "active")
       const view = yield* p.job(created.triggerId)
@@ -153,7 +135,6 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
       const body = response.json()
       assert.strictEqual(body.status, "ok")
       assert.isTrue(Number.isInteger(body.materializerStaleMs))
-      assert.isAtLeast(body.materializerStaleMs, 0)
       assert.isBelow(body.materializerStaleMs, 10_000)
       assert.isBelow(body.schedulerStaleMs, 10_000)
     }))
