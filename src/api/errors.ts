@@ -11,8 +11,10 @@ import { isSpecFailure, type SpecFailure } from "../domain/errors.ts"
 export class EmptyNotFound extends Data.TaggedError("EmptyNotFound")<{}> {}
 /** `415` plain text. */
 export class UnsupportedContentType extends Data.TaggedError("UnsupportedContentType")<{ readonly contentType: string }> {}
+/** `413` `{"_tag":"ContentTooLarge"}`: a request body over the endpoint's limit (`maxBytes`). */
+export class ContentTooLarge extends Data.TaggedError("ContentTooLarge")<{ readonly maxBytes: number }> {}
 
-export type ApiError = SpecFailure | EmptyNotFound | UnsupportedContentType
+export type ApiError = SpecFailure | EmptyNotFound | UnsupportedContentType | ContentTooLarge
 
 const STATUS: Record<Exclude<SpecFailure["_tag"], "MalformedRequest">, number> = {
   BadRequest: 400,
@@ -28,7 +30,8 @@ const STATUS: Record<Exclude<SpecFailure["_tag"], "MalformedRequest">, number> =
 export const RETRY_AFTER_SECONDS = 1
 
 export const isApiError = (error: unknown): error is ApiError =>
-  isSpecFailure(error) || error instanceof EmptyNotFound || error instanceof UnsupportedContentType
+  isSpecFailure(error) || error instanceof EmptyNotFound || error instanceof UnsupportedContentType ||
+  error instanceof ContentTooLarge
 
 export const jsonResponse = (status: number, body: unknown) =>
   HttpServerResponse.text(JSON.stringify(body), { status, contentType: "application/json" })
@@ -41,6 +44,8 @@ export const renderApiError = (error: ApiError): HttpServerResponse.HttpServerRe
       return HttpServerResponse.empty({ status: 404 })
     case "UnsupportedContentType":
       return HttpServerResponse.text(`Unsupported content-type: ${error.contentType}`, { status: 415 })
+    case "ContentTooLarge":
+      return jsonResponse(413, { _tag: error._tag, message: `Request body larger than ${error.maxBytes} bytes` })
     case "ServiceUnavailable":
       return jsonResponse(503, { _tag: error._tag, message: error.message }).pipe(
         HttpServerResponse.setHeader("retry-after", String(RETRY_AFTER_SECONDS))

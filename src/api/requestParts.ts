@@ -1,12 +1,14 @@
 // Reading the parts of a JSON-API request the same way everywhere: the exact path (the router
 // forgives a trailing or doubled slash, the spec does not), query parameters with one clear 400
 // message per bad value (also a character PostgreSQL cannot store, e.g. `%00`), and a JSON body under the spec's rules (another Content-Type → 415 plain
-// text; a missing one is read as JSON; unreadable or invalid JSON → empty 400).
+// text; a missing one is read as JSON; unreadable or invalid JSON → empty 400; over the caller's size
+// limit → 413).
 import * as Effect from "effect/Effect"
-import { HttpServerRequest } from "effect/http"
+import * as ByteSize from "effect/ByteSize"
+import { HttpIncomingMessage, type HttpServerError, HttpServerRequest } from "effect/http"
 import { BadRequest, MalformedRequest } from "../domain/errors.ts"
 import { unstorableCharacter, unstorableMessage } from "../domain/storableText.ts"
-import { EmptyNotFound, UnsupportedContentType } from "./errors.ts"
+import { ContentTooLarge, EmptyNotFound, UnsupportedContentType } from "./errors.ts"
 
 /** Fails with the router's empty 404 unless the path (query excluded) matches `pattern` exactly. */
 export const requireExactPath = (request: HttpServerRequest.HttpServerRequest, pattern: RegExp) => {
@@ -78,19 +80,28 @@ const JSON_MEDIA_TYPE = "application/json"
 /**
  * The request's JSON body: a Content-Type other than application/json (parameters such as
  * charset allowed) → 415; no Content-Type (or an empty one) → read as JSON; unreadable or
- * invalid JSON → empty 400.
+ * invalid JSON → empty 400; with `maxBytes`, a larger body → 413 (read to its end, not kept).
  */
-export const readJsonBody = (request: HttpServerRequest.HttpServerRequest) =>
+export const readJsonBody = (request: HttpServerRequest.HttpServerRequest, maxBytes?: number) =>
   Effect.gen(function*() {
     const contentType = request.headers["content-type"]
     if (contentType !== undefined && contentType.trim() !== "") {
       const mediaType = (contentType.split(";", 1)[0] ?? "").trim().toLowerCase()
       if (mediaType !== JSON_MEDIA_TYPE) return yield* Effect.fail(new UnsupportedContentType({ contentType }))
     }
-    const text = yield* Effect.mapError(request.text, () => new MalformedRequest())
+    const text = yield* request.text.pipe(
+      Effect.mapError((error) =>
+        maxBytes !== undefined && isBodyTooLarge(error) ? new ContentTooLarge({ maxBytes }) : new MalformedRequest()
+      ),
+      maxBytes === undefined ? (read) => read : Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(maxBytes))
+    )
     try {
       return JSON.parse(text) as unknown
     } catch {
       return yield* Effect.fail(new MalformedRequest())
     }
   })
+
+/** The server's failure for a body over `HttpIncomingMessage.MaxBodySize`. */
+const isBodyTooLarge = (error: HttpServerError.HttpServerError): boolean =>
+  error.reason._tag === "RequestParseError" && error.reason.reason === "BodyTooLarge"

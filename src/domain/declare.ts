@@ -98,7 +98,7 @@ export const planDeclare = (input: DeclareInput): DeclarePlan => {
   const matchedIds = new Set<string>()
   const keptGeneratorIds = new Set<string>()
   for (const item of input.items) {
-    const match = matchFor(index, item)
+    const match = matchFor(index, item, input.tag)
     const alsoCancel = match?.kind === "generator" ? liveInstanceIds(instances.get(match.id) ?? []) : []
     const outcome = planItem(item, match, context, alsoCancel)
     itemEntries.push(outcome.entry)

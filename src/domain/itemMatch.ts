@@ -21,6 +21,11 @@ export interface StoredTrigger {
   readonly scheduledAtMs: number | null
   /** Generators only. */
   readonly cron: { readonly cronExpr: string; readonly cronTz: string } | null
+  /**
+   * The tag of the /declare call that created it, which scopes its custom key (rule 9); null (or
+   * absent) when /schedule or /bulk created it.
+   */
+  readonly keyScope?: string | null
 }
 
 /** A trigger to write: status `registered`/`skipped` for one-shots, `active` for generators. */
@@ -75,6 +80,13 @@ export const cancelledEntry = (trigger: StoredTrigger): OperationEntry => ({
   kind: trigger.kind,
   id: trigger.id
 })
+
+/**
+ * Held back by a tag gate: queued and claimed by no node. The store reads (and cancels) a queued
+ * trigger only while no node has claimed it: a claimed one is about to be sent, left alone like a
+ * running one.
+ */
+export const HELD_BACK_STATUSES = ["queued"] as const satisfies ReadonlyArray<TriggerStatus>
 
 /** One-shot registered, skipped or retrying; generator active (SPEC "Which triggers … pending"). */
 export const isPending = (trigger: StoredTrigger): boolean =>
@@ -239,12 +251,22 @@ export const indexPendingByKey = (triggers: ReadonlyArray<StoredTrigger>): Reado
 
 /**
  * The pending trigger an item's key matches. A key normally has one pending owner; should two
- * exist (one of each kind, SPEC rule 9), the one of the item's kind is matched.
+ * exist (SPEC rule 9: one created outside the tag, one by /declare), the one of the item's kind is
+ * matched, then the one whose key scope is `preferredScope` (/declare: its tag, so a kind switch
+ * replaces the trigger whose place in the tag it takes; /bulk: null, the unscoped owner that
+ * /schedule also edits), then the oldest.
  */
-export const matchFor = (index: ReadonlyMap<string, ReadonlyArray<StoredTrigger>>, item: Item): StoredTrigger | undefined => {
+export const matchFor = (
+  index: ReadonlyMap<string, ReadonlyArray<StoredTrigger>>,
+  item: Item,
+  preferredScope: string | null = null
+): StoredTrigger | undefined => {
   const key = item.definition.customKey
   const candidates = key === null ? [] : index.get(key) ?? []
-  return candidates.find((candidate) => candidate.kind === itemKind(item)) ?? candidates[0]
+  if (candidates.length < 2) return candidates[0]
+  const kind = itemKind(item)
+  const rank = (t: StoredTrigger) => (t.kind === kind ? 0 : 2) + ((t.keyScope ?? null) === preferredScope ? 0 : 1)
+  return candidates.reduce((best, candidate) => (rank(candidate) < rank(best) ? candidate : best))
 }
 
 /** The instances among `triggers`, by generator id, in the order given. */

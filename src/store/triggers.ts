@@ -28,7 +28,12 @@ const toRef = (row: RefRow): TriggerRef => ({
   id: row.id, kind: row.kind, generatorId: row.generator_id, status: row.status, shard: row.shard
 })
 
-/** The pending one-shot trigger or active generator that owns a custom key, locked for update. */
+/**
+ * The pending one-shot trigger or active generator that owns a custom key, locked for update. A key
+ * can have several owners (SPEC "/declare" rule 9: one created by /schedule or /bulk, and one per
+ * tag that /declare created it in; schema.ts migration 3): the unscoped one is preferred, then the
+ * oldest.
+ */
 export const triggersFindKeyOwner = Effect.fnUntraced(function*(input: {
   readonly projectId: string
   readonly customKey: string
@@ -37,7 +42,8 @@ export const triggersFindKeyOwner = Effect.fnUntraced(function*(input: {
   const rows = yield* sql<RefRow>`SELECT ${sql.unsafe(refColumns)} FROM triggers
     WHERE project_id = ${input.projectId} AND custom_key = ${input.customKey}
       AND status IN ${statusList(sql, KEY_OWNER_STATUSES)}
-    FOR UPDATE`
+    ORDER BY key_scope IS NULL DESC, id
+    LIMIT 1 FOR UPDATE`
   return rows[0] === undefined ? undefined : toRef(rows[0])
 })
 

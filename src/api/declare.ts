@@ -1,0 +1,47 @@
+// POST /declare and POST /bulk (SPEC "POST /declare", "POST /bulk", "/declare checks, in order",
+// "/bulk differences"): the JSON body read before the key — a Content-Type other than JSON → 415,
+// invalid JSON or a body of the wrong shape → empty 400, a body over MAX_ITEMS_BODY_BYTES → 413 —
+// then the credentials (key header, Bearer or dashboard session: 401 `Invalid api key` /
+// `Unauthorized`), then the command (commands/declare.ts, commands/bulk.ts), which checks the items
+// (400 with the spec's messages) and answers 200 JSON. Other methods get the router's empty 404.
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import { HttpRouter, HttpServerRequest } from "effect/http"
+import { bulkTriggers } from "../commands/bulk.ts"
+import { declareTriggers } from "../commands/declare.ts"
+import { decodeBulkBody } from "../domain/bulk.ts"
+import { MalformedRequest } from "../domain/errors.ts"
+import { type Decoded, decodeDeclareBody } from "../domain/item.ts"
+import { authenticate } from "./auth.ts"
+import { jsonResponse } from "./errors.ts"
+import { handle } from "./handle.ts"
+import { readJsonBody, requireExactPath } from "./requestParts.ts"
+
+/** JSON bodies of /declare and /bulk up to 16 MiB are read; a larger one is a 413. */
+export const MAX_ITEMS_BODY_BYTES = 16 * 1024 * 1024
+
+/** The body read and decoded (415, 400, 413), then the caller's project (401). */
+const readCall = <A>(path: RegExp, decode: (json: unknown) => Decoded<A>) =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    yield* requireExactPath(request, path)
+    const decoded = decode(yield* readJsonBody(request, MAX_ITEMS_BODY_BYTES))
+    if (decoded._tag === "Shape") return yield* Effect.fail(new MalformedRequest())
+    const { projectId } = yield* authenticate(request)
+    return { projectId, body: decoded.value, nowMs: yield* Clock.currentTimeMillis }
+  })
+
+const declareRoute = Effect.gen(function*() {
+  const { projectId, body, nowMs } = yield* readCall(/^\/declare$/, decodeDeclareBody)
+  return jsonResponse(200, yield* declareTriggers(projectId, body, nowMs))
+})
+
+const bulkRoute = Effect.gen(function*() {
+  const { projectId, body, nowMs } = yield* readCall(/^\/bulk$/, decodeBulkBody)
+  return jsonResponse(200, yield* bulkTriggers(projectId, body, nowMs))
+})
+
+export const DeclareRoutes = HttpRouter.use(Effect.fn(function*(router) {
+  yield* router.add("POST", "/declare", handle(declareRoute))
+  yield* router.add("POST", "/bulk", handle(bulkRoute))
+}))

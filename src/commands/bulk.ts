@@ -1,0 +1,73 @@
+// POST /bulk as one command (SPEC "POST /bulk", DECISIONS "/bulk response"): the upserts and
+// cancels validated (every 400 first), the triggers they name read, the plan made (domain/bulk.ts),
+// then applied all-or-nothing in one transaction of three statements: the cancels (and the
+// triggers replaced), the updates in place, the inserts. The read takes no lock, so the
+// transaction holds rows only while its statements run: its updates and cancels are
+// compare-and-sets on the statuses read, and when one misses (the scheduler claimed a trigger, or
+// another request changed it) the transaction is rolled back and the call planned again from the
+// new state, as it is when a concurrent call took a custom key first. Shards are woken after the
+// commit. Never quota.
+import * as Data from "effect/Data"
+import * as Effect from "effect/Effect"
+import { Wakeups } from "../cluster/wakeups.ts"
+import { SchedulerTiming } from "../config.ts"
+import { type BulkBody, bulkLookups, planBulk, validateBulkBody } from "../domain/bulk.ts"
+import { BadRequest, Conflict } from "../domain/errors.ts"
+import { uuidv7 } from "../domain/ids.ts"
+import type { OperationEntry, StoredTrigger, Summary } from "../domain/itemMatch.ts"
+import { ShardCount } from "../store/db.ts"
+import { itemsReadForBulk } from "../store/itemReads.ts"
+import { isUniqueViolation } from "../store/projects.ts"
+import { withTransaction } from "../store/transaction.ts"
+import { orUnavailable } from "../store/unavailable.ts"
+import { applyItemWrites } from "./itemWrites.ts"
+
+export interface BulkResult {
+  readonly summary: Summary
+  readonly operations: ReadonlyArray<OperationEntry>
+}
+
+/** A trigger changed between the read and the write: the transaction is rolled back, the call planned again. */
+class StalePlan extends Data.TaggedError("StalePlan")<{}> {}
+
+/** Plans made before giving up with a 409 (each after a rollback that wrote nothing). */
+const ATTEMPTS = 5
+
+type Valid = Extract<ReturnType<typeof validateBulkBody>, { readonly _tag: "Ok" }>
+
+const bulkOnce = (projectId: string, call: Valid, nowMs: number) =>
+  Effect.gen(function*() {
+    const shards = (yield* ShardCount).count
+    const wakeHorizonMs = nowMs + 2 * (yield* SchedulerTiming).lookaheadMs
+    const triggers = yield* itemsReadForBulk({ projectId, ...bulkLookups(call.upserts, call.cancels) })
+    const newId = () => uuidv7(nowMs)
+    const plan = planBulk({ upserts: call.upserts, cancels: call.cancels, nowMs, triggers, newId })
+    const stored = new Map<string, StoredTrigger>(triggers.map((t) => [t.id, t]))
+    const applied = yield* withTransaction(Effect.gen(function*() {
+      const applied = yield* applyItemWrites({
+        projectId, keyScope: null, shards, nowMs, wakeHorizonMs, stored, cancelIds: plan.cancelIds, writes: plan.itemWrites,
+        strict: true, newId
+      })
+      if (applied.missedCancels.size > 0 || applied.missedUpdates.length > 0) return yield* Effect.fail(new StalePlan())
+      return applied
+    }))
+    yield* (yield* Wakeups).wake(applied.wake)
+    return { summary: plan.summary, operations: plan.operations } satisfies BulkResult
+  })
+
+/** The use case; a 400 before anything is written; a database that cannot be reached is ServiceUnavailable. */
+export const bulkTriggers = (projectId: string, body: BulkBody, nowMs: number) =>
+  orUnavailable(Effect.gen(function*() {
+    const call = validateBulkBody(body, nowMs)
+    if (call._tag === "Invalid") return yield* Effect.fail(new BadRequest(call.message))
+    const attempt = (n: number): Effect.Effect<BulkResult, unknown, Effect.Services<ReturnType<typeof bulkOnce>>> =>
+      bulkOnce(projectId, call, nowMs).pipe(
+        Effect.catchIf(
+          (error) => error instanceof StalePlan || isUniqueViolation(error),
+          () => n < ATTEMPTS
+            ? attempt(n + 1)
+            : Effect.fail(new Conflict("The triggers of this call kept changing while it was applied; nothing was written"))
+        )
+      )
+    return yield* attempt(1)
+  }))

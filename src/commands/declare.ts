@@ -1,0 +1,89 @@
+// POST /declare as one command (SPEC "POST /declare", rules 1–12): every item validated before
+// anything is written (rule 11), the triggers carrying the tag read, the diff planned
+// (domain/declare.ts), then applied in steps of at most STEP_ITEMS item writes, each its own short
+// transaction (the call is not atomic: a failure leaves the steps applied and resending completes
+// it), then the cancellations, a statement per CANCEL_STEP. Shards are woken after each commit; the
+// materializer re-creates the upcoming instances this call cancelled (within its 5 s period). A
+// trigger claimed between the read and a write is left alone: its update becomes a new trigger
+// (rule 8), its cancellation does not happen and has no entry. Never quota (rule 12).
+import * as Effect from "effect/Effect"
+import { Wakeups } from "../cluster/wakeups.ts"
+import { SchedulerTiming } from "../config.ts"
+import { planDeclare } from "../domain/declare.ts"
+import { BadRequest } from "../domain/errors.ts"
+import { uuidv7 } from "../domain/ids.ts"
+import { type DeclareBody, validateDeclareBody } from "../domain/item.ts"
+import { type OperationEntry, summarize, type StoredTrigger, type Summary } from "../domain/itemMatch.ts"
+import { ShardCount } from "../store/db.ts"
+import { itemsReadForDeclare } from "../store/itemReads.ts"
+import { itemTriggersCancel } from "../store/itemWrites.ts"
+import { isUniqueViolation } from "../store/projects.ts"
+import { withTransaction } from "../store/transaction.ts"
+import { orUnavailable } from "../store/unavailable.ts"
+import { applyItemWrites, cancelRows, cancelWakeups } from "./itemWrites.ts"
+
+export interface DeclareResult {
+  readonly tag: string
+  readonly summary: Summary
+  readonly operations: ReadonlyArray<OperationEntry>
+}
+
+/** Item writes per transaction: each holds the rows it changes only for a few milliseconds. */
+export const STEP_ITEMS = 1_000
+/** Cancellations per statement. */
+const CANCEL_STEP = 5_000
+/** A key taken meanwhile by a concurrent call (a unique index) starts the call over, this often. */
+const ATTEMPTS = 3
+
+const slices = <A>(items: ReadonlyArray<A>, size: number): Array<ReadonlyArray<A>> => {
+  const out: Array<ReadonlyArray<A>> = []
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size))
+  return out
+}
+
+type Valid = Extract<ReturnType<typeof validateDeclareBody>, { readonly _tag: "Ok" }>
+
+const declareOnce = (projectId: string, call: Valid, nowMs: number) =>
+  Effect.gen(function*() {
+    const shards = (yield* ShardCount).count
+    const wakeups = yield* Wakeups
+    const wakeHorizonMs = nowMs + 2 * (yield* SchedulerTiming).lookaheadMs
+    const triggers = yield* itemsReadForDeclare({ projectId, tag: call.tag })
+    const newId = () => uuidv7(nowMs)
+    const plan = planDeclare({ tag: call.tag, items: call.items, runMissed: call.runMissed, nowMs, triggers, newId })
+    const stored = new Map<string, StoredTrigger>(triggers.map((t) => [t.id, t]))
+
+    const changed = new Map<string, OperationEntry>()
+    for (const writes of slices(plan.itemWrites, STEP_ITEMS)) {
+      const applied = yield* withTransaction(applyItemWrites({
+        projectId, keyScope: call.tag, shards, nowMs, wakeHorizonMs, stored, cancelIds: [], writes, strict: false, newId
+      }))
+      for (const [id, entry] of applied.changedEntries) changed.set(id, entry)
+      yield* wakeups.wake(applied.wake)
+    }
+
+    const missed = new Set<string>()
+    for (const ids of slices(plan.cancelIds, CANCEL_STEP)) {
+      const cancelled = yield* itemTriggersCancel({ projectId, rows: cancelRows(ids, stored), nowMs })
+      const done = new Set(cancelled.map((row) => row.id))
+      for (const id of ids) if (!done.has(id)) missed.add(id)
+      yield* wakeups.wake(cancelWakeups(cancelled, stored, wakeHorizonMs))
+    }
+
+    const operations = plan.operations.flatMap((entry) =>
+      entry.operation === "cancelled" ? (missed.has(entry.id) ? [] : [entry]) : [changed.get(entry.id) ?? entry]
+    )
+    return { tag: call.tag, summary: summarize(operations), operations } satisfies DeclareResult
+  })
+
+/** The use case; a 400 before anything is written; a database that cannot be reached is ServiceUnavailable. */
+export const declareTriggers = (projectId: string, body: DeclareBody, nowMs: number) =>
+  orUnavailable(Effect.gen(function*() {
+    const call = validateDeclareBody(body, nowMs)
+    if (call._tag === "Invalid") return yield* Effect.fail(new BadRequest(call.message))
+    const attempt = (n: number): ReturnType<typeof declareOnce> =>
+      declareOnce(projectId, call, nowMs).pipe(
+        Effect.catchIf((error) => n < ATTEMPTS && isUniqueViolation(error), () => attempt(n + 1))
+      )
+    return yield* attempt(1)
+  }))

@@ -1,0 +1,119 @@
+// Reads of /declare and /bulk: the triggers their planners diff the items against (domain/declare.ts,
+// domain/bulk.ts), as StoredTrigger, oldest first. Taken without locks: the writes (itemWrites.ts)
+// are compare-and-sets on the status read here, so a change in between is seen, never overwritten.
+// A queued trigger is read only while held back by a tag gate (claimed by no node).
+import * as Effect from "effect/Effect"
+import { SqlClient } from "effect/sql"
+import type { Fragment } from "effect/sql/Statement"
+import { HELD_BACK_STATUSES, type StoredTrigger } from "../domain/itemMatch.ts"
+import type { RetryPolicy } from "../domain/retry.ts"
+import { DUE_STATUSES, type HeaderPairs, KEY_OWNER_STATUSES, type TriggerKind, type TriggerStatus } from "../domain/trigger.ts"
+import { statusList } from "./sqlLists.ts"
+
+interface ItemRow {
+  readonly id: string
+  readonly kind: TriggerKind
+  readonly status: TriggerStatus
+  readonly generator_id: string | null
+  readonly url: string
+  readonly method: string
+  readonly headers: HeaderPairs
+  readonly body: Uint8Array | null
+  readonly content_type: string | null
+  readonly title: string | null
+  readonly tags: ReadonlyArray<string>
+  readonly custom_key: string | null
+  readonly retry: RetryPolicy | null
+  readonly scheduled_ms: string | null
+  readonly cron_expr: string | null
+  readonly cron_tz: string | null
+  readonly key_scope: string | null
+}
+
+const COLUMNS = `t.id, t.kind, t.status, t.generator_id, t.url, t.method, t.headers, t.body, t.content_type, t.title,
+  t.tags, t.custom_key, t.retry, (extract(epoch FROM t.scheduled_at) * 1000)::bigint::text AS scheduled_ms,
+  t.cron_expr, t.cron_tz, t.key_scope`
+
+const toStored = (row: ItemRow): StoredTrigger => ({
+  id: row.id,
+  kind: row.kind,
+  status: row.status,
+  generatorId: row.generator_id,
+  definition: {
+    url: row.url,
+    method: row.method,
+    headers: row.headers,
+    body: row.body,
+    contentType: row.content_type,
+    title: row.title,
+    tags: row.tags,
+    customKey: row.custom_key,
+    retry: row.retry
+  },
+  scheduledAtMs: row.scheduled_ms === null ? null : Number(row.scheduled_ms),
+  cron: row.cron_expr === null || row.cron_tz === null ? null : { cronExpr: row.cron_expr, cronTz: row.cron_tz },
+  keyScope: row.key_scope
+})
+
+/** `status IN (<statuses>) OR status queued and held back` for the row alias `t`. */
+const liveOr = (sql: SqlClient.SqlClient, statuses: ReadonlyArray<string>): Fragment =>
+  sql`(t.status IN ${statusList(sql, statuses)} OR (t.status IN ${statusList(sql, HELD_BACK_STATUSES)} AND t.claimed_by IS NULL))`
+
+/**
+ * For /declare: the project's triggers carrying `tag` that are pending (registered, skipped,
+ * retrying, active) or held back, and the live instances (registered, retrying, held back) of its
+ * active generators carrying `tag`. An instance carrying the tag may be listed twice.
+ */
+export const itemsReadForDeclare = Effect.fnUntraced(function*(input: {
+  readonly projectId: string
+  readonly tag: string
+}) {
+  const sql = yield* SqlClient.SqlClient
+  const tagged = sql`t.project_id = ${input.projectId} AND t.tags @> ARRAY[${input.tag}]::text[]`
+  const rows = yield* sql<ItemRow>`
+    SELECT ${sql.unsafe(COLUMNS)} FROM triggers t WHERE ${tagged} AND ${liveOr(sql, KEY_OWNER_STATUSES)}
+    UNION ALL
+    SELECT ${sql.unsafe(COLUMNS)} FROM triggers t
+    WHERE t.generator_id IN (
+        SELECT t.id FROM triggers t WHERE ${tagged} AND t.kind = 'generator' AND t.status = 'active')
+      AND ${liveOr(sql, DUE_STATUSES)}
+    ORDER BY id`
+  return rows.map(toStored)
+})
+
+/**
+ * For /bulk (domain/bulk.ts bulkLookups): triggers whose id is in `ids` (any status); pending
+ * one-shots and active generators whose key is in `customKeys`; triggers carrying one of `tags`
+ * that are pending or held back; and the upcoming (registered) instance of every active generator
+ * among those. Nothing to look up reads nothing.
+ */
+export const itemsReadForBulk = Effect.fnUntraced(function*(input: {
+  readonly projectId: string
+  readonly ids: ReadonlyArray<string>
+  readonly customKeys: ReadonlyArray<string>
+  readonly tags: ReadonlyArray<string>
+}) {
+  const sql = yield* SqlClient.SqlClient
+  const project = sql`t.project_id = ${input.projectId}`
+  const parts: Array<Fragment> = []
+  if (input.ids.length > 0) {
+    parts.push(sql`SELECT ${sql.unsafe(COLUMNS)} FROM triggers t WHERE ${project} AND t.id = ANY(${input.ids}::uuid[])`)
+  }
+  if (input.customKeys.length > 0) {
+    parts.push(sql`SELECT ${sql.unsafe(COLUMNS)} FROM triggers t
+      WHERE ${project} AND t.custom_key = ANY(${input.customKeys}::text[]) AND t.status IN ${statusList(sql, KEY_OWNER_STATUSES)}`)
+  }
+  if (input.tags.length > 0) {
+    parts.push(sql`SELECT ${sql.unsafe(COLUMNS)} FROM triggers t
+      WHERE ${project} AND t.tags && ${input.tags}::text[] AND ${liveOr(sql, KEY_OWNER_STATUSES)}`)
+  }
+  if (parts.length === 0) return [] as Array<StoredTrigger>
+  const rows = yield* sql<ItemRow>`
+    WITH found AS (${sql.join(" UNION ALL ", false)(parts)})
+    SELECT * FROM found
+    UNION ALL
+    SELECT ${sql.unsafe(COLUMNS)} FROM triggers t
+    WHERE t.status = 'registered' AND t.generator_id IN (SELECT id FROM found WHERE kind = 'generator' AND status = 'active')
+    ORDER BY id`
+  return rows.map(toStored)
+})
