@@ -17,6 +17,7 @@ import { DispatcherLive } from "./delivery/dispatcher.ts"
 import { Executor } from "./delivery/executor.ts"
 import { ClaimBatcher } from "./scheduler/claimBatcher.ts"
 import { Heartbeats } from "./scheduler/heartbeats.ts"
+import { TagPolicyCache } from "./gates/tagPolicyCache.ts"
 import { ShardManagerLive } from "./scheduler/shardManager.ts"
 import { WakeRouterLive } from "./scheduler/wakeRouter.ts"
 import { DatabaseLive, ShardCount } from "./store/db.ts"
@@ -59,6 +60,7 @@ export const ServiceLive = (
     Heartbeats.layer,
     DashboardSessions.none,
     ApiKeyCache.layer,
+    TagPolicyCache.layer,
     Layer.succeed(NodeIdentity)({ id: node }),
     QuotaBatcher.layer,
     InsertBatcher.layer,

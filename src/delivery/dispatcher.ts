@@ -14,9 +14,12 @@ import { Wakeups } from "../cluster/wakeups.ts"
 import { AppConfig } from "../config.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { type AttemptResult, decideOutcome, effectivePolicy, projectPolicyFromStored, type RetryPolicy } from "../domain/retry.ts"
+import { requestTimeoutFor, type StoredTagPolicy, tagRetryPolicies } from "../domain/tagPolicy.ts"
+import { gateKicks } from "../gates/kicks.ts"
+import { TagPolicyCache } from "../gates/tagPolicyCache.ts"
 import type { DeliveryRow } from "../domain/trigger.ts"
 import { forkLoop, retryUntilDone } from "../lib/backgroundLoop.ts"
-import type { Database } from "../store/db.ts"
+import { type Database, ShardCount } from "../store/db.ts"
 import { type ExecutionRecord, executionsRecord, type TriggerOutcome } from "../store/executions.ts"
 import { triggersRelease, triggersStartDelivery } from "../store/schedulerQueries.ts"
 import { Dispatcher } from "./dispatch.ts"
@@ -27,25 +30,48 @@ export const DEFAULT_TIMEOUT_SECONDS = 300
 const START_BATCH = 512
 const COMPLETE_BATCH = 1_000
 
+/** A trigger on its way out, with what its tag policies say about it (read once, from the cache). */
+interface Outgoing {
+  readonly row: DeliveryRow
+  /** The shortest requestTimeoutSeconds of its tags' policies, else the default. */
+  readonly timeoutSeconds: number
+  /** The retry rules of its tags' policies (SPEC "Retry policies" rule 2). */
+  readonly tagRetry: ReadonlyArray<RetryPolicy>
+}
+
 interface Completion {
-  readonly shard: number
+  readonly row: DeliveryRow
   readonly execution: ExecutionRecord
   readonly outcome: TriggerOutcome
 }
+
+/** What the trigger's tag policies say about its delivery; nothing to look up for a trigger without tags. */
+const outgoing = (row: DeliveryRow, policies: ReadonlyArray<StoredTagPolicy>): Outgoing => ({
+  row,
+  timeoutSeconds: requestTimeoutFor(policies) ?? DEFAULT_TIMEOUT_SECONDS,
+  tagRetry: tagRetryPolicies(policies)
+})
 
 const attemptResult = (outcome: DeliveryOutcome): AttemptResult =>
   outcome.errorKind !== null
     ? { _tag: "NoResponse", errorKind: outcome.errorKind }
     : { _tag: "Response", httpStatus: outcome.httpStatus ?? 0 }
 
-/** The single place that turns one delivery outcome into an execution record and a next state. */
-export const completionOf = (row: DeliveryRow, outcome: DeliveryOutcome, random: number, id: string): Completion => {
-  // tag policies (retry rules, timeouts) plug in here once they exist: tagPolicies stays empty
-  const policy = effectivePolicy({ trigger: row.retry as RetryPolicy | null, tagPolicies: [], project: projectPolicyFromStored(row.projectRetry) })
+/**
+ * The single place that turns one delivery outcome into an execution record and a next state, under
+ * the policy that applies (SPEC "Retry policies" rule 1: per-trigger, else its tags', else the project's).
+ */
+export const completionOf = (sent: Outgoing, outcome: DeliveryOutcome, random: number, id: string): Completion => {
+  const row = sent.row
+  const policy = effectivePolicy({
+    trigger: row.retry as RetryPolicy | null,
+    tagPolicies: sent.tagRetry,
+    project: projectPolicyFromStored(row.projectRetry)
+  })
   const result = attemptResult(outcome)
   const decision = decideOutcome({ policy, attempt: row.attempt, result, random })
   return {
-    shard: row.shard,
+    row,
     execution: {
       id,
       triggerId: row.id,
@@ -80,6 +106,8 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
   const executor = yield* Executor
   const config = yield* AppConfig
   const wakeups = yield* Wakeups
+  const policyCache = yield* TagPolicyCache
+  const shards = (yield* ShardCount).count
   const node = (yield* NodeIdentity).id
   const random = yield* Random.Random
   const services = yield* Effect.context<Database>()
@@ -89,12 +117,11 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
   let unstarted = 0
   let unrecorded = 0
 
-  const senders = makeSenderPool({
+  const senders = makeSenderPool<Outgoing, DeliveryOutcome>({
     maxInFlight: config.maxInFlight,
-    send: (row) =>
+    send: ({ row, timeoutSeconds }) =>
       executor.send({
-        url: row.url, method: row.method, headers: row.headers, body: row.body, contentType: row.contentType,
-        timeoutSeconds: DEFAULT_TIMEOUT_SECONDS
+        url: row.url, method: row.method, headers: row.headers, body: row.body, contentType: row.contentType, timeoutSeconds
       }),
     onOutcome: (row, outcome) => {
       unrecorded++
@@ -104,13 +131,28 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
   })
   yield* Effect.addFinalizer(() => Effect.sync(senders.close))
 
+  /** Hands rows to the senders with what their tags' policies say (a cache read per project, none untagged). */
+  const deliver = (rows: ReadonlyArray<DeliveryRow>): Effect.Effect<void> =>
+    Effect.gen(function*() {
+      if (rows.every((row) => row.tags.length === 0)) return senders.push(rows.map((row) => outgoing(row, [])))
+      const ready: Array<Outgoing> = []
+      for (const row of rows) {
+        const policies = yield* policyCache.policiesFor(row.projectId, row.tags).pipe(
+          // the policies cannot be read now (database away): send with the defaults rather than not at all
+          Effect.catchCause((cause) => Effect.as(Effect.logWarning("reading tag policies failed; delivering with defaults", cause), []))
+        )
+        ready.push(outgoing(row, policies))
+      }
+      senders.push(ready)
+    })
+
   /** Replayed and recovered triggers: queued → running (retried until the database takes it), then sent. */
   const starter = Effect.gen(function*() {
     const ids = yield* Queue.takeBetween(submitted, 1, START_BATCH)
     const nowMs = yield* Clock.currentTimeMillis
     const rows = yield* retryUntilDone("starting deliveries", triggersStartDelivery({ ids, node, nowMs }))
     unstarted -= ids.length
-    senders.push(rows)
+    yield* deliver(rows)
   })
 
   /**
@@ -120,14 +162,22 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
   const completer = Effect.gen(function*() {
     const batch = yield* Queue.takeBetween(completions, 1, COMPLETE_BATCH)
     const nowMs = yield* Clock.currentTimeMillis
+    const gated = batch.filter((c) => c.row.gateTags.length > 0)
     yield* retryUntilDone(
       "recording executions",
-      executionsRecord({ executions: batch.map((c) => c.execution), outcomes: batch.map((c) => c.outcome), nowMs })
+      executionsRecord({
+        executions: batch.map((c) => c.execution),
+        outcomes: batch.map((c) => c.outcome),
+        gated: gated.map((c) => c.row.id),
+        nowMs
+      })
     )
     unrecorded -= batch.length
-    yield* wakeups.wake(batch.flatMap((c) =>
-      c.outcome.retryAtMs === null ? [] : [{ shard: c.shard, id: c.outcome.id, dueAtMs: c.outcome.retryAtMs }]
-    ))
+    yield* wakeups.wake([
+      ...batch.flatMap((c) => c.outcome.retryAtMs === null ? [] : [{ shard: c.row.shard, id: c.outcome.id, dueAtMs: c.outcome.retryAtMs }]),
+      // a place came free in each gate of a gated trigger
+      ...gateKicks(gated.map((c) => c.row), shards)
+    ])
   })
 
   yield* forkLoop("delivery starter", starter, { afterFailure: 0 })
@@ -153,7 +203,7 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
       if (yield* settle(startMs + timeoutMs)) return
       // past the deadline: give back what has not started, interrupt what is in flight
       // replays and recoveries not started yet stay queued under this node: crash recovery sends them
-      const waiting = senders.takeWaiting().map((row) => row.id)
+      const waiting = senders.takeWaiting().map((sent) => sent.row.id)
       unstarted = 0
       const nowMs = yield* Clock.currentTimeMillis
       const released = yield* triggersRelease({ ids: waiting, node, nowMs }).pipe(
@@ -176,7 +226,7 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
         unstarted += ids.length
         return Queue.offerAll(submitted, ids)
       }).pipe(Effect.asVoid),
-    deliver: (rows) => Effect.sync(() => senders.push(rows)),
+    deliver,
     drain
   })
 }))

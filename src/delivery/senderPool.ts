@@ -1,27 +1,26 @@
 // The delivery hot path's concurrency bound: rows wait in order in a plain array and at most
 // `maxInFlight` sends run at once, each started as an earlier one finishes. Plain callbacks and no
 // fiber, promise chain or permit per waiting row: thousands of due triggers are array entries.
-import type { DeliveryRow } from "../domain/trigger.ts"
 
 /** First-in first-out rows waiting for a sender: an array read from a moving head, compacted as it drains. */
-class RowQueue {
-  #rows: Array<DeliveryRow> = []
+class RowQueue<T> {
+  #rows: Array<T> = []
   #head = 0
   get size(): number {
     return this.#rows.length - this.#head
   }
-  pushAll(rows: ReadonlyArray<DeliveryRow>): void {
+  pushAll(rows: ReadonlyArray<T>): void {
     for (const row of rows) this.#rows.push(row)
   }
-  takeAll(): Array<DeliveryRow> {
+  takeAll(): Array<T> {
     const rows = this.#rows.slice(this.#head)
     this.#rows = []
     this.#head = 0
     return rows
   }
-  take(): DeliveryRow {
+  take(): T {
     const row = this.#rows[this.#head]!
-    this.#rows[this.#head++] = undefined as unknown as DeliveryRow
+    this.#rows[this.#head++] = undefined as unknown as T
     if (this.#head === this.#rows.length) {
       this.#rows = []
       this.#head = 0
@@ -33,29 +32,29 @@ class RowQueue {
   }
 }
 
-export interface SenderPool {
+export interface SenderPool<T> {
   /** Queues rows; they are sent in order as senders free up. */
-  readonly push: (rows: ReadonlyArray<DeliveryRow>) => void
+  readonly push: (rows: ReadonlyArray<T>) => void
   /** Sends in flight now. */
   readonly inFlight: () => number
   /** Rows waiting for a sender now. */
   readonly size: () => number
   /** Removes and returns the rows still waiting for a sender (a stopping node gives them back). */
-  readonly takeWaiting: () => ReadonlyArray<DeliveryRow>
+  readonly takeWaiting: () => ReadonlyArray<T>
   /** Resolves once nothing waits and nothing is in flight (at once when that is so already). */
   readonly whenIdle: () => Promise<void>
   /** Starts nothing more (rows still waiting are left to crash recovery). */
   readonly close: () => void
 }
 
-export const makeSenderPool = <O>(options: {
+export const makeSenderPool = <T, O>(options: {
   readonly maxInFlight: number
-  readonly send: (row: DeliveryRow) => Promise<O>
-  readonly onOutcome: (row: DeliveryRow, outcome: O) => void
+  readonly send: (row: T) => Promise<O>
+  readonly onOutcome: (row: T, outcome: O) => void
   /** A send or onOutcome that threw (a bug): reported, and the pool goes on. */
   readonly onCrash: (error: unknown) => void
-}): SenderPool => {
-  const ready = new RowQueue()
+}): SenderPool<T> => {
+  const ready = new RowQueue<T>()
   let inFlight = 0
   let closed = false
   let idleWaiters: Array<() => void> = []

@@ -55,9 +55,17 @@ export interface DeliveryRow {
   /** The project default retry policy as stored. */
   readonly projectRetry: unknown
   readonly triggeredBy: string | null
+  /**
+   * Its tags whose policy gates it (concurrency or throughput): it was admitted by their gates and
+   * holds a place in each until its outcome is recorded. Empty for an ungated trigger.
+   */
+  readonly gateTags: ReadonlyArray<string>
 }
 
-/** A claimed trigger: what to send, and when (its due time, at most the claim lead ahead). */
+/**
+ * A claimed trigger: what to send, and when (its due time, at most the claim lead ahead). With
+ * `gateTags`, it is not to be sent: it waits (queued) until its gates admit it.
+ */
 export interface ClaimedRow extends DeliveryRow {
   readonly dueAtMs: number
 }

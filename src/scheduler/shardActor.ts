@@ -6,22 +6,31 @@
 // due time (see SchedulerTiming in config.ts).
 // The actor is also its shard's materializer: every few seconds, and right after claiming
 // a generator's instance, it creates the next instance of each active generator that has none.
+// And it keeps the tag gates of its shard: a claimed trigger with a gated tag waits (queued) instead
+// of being sent, the gates are kicked, and each gate's owner runs its admission rounds
+// (gateAdmission.ts) when kicked or when a throughput window opens.
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as FiberSet from "effect/FiberSet"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
-import type { WakeItem } from "../cluster/wakeups.ts"
+import { type GateRef, isGateKick, type ShardMessage, Wakeups } from "../cluster/wakeups.ts"
 import { SchedulerTiming } from "../config.ts"
 import { Dispatcher } from "../delivery/dispatch.ts"
+import { gateShardOf } from "../domain/gate.ts"
 import { nextInstanceAfter } from "../domain/generator.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import type { ClaimedRow } from "../domain/trigger.ts"
+import { gateKicks } from "../gates/kicks.ts"
+import { ShardCount } from "../store/db.ts"
+import { gatesWaiting } from "../store/gates.ts"
 import { generatorsWithoutUpcoming, instancesInsert } from "../store/generators.ts"
 import type { Presence } from "../store/nodePresence.ts"
 import { BEGINNING_MS, triggersLoadDue, triggersRecover } from "../store/schedulerQueries.ts"
 import { ClaimBatcher } from "./claimBatcher.ts"
+import { admitGate } from "./gateAdmission.ts"
+import { GateSchedule } from "./gateSchedule.ts"
 import { Heartbeats } from "./heartbeats.ts"
 import { TimerWheel } from "./timerWheel.ts"
 
@@ -44,11 +53,12 @@ export type ShardActorEvent =
   | { readonly _tag: "Claimed"; readonly ids: ReadonlyArray<string> }
   | { readonly _tag: "Recovered"; readonly ids: ReadonlyArray<string> }
   | { readonly _tag: "Materialized"; readonly ids: ReadonlyArray<string> }
+  | { readonly _tag: "Admitted"; readonly gate: GateRef; readonly ids: ReadonlyArray<string> }
 
 export interface ShardActorOptions {
   readonly shard: number
   readonly node: string
-  readonly mailbox: Queue.Queue<WakeItem>
+  readonly mailbox: Queue.Queue<ShardMessage>
   /** Who is connected now, and for how long the database has been up (for crash recovery). */
   readonly presence: Effect.Effect<Presence, unknown>
   /**
@@ -74,6 +84,8 @@ export const sleepUntil = (atMs: number): Effect.Effect<void> =>
 export const runShardActor = (options: ShardActorOptions) =>
   Effect.gen(function*() {
     const dispatcher = yield* Dispatcher
+    const wakeups = yield* Wakeups
+    const shards = (yield* ShardCount).count
     const claims = yield* ClaimBatcher
     const heartbeats = yield* Heartbeats
     const timing = yield* SchedulerTiming
@@ -88,6 +100,37 @@ export const runShardActor = (options: ShardActorOptions) =>
     let loadedAfterId: string | null = null
     let nextRecoverAt = startMs
     let nextMaterializeAt = startMs
+    const gates = new GateSchedule()
+
+    /** Kicks (the actors of) the gates these triggers wait at. */
+    const kickGates = (held: ReadonlyArray<{ readonly projectId: string; readonly gateTags: ReadonlyArray<string> }>) =>
+      wakeups.wake(gateKicks(held, shards))
+
+    /** The gates of this shard that hold triggers back (at start, then now and then: lost kicks heal). */
+    const findGates = (nowMs: number) =>
+      Effect.gen(function*() {
+        for (const gate of yield* gatesWaiting) {
+          if (gateShardOf(gate.project_id, gate.tag, shards) === options.shard) gates.kick({ projectId: gate.project_id, tag: gate.tag }, nowMs)
+        }
+      })
+
+    /** Admission rounds of the gates due now; what they start is sent at once (it is due). */
+    const admitDue = (nowMs: number) =>
+      Effect.gen(function*() {
+        for (const { gate, prune } of gates.due(nowMs)) {
+          const round = yield* admitGate({ gate, node: options.node, nowMs, prune }).pipe(
+            Effect.catchCause((cause) =>
+              Effect.as(Effect.logWarning(`shard ${options.shard}: admission of tag ${gate.tag} failed, retrying`, cause), {
+                started: [], nextAtMs: nowMs + CLAIM_RETRY_MS
+              }))
+          )
+          gates.after(gate, round.nextAtMs)
+          if (round.started.length > 0) {
+            yield* report({ _tag: "Admitted", gate, ids: round.started.map((row) => row.id) })
+            yield* dispatcher.deliver(round.started)
+          }
+        }
+      })
 
     /** Next instances for active generators without an upcoming one; never catches up missed times. */
     const materialize = (nowMs: number) =>
@@ -131,16 +174,18 @@ export const runShardActor = (options: ShardActorOptions) =>
      */
     const recover = (nowMs: number) =>
       Effect.gen(function*() {
+        yield* findGates(nowMs)
         const presence = yield* options.presence
         if (presence.serverUpMs < timing.restartGraceMs) {
           nextRecoverAt = nowMs + timing.restartGraceMs - presence.serverUpMs
           return
         }
         nextRecoverAt = nowMs + timing.recoverEveryMs
-        const ids = yield* triggersRecover({ shard: options.shard, node: options.node, liveNodes: presence.nodes, nowMs })
-        if (ids.length > 0) {
-          yield* Effect.logInfo(`shard ${options.shard}: recovered ${ids.length} triggers left by a stopped node`)
+        const { ids, gated } = yield* triggersRecover({ shard: options.shard, node: options.node, liveNodes: presence.nodes, nowMs })
+        if (ids.length + gated.length > 0) {
+          yield* Effect.logInfo(`shard ${options.shard}: recovered ${ids.length + gated.length} triggers left by a stopped node`)
           yield* dispatcher.submit(ids)
+          yield* kickGates(gated)
           yield* report({ _tag: "Recovered", ids })
         }
       })
@@ -179,15 +224,18 @@ export const runShardActor = (options: ShardActorOptions) =>
           )
           if (claimed.length > 0) {
             yield* report({ _tag: "Claimed", ids: claimed.map((row) => row.id) })
-            yield* handOver(claimed)
+            const held = claimed.filter((row) => row.gateTags.length > 0)
+            yield* handOver(held.length === 0 ? claimed : claimed.filter((row) => row.gateTags.length === 0))
+            yield* kickGates(held)
           }
           if (claimed.some((row) => row.generatorId !== null)) nextMaterializeAt = nowMs
         }
       })
 
-    const apply = (items: ReadonlyArray<WakeItem>) => {
+    const apply = (items: ReadonlyArray<ShardMessage>, nowMs: number) => {
       for (const item of items) {
-        if (item.dueAtMs !== null && item.dueAtMs < loadedUntil) wheel.add(item.id, item.dueAtMs)
+        if (isGateKick(item)) gates.kick(item.gate, nowMs)
+        else if (item.dueAtMs !== null && item.dueAtMs < loadedUntil) wheel.add(item.id, item.dueAtMs)
         else wheel.cancel(item.id) // gone, or beyond the window: the loader brings it back in time
       }
     }
@@ -201,16 +249,23 @@ export const runShardActor = (options: ShardActorOptions) =>
     for (;;) {
       const nowMs = yield* Clock.currentTimeMillis
       yield* fireDue(nowMs)
+      yield* admitDue(nowMs)
       if (loadedUntil - nowMs < reloadMarginMs) yield* load(nowMs)
       if (nowMs >= nextRecoverAt) yield* recover(nowMs)
       if (nowMs >= nextMaterializeAt) yield* materialize(nowMs)
-      const wakeAt = Math.min((wheel.nextDeadlineMs() ?? Infinity) - timing.claimLeadMs, loadedUntil - reloadMarginMs, nextRecoverAt, nextMaterializeAt)
+      const wakeAt = Math.min(
+        (wheel.nextDeadlineMs() ?? Infinity) - timing.claimLeadMs,
+        loadedUntil - reloadMarginMs,
+        nextRecoverAt,
+        nextMaterializeAt,
+        gates.nextAtMs() ?? Infinity
+      )
       const waitMs = Math.max(0, wakeAt - (yield* Clock.currentTimeMillis))
       if (waitMs > 0) yield* report({ _tag: "Idle", wakeAtMs: wakeAt })
       const items = waitMs === 0
         ? yield* Queue.takeBetween(options.mailbox, 0, 10_000)
         : Option.getOrElse(yield* Effect.timeoutOption(Queue.takeBetween(options.mailbox, 1, 10_000), waitMs), () => [])
-      apply(items)
+      apply(items, yield* Clock.currentTimeMillis)
     }
   }).pipe(
     Effect.catchCause((cause) =>

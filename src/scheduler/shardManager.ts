@@ -18,7 +18,7 @@ import * as Layer from "effect/Layer"
 import * as Queue from "effect/Queue"
 import * as Scope from "effect/Scope"
 import { NodeIdentity } from "../cluster/node.ts"
-import { decodeWake, type WakeItem, Wakeups } from "../cluster/wakeups.ts"
+import { decodeWake, type ShardMessage, Wakeups } from "../cluster/wakeups.ts"
 import { AppConfig } from "../config.ts"
 import { Dispatcher } from "../delivery/dispatch.ts"
 import { forkLoop } from "../lib/backgroundLoop.ts"
@@ -63,7 +63,7 @@ export const ShardManagerLive = Layer.effectDiscard(Effect.gen(function*() {
 
   const startActor = (shard: number) =>
     Effect.gen(function*() {
-      const mailbox = yield* Queue.unbounded<WakeItem>()
+      const mailbox = yield* Queue.unbounded<ShardMessage>()
       yield* wakeups.attach(shard, (items) => Queue.offerAll(mailbox, items).pipe(Effect.asVoid))
       const fiber = yield* Effect.forkDetach(runShardActor({ shard, node, mailbox, presence, handOvers }))
       actors.set(shard, fiber)

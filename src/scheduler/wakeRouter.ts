@@ -3,14 +3,14 @@
 // process that owns them, whose shard manager listens and routes them back here.
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { encodeWake, type WakeItem, Wakeups } from "../cluster/wakeups.ts"
+import { encodeWake, type ShardMessage, Wakeups } from "../cluster/wakeups.ts"
 import { Notifications, WAKE_CHANNEL } from "../store/notifications.ts"
 
 const MAX_PAYLOAD = 7000
 
-const chunks = (items: ReadonlyArray<WakeItem>): Array<string> => {
+const chunks = (items: ReadonlyArray<ShardMessage>): Array<string> => {
   const out: Array<string> = []
-  let current: Array<WakeItem> = []
+  let current: Array<ShardMessage> = []
   let size = 0
   for (const item of items) {
     const line = encodeWake([item]).length + 1
@@ -28,15 +28,15 @@ const chunks = (items: ReadonlyArray<WakeItem>): Array<string> => {
 
 export const WakeRouterLive = Layer.effect(Wakeups, Effect.gen(function*() {
   const notifications = yield* Notifications
-  const local = new Map<number, (items: ReadonlyArray<WakeItem>) => Effect.Effect<void>>()
+  const local = new Map<number, (items: ReadonlyArray<ShardMessage>) => Effect.Effect<void>>()
   return Wakeups.of({
     attach: (shard, deliver) => Effect.sync(() => void local.set(shard, deliver)),
     detach: (shard) => Effect.sync(() => void local.delete(shard)),
     wake: (items) =>
       Effect.gen(function*() {
         if (items.length === 0) return
-        const byShard = new Map<number, Array<WakeItem>>()
-        const remote: Array<WakeItem> = []
+        const byShard = new Map<number, Array<ShardMessage>>()
+        const remote: Array<ShardMessage> = []
         for (const item of items) {
           if (local.has(item.shard)) {
             const list = byShard.get(item.shard) ?? []

@@ -1,5 +1,6 @@
-// Delivery results in one transaction per batch: the executions (one multi-row INSERT) and the
-// trigger status changes (one UPDATE … FROM VALUES): completed, or retrying at a time.
+// Delivery results in one transaction per batch: the executions (one multi-row INSERT), the
+// trigger status changes (one UPDATE … FROM VALUES): completed, or retrying at a time, and the
+// places gated triggers held in their tag gates.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 
@@ -37,6 +38,8 @@ const text = (value: string | null) => (value === null ? null : value.replace(/\
 export const executionsRecord = Effect.fnUntraced(function*(input: {
   readonly executions: ReadonlyArray<ExecutionRecord>
   readonly outcomes: ReadonlyArray<TriggerOutcome>
+  /** Triggers admitted by tag gates: their places in the gates are given up with the outcome. */
+  readonly gated: ReadonlyArray<string>
   readonly nowMs: number
 }) {
   if (input.executions.length === 0) return
@@ -68,5 +71,6 @@ export const executionsRecord = Effect.fnUntraced(function*(input: {
         due_at = v.retry_at, triggered_by = NULL, claimed_by = NULL, claimed_at = NULL, updated_at = ${new Date(input.nowMs)}
       FROM jsonb_to_recordset(${outcomes}::jsonb) AS v(id uuid, retry_at timestamptz)
       WHERE t.id = v.id AND t.status = 'running'`
+    if (input.gated.length > 0) yield* sql`DELETE FROM gate_slots WHERE trigger_id = ANY(${input.gated}::uuid[])`
   }))
 })

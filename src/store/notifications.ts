@@ -13,8 +13,10 @@ import type * as Scope from "effect/Scope"
 export const WAKE_CHANNEL = "timewheel_wake"
 /** A key was revoked: every node forgets the keys it remembered (payload: the key id). */
 export const KEY_REVOKED_CHANNEL = "timewheel_key_revoked"
+/** A project's tag policies changed: every node forgets the ones it remembered (payload: the project id). */
+export const TAG_POLICIES_CHANGED_CHANNEL = "timewheel_tag_policies"
 
-export type Channel = typeof WAKE_CHANNEL | typeof KEY_REVOKED_CHANNEL
+export type Channel = typeof WAKE_CHANNEL | typeof KEY_REVOKED_CHANNEL | typeof TAG_POLICIES_CHANGED_CHANNEL
 
 export class Notifications extends Context.Service<Notifications, {
   /** Sends one notification (delivered at commit when sent inside a transaction). */

@@ -44,17 +44,27 @@ interface DeliveryRecord {
   retry: unknown; retry_policy: unknown; triggered_by: string | null
 }
 
-const toDeliveryRow = (row: DeliveryRecord): DeliveryRow => ({
+const toDeliveryRow = (row: DeliveryRecord, gateTags: ReadonlyArray<string> = []): DeliveryRow => ({
   id: row.id, shard: row.shard, generatorId: row.generator_id, projectId: row.project_id, url: row.url, method: row.method,
   headers: row.headers, body: row.body, contentType: row.content_type, tags: row.tags, attempt: row.attempts,
-  retry: row.retry, projectRetry: row.retry_policy, triggeredBy: row.triggered_by
+  retry: row.retry, projectRetry: row.retry_policy, triggeredBy: row.triggered_by, gateTags
 })
 
 /**
- * Claims due triggers and starts their delivery in one statement: a compare-and-set on status that
- * also re-checks the time (so a stale wheel entry, moved or cancelled, never fires), moving them
- * straight to `running` and returning what to send with the project's default retry policy.
- * `untilMs` is the latest due time claimed (the scheduler claims slightly ahead of time).
+ * A trigger's gated tags: those whose policy limits concurrency or throughput (no lookup at all
+ * for a trigger without tags, the common case).
+ */
+const GATED_TAGS = `CASE WHEN cardinality(t.tags) = 0 THEN '{}'::text[] ELSE ARRAY(
+    SELECT tp.tag FROM tag_policies tp WHERE tp.project_id = t.project_id AND tp.tag = ANY(t.tags)
+      AND (tp.max_concurrent IS NOT NULL OR tp.throughput IS NOT NULL)) END`
+
+/**
+ * Claims due triggers in one statement: a compare-and-set on status that also re-checks the time
+ * (so a stale wheel entry, moved or cancelled, never fires). An ungated trigger goes straight to
+ * `running` under this node and is returned with what to send (and the project's default retry
+ * policy); a trigger with gated tags is held back instead — `queued`, claimed by no node, one gate
+ * row per gated tag — and returned with its `gateTags` for the gates to admit. `untilMs` is the
+ * latest due time claimed (the scheduler claims slightly ahead of time).
  */
 export const triggersClaim = Effect.fnUntraced(function*(input: {
   readonly ids: ReadonlyArray<string>
@@ -64,15 +74,29 @@ export const triggersClaim = Effect.fnUntraced(function*(input: {
 }) {
   if (input.ids.length === 0) return [] as Array<ClaimedRow>
   const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql<DeliveryRecord & { due_ms: string }>`
-    UPDATE triggers t SET status = 'running', attempts = t.attempts + 1, claimed_by = ${input.node},
-      claimed_at = ${new Date(input.nowMs)}
-    FROM projects p
-    WHERE t.id = ANY(${input.ids}::uuid[]) AND t.status IN ${statusList(sql, DUE_STATUSES)}
-      AND t.due_at <= ${new Date(input.untilMs)} AND p.id = t.project_id
-    RETURNING t.id, t.shard, t.generator_id, t.project_id, t.url, t.method, t.headers, t.body, t.content_type, t.tags,
-      t.attempts, t.retry, p.retry_policy, t.triggered_by, (extract(epoch FROM t.due_at) * 1000)::bigint::text AS due_ms`
-  return rows.map((row): ClaimedRow => ({ ...toDeliveryRow(row), dueAtMs: Number(row.due_ms) }))
+  const until = new Date(input.untilMs)
+  const rows = yield* sql<DeliveryRecord & { due_ms: string; gate_tags: Array<string> }>`
+    WITH due AS (
+      SELECT t.id, ${sql.unsafe(GATED_TAGS)} AS gate_tags FROM triggers t
+      WHERE t.id = ANY(${input.ids}::uuid[]) AND t.status IN ${statusList(sql, DUE_STATUSES)} AND t.due_at <= ${until}
+    ), claimed AS (
+      UPDATE triggers t SET
+        status = CASE WHEN cardinality(d.gate_tags) = 0 THEN 'running' ELSE 'queued' END,
+        attempts = t.attempts + CASE WHEN cardinality(d.gate_tags) = 0 THEN 1 ELSE 0 END,
+        claimed_by = CASE WHEN cardinality(d.gate_tags) = 0 THEN ${input.node} END,
+        claimed_at = ${new Date(input.nowMs)}
+      FROM due d, projects p
+      WHERE t.id = d.id AND t.status IN ${statusList(sql, DUE_STATUSES)} AND t.due_at <= ${until} AND p.id = t.project_id
+      RETURNING t.id, t.shard, t.generator_id, t.project_id, t.url, t.method, t.headers, t.body, t.content_type, t.tags,
+        t.attempts, t.retry, p.retry_policy, t.triggered_by, d.gate_tags, t.scheduled_at, t.due_at
+    ), held AS (
+      INSERT INTO gate_slots (trigger_id, tag, project_id, scheduled_at, not_before)
+      SELECT c.id, g.tag, c.project_id, coalesce(c.scheduled_at, c.due_at), c.due_at
+      FROM claimed c CROSS JOIN unnest(c.gate_tags) AS g(tag)
+      ON CONFLICT (trigger_id, tag) DO UPDATE SET running = false, not_before = excluded.not_before
+    )
+    SELECT claimed.*, (extract(epoch FROM claimed.due_at) * 1000)::bigint::text AS due_ms FROM claimed`
+  return rows.map((row): ClaimedRow => ({ ...toDeliveryRow(row, row.gate_tags), dueAtMs: Number(row.due_ms) }))
 })
 
 /** Moves queued triggers (replayed or recovered) to running and returns what to send. */
@@ -90,7 +114,7 @@ export const triggersStartDelivery = Effect.fnUntraced(function*(input: {
     WHERE t.id = ANY(${input.ids}::uuid[]) AND t.status = 'queued' AND p.id = t.project_id
     RETURNING t.id, t.shard, t.generator_id, t.project_id, t.url, t.method, t.headers, t.body, t.content_type, t.tags,
       t.attempts, t.retry, p.retry_policy, t.triggered_by`
-  return rows.map(toDeliveryRow)
+  return rows.map((row) => toDeliveryRow(row))
 })
 
 /** What an interrupted attempt is recorded with (SPEC "Execution": no response, outcome unknown). */
@@ -103,11 +127,13 @@ export const INTERRUPTED_ATTEMPT = {
 } as const
 
 /**
- * Triggers of a shard left queued or running by a node that is gone (killed, or cut off): put back
- * to queued under this node and returned for delivery (at least once). Never this node's own: it is
- * alive and still delivering them; never unclaimed ones (queued with no node: held back by a gate). An attempt the gone node had started (running) gets its
- * execution now — failed, outcome unknown, from its start to now — so a trigger's attempts stay
- * numbered without gaps and the log tells what happened.
+ * Triggers of a shard left queued or running by a node that is gone (killed, or cut off): at least
+ * once, they are sent again. Never this node's own (it is alive and still delivering them); never
+ * unclaimed ones (queued with no node: held back by a gate). An attempt the gone node had started
+ * (running) gets its execution now — failed, outcome unknown, from its start to now — so a
+ * trigger's attempts stay numbered without gaps and the log tells what happened. An ungated one is
+ * queued under this node and returned in `ids` for delivery; a gated one goes back to wait at its
+ * gates (its places there given up) and is returned in `gated` for them to be looked at.
  */
 export const triggersRecover = Effect.fnUntraced(function*(input: {
   readonly shard: number
@@ -118,13 +144,26 @@ export const triggersRecover = Effect.fnUntraced(function*(input: {
   const sql = yield* SqlClient.SqlClient
   return yield* sql.withTransaction(Effect.gen(function*() {
     const now = new Date(input.nowMs)
-    const rows = yield* sql<{ id: string; project_id: string; attempts: number; url: string; triggered_by: string | null; was: string; started_at: Date }>`
-      UPDATE triggers t SET status = 'queued', claimed_by = ${input.node}, claimed_at = ${now}
-      FROM triggers old
-      WHERE old.id = t.id AND old.shard = ${input.shard} AND old.status IN ${statusList(sql, CLAIMED_STATUSES)}
-        AND old.claimed_by <> ${input.node} AND NOT (old.claimed_by = ANY(${input.liveNodes}::text[]))
-      RETURNING t.id, t.project_id, t.attempts, t.url, t.triggered_by, old.status AS was,
-        LEAST(${now}::timestamptz, GREATEST(old.claimed_at, old.due_at, old.updated_at)) AS started_at`
+    const rows = yield* sql<{
+      id: string; project_id: string; attempts: number; url: string; triggered_by: string | null; was: string; started_at: Date
+      gate_tags: Array<string>
+    }>`
+      WITH gone AS (
+        SELECT old.id, old.status AS was, LEAST(${now}::timestamptz, GREATEST(old.claimed_at, old.due_at, old.updated_at)) AS started_at,
+          ARRAY(SELECT s.tag FROM gate_slots s WHERE s.trigger_id = old.id) AS gate_tags
+        FROM triggers old
+        WHERE old.shard = ${input.shard} AND old.status IN ${statusList(sql, CLAIMED_STATUSES)}
+          AND old.claimed_by <> ${input.node} AND NOT (old.claimed_by = ANY(${input.liveNodes}::text[]))
+        FOR UPDATE
+      ), requeued AS (
+        UPDATE triggers t SET status = 'queued', claimed_at = ${now},
+          claimed_by = CASE WHEN cardinality(g.gate_tags) = 0 THEN ${input.node} END
+        FROM gone g WHERE t.id = g.id
+        RETURNING t.id, t.project_id, t.attempts, t.url, t.triggered_by, g.was, g.started_at, g.gate_tags
+      ), waiting AS (
+        UPDATE gate_slots s SET running = false FROM requeued r WHERE s.trigger_id = r.id
+      )
+      SELECT * FROM requeued`
     const interrupted = rows.filter((row) => row.was === "running")
     if (interrupted.length > 0) {
       const executions = JSON.stringify(interrupted.map((row) => ({
@@ -141,7 +180,10 @@ export const triggersRecover = Effect.fnUntraced(function*(input: {
         FROM jsonb_to_recordset(${executions}::jsonb) AS x(id uuid, trigger_id uuid, project_id uuid, attempt int,
           started_at timestamptz, duration_ms int, triggered_by text, url text)`
     }
-    return rows.map((row) => row.id)
+    return {
+      ids: rows.filter((row) => row.gate_tags.length === 0).map((row) => row.id),
+      gated: rows.filter((row) => row.gate_tags.length > 0).map((row) => ({ projectId: row.project_id, gateTags: row.gate_tags }))
+    }
   }))
 })
 
@@ -159,6 +201,7 @@ export const triggersRelease = Effect.fnUntraced(function*(input: {
   if (input.ids.length === 0) return [] as Array<{ id: string; shard: number; dueAtMs: number | null }>
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql<{ id: string; shard: number; due_ms: string | null }>`
+    WITH released AS (
     UPDATE triggers SET
       status = CASE WHEN triggered_by IS NOT NULL THEN 'queued'
         WHEN attempts > 1 OR generator_id IS NOT NULL THEN 'retrying' ELSE 'registered' END,
@@ -167,6 +210,11 @@ export const triggersRelease = Effect.fnUntraced(function*(input: {
       attempts = attempts - 1, claimed_at = NULL
     WHERE id = ANY(${input.ids}::uuid[]) AND status = 'running' AND claimed_by = ${input.node}
     RETURNING id, shard, CASE WHEN status = 'queued' THEN NULL
-      ELSE (extract(epoch FROM due_at) * 1000)::bigint::text END AS due_ms`
+      ELSE (extract(epoch FROM due_at) * 1000)::bigint::text END AS due_ms
+    ), ungated AS (
+      -- its gates admit it again when it comes due again
+      DELETE FROM gate_slots s USING released r WHERE s.trigger_id = r.id
+    )
+    SELECT * FROM released`
   return rows.map((row) => ({ id: row.id, shard: row.shard, dueAtMs: row.due_ms === null ? null : Number(row.due_ms) }))
 })

@@ -70,7 +70,7 @@ describe("makeSenderPool", () => {
     let done = 0
     const pool = makeSenderPool({
       maxInFlight: 3,
-      send: async (r) => {
+      send: async (r: DeliveryRow) => {
         sent.push(r.id)
         await tick()
         return r.id

@@ -12,11 +12,14 @@ import { TestClock } from "effect/testing"
 import { SCHEDULER_TIMING } from "../../src/config.ts"
 import { Dispatcher } from "../../src/delivery/dispatch.ts"
 import { runShardActor, type ShardActorEvent } from "../../src/scheduler/shardActor.ts"
-import type { WakeItem } from "../../src/cluster/wakeups.ts"
+import { type ShardMessage, type WakeItem, Wakeups } from "../../src/cluster/wakeups.ts"
+import { TagPolicyCache } from "../../src/gates/tagPolicyCache.ts"
+import { ShardCount } from "../../src/store/db.ts"
+import { Notifications } from "../../src/store/notifications.ts"
 import { ClaimBatcher } from "../../src/scheduler/claimBatcher.ts"
 import { Heartbeats } from "../../src/scheduler/heartbeats.ts"
 import { NodeIdentity } from "../../src/cluster/node.ts"
-import { TestDatabase } from "../support/database.ts"
+import { SHARDS_IN_TESTS, TestDatabase } from "../support/database.ts"
 import { ensureProject, insertTrigger, insertTriggers, instancesOf, statusOf, type TriggerRow } from "../support/fixtures.ts"
 
 const CLAIM_LEAD_MS = SCHEDULER_TIMING.claimLeadMs
@@ -55,7 +58,7 @@ const nextMultiple = (ms: number, step: number) => (Math.floor(ms / step) + 1) *
  */
 const startActor = Effect.gen(function*() {
   const submitted = yield* Queue.unbounded<string>()
-  const mailbox = yield* Queue.unbounded<WakeItem>()
+  const mailbox = yield* Queue.unbounded<ShardMessage>()
   const events = yield* Queue.unbounded<ShardActorEvent>()
   const dispatcher = Layer.succeed(Dispatcher)({
     submit: (ids) => Queue.offerAll(submitted, ids).pipe(Effect.asVoid),
@@ -75,6 +78,9 @@ const startActor = Effect.gen(function*() {
       Effect.provide(Layer.mergeAll(
         dispatcher,
         Heartbeats.layer,
+        Wakeups.none,
+        Layer.succeed(ShardCount)({ count: SHARDS_IN_TESTS }),
+        TagPolicyCache.layer.pipe(Layer.provide(Notifications.memory)),
         ClaimBatcher.layer.pipe(Layer.provide(Layer.succeed(NodeIdentity)({ id: "node-a" })))
       ))
     )
