@@ -1,0 +1,236 @@
+// POST /bulk against the real service and database, read like SPEC "POST /bulk", "/bulk
+// differences" and DECISIONS "/bulk response": the check table (each message and its order), the
+// cancel targets (id, object id, customKey, tag; skipped silently when they match nothing or
+// nothing cancellable), upserts matched across the project, a generator edit that keeps its upcoming
+// instance, and all-or-nothing: a call failing after some of its rows were written leaves nothing.
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { assertError } from "../support/assertions.ts"
+import { instancesOf, quotaUsed, setStatus, statusOf, triggerRow } from "../support/fixtures.ts"
+import { bulkCall, bulked, declared, entryLines, instanceCameDue, post } from "../support/items.ts"
+import { newKey, scheduled, testServerLayer } from "../support/server.ts"
+import { waitUntil } from "../support/wait.ts"
+
+const URL = "http://127.0.0.1:9/hook"
+const FAR = "2099-01-01T00:00:00.000Z"
+const PAST = "2020-01-01T00:00:00.000Z"
+const DAILY = `cron(0 ${(new Date().getUTCHours() + 12) % 24} * * *)`
+const UNKNOWN_KEY = "ttr_" + "0".repeat(48)
+const UNKNOWN_ID = "01890000-0000-7000-8000-000000000000"
+
+const up = (customKey: string | undefined, over: Record<string, unknown> = {}) => ({
+  url: URL, scheduledAt: FAR, ...(customKey === undefined ? {} : { customKey }), ...over
+})
+
+const idOf = (answer: { readonly operations: ReadonlyArray<{ readonly customKey: string | null; readonly id: string }> }, key: string) =>
+  answer.operations.find((entry) => entry.customKey === key)!.id
+
+const upcomingOf = (generatorId: string) =>
+  Effect.gen(function*() {
+    yield* waitUntil("an upcoming instance", Effect.map(instancesOf(generatorId), (rows) => rows.some((r) => r.status === "registered")), 8_000)
+    return (yield* instancesOf(generatorId)).find((row) => row.status === "registered")!
+  })
+
+layer(testServerLayer(), { timeout: "120 seconds" })("POST /bulk", (it) => {
+  describe("checks, in order", () => {
+    it.effect("415 first, even with an unknown key and invalid JSON", () =>
+      Effect.gen(function*() {
+        const response = yield* bulkCall(UNKNOWN_KEY, "{", { "content-type": "text/csv" })
+        assert.strictEqual(response.status, 415)
+        assert.strictEqual(response.text, "Unsupported content-type: text/csv")
+      }))
+
+    const shapes: ReadonlyArray<readonly [name: string, text: string]> = [
+      ["invalid JSON", "{"],
+      ["not an object", "[]"],
+      ["upserts not a list", JSON.stringify({ upserts: {} })],
+      ["upserts null", JSON.stringify({ upserts: null })],
+      ["cancels not a list", JSON.stringify({ cancels: "x" })],
+      ["a cancels entry a number", JSON.stringify({ cancels: [1] })],
+      ["a cancels entry null", JSON.stringify({ cancels: [null] })],
+      ["a cancels entry naming nothing", JSON.stringify({ cancels: [{}] })],
+      ["a cancels entry naming two things", JSON.stringify({ cancels: [{ id: UNKNOWN_ID, tag: "t" }] })],
+      ["a cancels entry with a number id", JSON.stringify({ cancels: [{ id: 1 }] })],
+      ["a cancels entry with a null customKey", JSON.stringify({ cancels: [{ customKey: null }] })],
+      ["an upsert without url", JSON.stringify({ upserts: [{ customKey: "a" }] })],
+      ["an upsert field null", JSON.stringify({ upserts: [up("a", { title: null })] })]
+    ]
+    it.effect.each(shapes)("400 empty body before the key: %s", ([, text]) =>
+      Effect.gen(function*() {
+        assertError(yield* bulkCall(UNKNOWN_KEY, text), 400, null)
+      }))
+
+    it.effect("401 after the shape: `Invalid api key` for an unknown key (header or Bearer), `Unauthorized` without credentials", () =>
+      Effect.gen(function*() {
+        assertError(yield* bulkCall(UNKNOWN_KEY, { upserts: [up("a", { scheduledAt: "x" })] }), 401, "Invalid api key")
+        assertError(yield* post("/bulk", {}, { authorization: `Bearer ${UNKNOWN_KEY}` }), 401, "Invalid api key")
+        assertError(yield* post("/bulk", {}, {}), 401, "Unauthorized")
+        assertError(yield* post("/bulk", {}, { authorization: "Token abc" }), 401, "Unauthorized")
+        const key = yield* newKey()
+        assert.strictEqual((yield* post("/bulk", {}, { authorization: `Bearer ${key}` })).status, 200)
+      }))
+
+    const messages: ReadonlyArray<readonly [name: string, body: unknown, message: string]> = [
+      ["repeated key", { upserts: [up("a"), up("b"), up("a")] }, "Duplicate customKey in upserts: a"],
+      ["the repeated key before the upsert checks", { upserts: [up("x", { scheduledAt: "soon" }), up("a"), up("a")] },
+        "Duplicate customKey in upserts: a"],
+      ["repeated tag", { upserts: [up("a", { tags: ["x", "x"] })] }, "Upsert a: duplicate tag \"x\" in tags"],
+      ["keyless upsert", { upserts: [up(undefined, { scheduledAt: "soon" })] }, "Upsert (no customKey): Invalid date: soon"],
+      ["cron", { upserts: [up("c", { scheduledAt: "cron(* * *)" })] },
+        "Upsert c: Invalid cron expression: expected 5 fields (minute hour day-of-month month day-of-week) or 6 with a leading second, got 3"],
+      ["pipe", { upserts: [up("p", { scheduledAt: "now | times 2" })] }, "Upsert p: Unknown pipe operation: times 2"],
+      ["an id PostgreSQL cannot store, after the upserts", { upserts: [up("fine")], cancels: ["a\u0000b"] },
+        "cancels[0].id must not contain NUL characters"]
+    ]
+    it.effect.each(messages)("400 %s; nothing written, nothing cancelled", ([, body, message]) =>
+      Effect.gen(function*() {
+        const key = yield* newKey()
+        const victim = yield* scheduled({ "ttr-api-key": key, "ttr-url": URL, "ttr-scheduled-at": FAR, "ttr-tags": "victim" })
+        const withCancel = { ...(body as object), cancels: [...((body as { cancels?: Array<unknown> }).cancels ?? []), victim.triggerId] }
+        assertError(yield* bulkCall(key, withCancel), 400, message)
+        assert.strictEqual(yield* statusOf(victim.triggerId), "registered")
+      }))
+
+    it.effect("`{}` is valid; no quota is used or checked", () =>
+      Effect.gen(function*() {
+        const key = yield* newKey(0)
+        assert.deepStrictEqual(yield* bulked(key, {}), { summary: { added: 0, updated: 0, unchanged: 0, skipped: 0, cancelled: 0 }, operations: [] })
+        const answer = yield* bulked(key, { upserts: [up("q")] })
+        assert.deepStrictEqual(entryLines(answer), ["added job q"])
+        assert.strictEqual(yield* quotaUsed(key), 0)
+      }))
+  })
+
+  describe("cancels", () => {
+    it.effect("by id (string or {id}), by customKey (an active generator first), by tag; entries: one-shots and instances, then generators", () =>
+      Effect.gen(function*() {
+        const key = yield* newKey()
+        const a = yield* scheduled({ "ttr-api-key": key, "ttr-url": URL, "ttr-scheduled-at": FAR })
+        const s = yield* scheduled({ "ttr-api-key": key, "ttr-url": URL, "ttr-scheduled-at": PAST })
+        const g = yield* scheduled({ "ttr-api-key": key, "ttr-url": URL, "ttr-scheduled-at": DAILY, "ttr-custom-key": "gk" })
+        const gUp = yield* upcomingOf(g.triggerId)
+        const t1 = yield* scheduled({ "ttr-api-key": key, "ttr-url": URL, "ttr-scheduled-at": FAR, "ttr-tags": "batch" })
+        const t2 = yield* scheduled({ "ttr-api-key": key, "ttr-url": URL, "ttr-scheduled-at": FAR, "ttr-tags": "batch,other" })
+        const answer = yield* bulked(key, { cancels: [a.triggerId, { id: s.triggerId }, { customKey: "gk" }, { tag: "batch" }, a.triggerId] })
+        assert.deepStrictEqual(answer.operations.map((e) => [e.operation, e.kind, e.id]), [
+          ["cancelled", "job", a.triggerId], ["cancelled", "job", s.triggerId], ["cancelled", "job", gUp.id],
+          ["cancelled", "job", t1.triggerId], ["cancelled", "job", t2.triggerId], ["cancelled", "generator", g.triggerId]
+        ])
+        assert.strictEqual(answer.summary.cancelled, 6)
+        for (const id of [a.triggerId, s.triggerId, g.triggerId, gUp.id, t1.triggerId, t2.triggerId]) assert.strictEqual(yield* statusOf(id), "cancelled")
+      }))
+
+    it.effect("a tag also cancels a generator's held-back (queued) and retrying instances; a queued one claimed by a node stays", () =>
+      Effect.gen(function*() {
+        const key = yield* newKey()
+        const g = yield* scheduled({ "ttr-api-key": key, "ttr-url": URL, "ttr-scheduled-at": DAILY, "ttr-tags": "fleet" })
+        const first = yield* upcomingOf(g.triggerId)
+        yield* instanceCameDue(first.id, "queued")
+        const second = yield* upcomingOf(g.triggerId)
+        yield* instanceCameDue(second.id, "retrying")
+        const third = yield* upcomingOf(g.triggerId)
+        const claimed = yield* scheduled({ "ttr-api-key": key, "ttr-url": URL, "ttr-scheduled-at": FAR, "ttr-tags": "fleet" })
+        yield* setStatus(claimed.triggerId, "queued")
+        const answer = yield* bulked(key, { cancels: [{ tag: "fleet" }] })
+        assert.sameMembers(answer.operations.map((e) => e.id), [g.triggerId, first.id, second.id, third.id])
+        for (const id of [g.triggerId, first.id, second.id, third.id]) assert.strictEqual(yield* statusOf(id), "cancelled")
+        assert.strictEqual(yield* statusOf(claimed.triggerId), "queued")
+      }))
+
+    it.effect("targets matching nothing, or nothing cancellable, are skipped without error", () =>
+      Effect.gen(function*() {
+        const key = yield* newKey()
+        const done = yield* scheduled({ "ttr-api-key": key, "ttr-url": URL, "ttr-scheduled-at": FAR, "ttr-custom-key": "done", "ttr-tags": "finished" })
+        yield* setStatus(done.triggerId, "completed")
+        const running = yield* scheduled({ "ttr-api-key": key, "ttr-url": URL, "ttr-scheduled-at": FAR })
+        yield* setStatus(running.triggerId, "running")
+        const otherKey = yield* newKey()
+        const foreign = yield* scheduled({ "ttr-api-key": otherKey, "ttr-url": URL, "ttr-scheduled-at": FAR, "ttr-custom-key": "mine", "ttr-tags": "mine" })
+        const answer = yield* bulked(key, {
+          cancels: ["not-a-uuid", UNKNOWN_ID, { id: done.triggerId }, running.triggerId, { customKey: "done" }, { customKey: "" }, { tag: "finished" },
+            { tag: "nothing" }, foreign.triggerId, { customKey: "mine" }, { tag: "mine" }]
+        })
+        assert.deepStrictEqual(answer.operations, [])
+        assert.strictEqual(yield* statusOf(done.triggerId), "completed")
+        assert.strictEqual(yield* statusOf(running.triggerId), "running")
+        assert.strictEqual(yield* statusOf(foreign.triggerId), "registered")
+      }))
+  })
+
+  describe("upserts", () => {
+    it.effect("matched by key across the project, no tag added: added, unchanged, updated in place, kind switch; the unscoped owner first", () =>
+      Effect.gen(function*() {
+        const key = yield* newKey()
+        const plain = yield* scheduled({ "ttr-api-key": key, "ttr-url": URL, "ttr-scheduled-at": FAR, "ttr-custom-key": "k", "ttr-tags": "a" })
+        // a /declare trigger with the same key in tag "d" (SPEC /declare rule 9)
+        const declaredK = yield* declared(key, { tag: "d", items: [up("k"), up("only-declared")] })
+        const first = yield* bulked(key, { upserts: [up("k", { tags: ["a"], method: "POST" }), up("only-declared", { tags: ["d"] }), up("new"), up("past", { scheduledAt: PAST })] })
+        assert.deepStrictEqual(entryLines(first), ["unchanged job k", "unchanged job only-declared", "added job new", "skipped job past"])
+        assert.strictEqual(idOf(first, "k"), plain.triggerId)
+        assert.strictEqual(idOf(first, "only-declared"), idOf(declaredK, "only-declared"))
+        assert.deepStrictEqual([...(yield* triggerRow(idOf(first, "new"))).tags], [])
+        const second = yield* bulked(key, { upserts: [up("k", { url: "http://127.0.0.1:9/two" }), up("new", { scheduledAt: DAILY })] })
+        assert.deepStrictEqual(entryLines(second), ["updated job k [url,method,tags]", "updated generator new [kind:job→generator]"])
+        assert.strictEqual(idOf(second, "k"), plain.triggerId)
+        assert.strictEqual(yield* statusOf(idOf(first, "new")), "cancelled")
+        // the declared trigger with key k was left alone
+        assert.strictEqual((yield* triggerRow(idOf(declaredK, "k"))).url, URL)
+      }))
+
+    it.effect("a generator edit keeps its upcoming instance (new settings from the run after it)", () =>
+      Effect.gen(function*() {
+        const key = yield* newKey()
+        const first = yield* bulked(key, { upserts: [up("g", { scheduledAt: DAILY })] })
+        const id = idOf(first, "g")
+        const instance = yield* upcomingOf(id)
+        const second = yield* bulked(key, { upserts: [up("g", { scheduledAt: DAILY, title: "new title" })] })
+        assert.deepStrictEqual(entryLines(second), ["updated generator g [title]"])
+        assert.strictEqual(idOf(second, "g"), id)
+        assert.strictEqual(yield* statusOf(instance.id), "registered")
+        assert.strictEqual((yield* triggerRow(id)).title, "new title")
+        assert.isNull((yield* triggerRow(instance.id)).title)
+      }))
+
+    it.effect("cancels apply first: a key cancelled in the same call is free again, its upsert is added", () =>
+      Effect.gen(function*() {
+        const key = yield* newKey()
+        const old = yield* scheduled({ "ttr-api-key": key, "ttr-url": URL, "ttr-scheduled-at": FAR, "ttr-custom-key": "re" })
+        const answer = yield* bulked(key, { cancels: [{ customKey: "re" }], upserts: [up("re")] })
+        assert.deepStrictEqual(entryLines(answer), ["added job re", "cancelled job re"])
+        assert.strictEqual(answer.operations[1]!.id, old.triggerId)
+        assert.strictEqual(yield* statusOf(old.triggerId), "cancelled")
+        assert.strictEqual(yield* statusOf(idOf(answer, "re")), "registered")
+      }))
+  })
+
+  it.effect("all-or-nothing: a call failing after its cancels and updates were written leaves nothing written and nothing cancelled", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const key = yield* newKey()
+      const a = yield* scheduled({ "ttr-api-key": key, "ttr-url": URL, "ttr-scheduled-at": FAR, "ttr-tags": "gone" })
+      const b = yield* scheduled({ "ttr-api-key": key, "ttr-url": URL, "ttr-scheduled-at": FAR, "ttr-custom-key": "b" })
+      const g = yield* scheduled({ "ttr-api-key": key, "ttr-url": URL, "ttr-scheduled-at": DAILY, "ttr-custom-key": "g" })
+      const gUp = yield* upcomingOf(g.triggerId)
+      const body = {
+        cancels: [{ tag: "gone" }, { customKey: "g" }],
+        upserts: [
+          up("b", { url: "http://127.0.0.1:9/changed" }),
+          ...Array.from({ length: 300 }, (_, i) => up(`new-${i}`)),
+          up("last", { url: "http://127.0.0.1:9/poison" })
+        ]
+      }
+      // a constraint only the last insert breaks: the cancels and the update have run when it fails
+      yield* sql`ALTER TABLE triggers ADD CONSTRAINT test_bulk_poison CHECK (url <> 'http://127.0.0.1:9/poison') NOT VALID`
+      const failed = yield* Effect.ensuring(bulkCall(key, body), sql`ALTER TABLE triggers DROP CONSTRAINT test_bulk_poison`.pipe(Effect.orDie))
+      assert.strictEqual(failed.status, 500, failed.text)
+      for (const id of [a.triggerId, b.triggerId, gUp.id]) assert.strictEqual(yield* statusOf(id), "registered")
+      assert.strictEqual(yield* statusOf(g.triggerId), "active")
+      assert.strictEqual((yield* triggerRow(b.triggerId)).url, URL)
+      const created = yield* sql<{ n: string }>`SELECT count(*)::text AS n FROM triggers WHERE custom_key LIKE 'new-%' OR custom_key = 'last'`
+      assert.strictEqual(created[0]!.n, "0")
+      // the same call without the poison applies whole
+      const answer = yield* bulked(key, body)
+      assert.deepStrictEqual(answer.summary, { added: 301, updated: 1, unchanged: 0, skipped: 0, cancelled: 3 })
+    }))
+})

@@ -1,0 +1,217 @@
+// The store of /declare and /bulk on a real database: which triggers each read returns (statuses,
+// held-back versus claimed queued triggers, generators' instances, other projects), the
+// compare-and-set writes (a status that moved is left alone), the custom-key indexes of migration 3
+// (SPEC "/declare" rule 9), and the apply step of commands/itemWrites.ts when a trigger was claimed
+// between the read and the write (/declare carries on, /bulk stops).
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { applyItemWrites } from "../../src/commands/itemWrites.ts"
+import { uuidv7 } from "../../src/domain/ids.ts"
+import type { PlannedTrigger, StoredTrigger } from "../../src/domain/itemMatch.ts"
+import type { TriggerDefinition } from "../../src/domain/trigger.ts"
+import { itemsReadForBulk, itemsReadForDeclare } from "../../src/store/itemReads.ts"
+import { itemTriggersCancel, itemTriggersInsert, itemTriggersUpdate } from "../../src/store/itemWrites.ts"
+import { withTransaction } from "../../src/store/transaction.ts"
+import { TestDatabase } from "../support/database.ts"
+import { ensureProject, insertTrigger, nextId, statusOf, triggerRow, type TriggerFixture } from "../support/fixtures.ts"
+
+const NOW = Date.UTC(2030, 0, 1)
+const FAR = Date.UTC(2031, 0, 1)
+
+const newProject = Effect.gen(function*() {
+  const id = nextId()
+  yield* ensureProject(id)
+  return id
+})
+
+const definition = (over: Partial<TriggerDefinition> = {}): TriggerDefinition => ({
+  url: "http://127.0.0.1:9/x", method: "GET", headers: [["a", "1"]], body: new Uint8Array([0, 1, 255]), contentType: null,
+  title: "t", tags: ["tag"], customKey: null, retry: null, ...over
+})
+
+const planned = (over: Partial<PlannedTrigger> = {}): PlannedTrigger => ({
+  id: nextId(), kind: "job", status: "registered", definition: definition(), schedule: { _tag: "Once", fireAtMs: FAR, nowBased: false }, ...over
+})
+
+const ids = (triggers: ReadonlyArray<StoredTrigger>) => triggers.map((t) => t.id)
+
+layer(TestDatabase, { timeout: "60 seconds" })("store of /declare and /bulk", (it) => {
+  describe("itemsReadForDeclare", () => {
+    it.effect("the tag's pending and held-back triggers and its active generators' live instances, oldest first", () =>
+      Effect.gen(function*() {
+        const projectId = yield* newProject
+        const at = (fixture: Omit<TriggerFixture, "projectId">) => insertTrigger({ projectId, tags: ["t"], ...fixture })
+        const registered = yield* at({ customKey: "a", headers: [["X-A", "1"]], body: new Uint8Array([1, 2]), retry: { strategy: "none" } })
+        const skipped = yield* at({ status: "skipped" })
+        const retrying = yield* at({ status: "retrying" })
+        const held = yield* at({ status: "queued" })
+        yield* at({ status: "queued", claimedBy: "some-node" })
+        yield* at({ status: "running", claimedBy: "some-node" })
+        yield* at({ status: "completed" })
+        yield* at({ status: "cancelled" })
+        const generator = yield* at({ kind: "generator", cronExpr: "0 9 * * *", cronTz: "Europe/Paris" })
+        // instances need not carry the tag; a running one is not live
+        const instance = (minute: number, fixture: Omit<TriggerFixture, "projectId"> = {}) =>
+          insertTrigger({ projectId, generatorId: generator, tags: [], scheduledAt: new Date(Date.UTC(2030, 0, 1, 9, minute)), ...fixture })
+        const upcoming = yield* instance(3)
+        const heldInstance = yield* instance(2, { status: "queued" })
+        yield* instance(1, { status: "running", claimedBy: "n" })
+        const dead = yield* at({ kind: "generator", status: "cancelled", cronExpr: "0 9 * * *", cronTz: "UTC" })
+        yield* insertTrigger({ projectId, generatorId: dead, tags: [] })
+        yield* insertTrigger({ projectId, tags: ["other"] })
+        const otherProject = yield* newProject
+        yield* insertTrigger({ projectId: otherProject, tags: ["t"] })
+
+        const read = yield* itemsReadForDeclare({ projectId, tag: "t" })
+        assert.deepStrictEqual(ids(read), [registered, skipped, retrying, held, generator, upcoming, heldInstance])
+        const first = read[0]!
+        assert.deepStrictEqual(first.definition, {
+          url: "http://127.0.0.1:9/hook", method: "POST", headers: [["X-A", "1"]], body: new Uint8Array([1, 2]), contentType: null,
+          title: null, tags: ["t"], customKey: "a", retry: { strategy: "none" } as never
+        })
+        assert.strictEqual(first.scheduledAtMs, Date.UTC(2030, 5, 1))
+        assert.deepStrictEqual(read.find((t) => t.id === generator)!.cron, { cronExpr: "0 9 * * *", cronTz: "Europe/Paris" })
+        assert.strictEqual(read.find((t) => t.id === upcoming)!.generatorId, generator)
+      }))
+  })
+
+  describe("itemsReadForBulk", () => {
+    it.effect("ids in any status, pending owners of the keys, the tags' live triggers, upcoming instances of generators found", () =>
+      Effect.gen(function*() {
+        const projectId = yield* newProject
+        const done = yield* insertTrigger({ projectId, status: "completed" })
+        const keyed = yield* insertTrigger({ projectId, customKey: "k" })
+        yield* insertTrigger({ projectId, customKey: "k", status: "completed" })
+        const generator = yield* insertTrigger({ projectId, kind: "generator", customKey: "g", cronExpr: "* * * * *", cronTz: "UTC" })
+        const upcoming = yield* insertTrigger({ projectId, generatorId: generator, scheduledAt: new Date(Date.UTC(2030, 0, 2)) })
+        yield* insertTrigger({ projectId, generatorId: generator, status: "retrying", scheduledAt: new Date(Date.UTC(2030, 0, 1)) })
+        const tagged = yield* insertTrigger({ projectId, tags: ["x", "y"] })
+        const heldTagged = yield* insertTrigger({ projectId, tags: ["y"], status: "queued" })
+        yield* insertTrigger({ projectId, tags: ["y"], status: "queued", claimedBy: "n" })
+        assert.deepStrictEqual(yield* itemsReadForBulk({ projectId, ids: [], customKeys: [], tags: [] }), [])
+        const read = yield* itemsReadForBulk({ projectId, ids: [done, "01890000-0000-7000-8000-000000000000"], customKeys: ["k", "g"], tags: ["y", "z"] })
+        assert.deepStrictEqual(ids(read), [done, keyed, generator, upcoming, tagged, heldTagged])
+      }))
+  })
+
+  describe("compare-and-set writes", () => {
+    it.effect("cancel: only while the status is the one read, a queued one only while no node claimed it", () =>
+      Effect.gen(function*() {
+        const projectId = yield* newProject
+        const a = yield* insertTrigger({ projectId })
+        const b = yield* insertTrigger({ projectId, status: "running" })
+        const held = yield* insertTrigger({ projectId, status: "queued" })
+        const claimed = yield* insertTrigger({ projectId, status: "queued", claimedBy: "n" })
+        const rows = yield* itemTriggersCancel({
+          projectId, nowMs: NOW,
+          rows: [{ id: a, expectedStatus: "registered" }, { id: b, expectedStatus: "registered" }, { id: held, expectedStatus: "queued" },
+            { id: claimed, expectedStatus: "queued" }]
+        })
+        assert.sameMembers(rows.map((row) => row.id), [a, held])
+        assert.deepStrictEqual([yield* statusOf(a), yield* statusOf(b), yield* statusOf(held), yield* statusOf(claimed)],
+          ["cancelled", "running", "cancelled", "queued"])
+      }))
+
+    it.effect("insert and update many in one statement each; an update whose status moved is left alone", () =>
+      Effect.gen(function*() {
+        const projectId = yield* newProject
+        const one = planned({ definition: definition({ customKey: "one", retry: { strategy: "fixed", maxAttempts: 2, initialDelaySeconds: 1, maxDelaySeconds: null, jitter: false, retryOn: "non_2xx" } }) })
+        const gen = planned({ kind: "generator", status: "active", schedule: { _tag: "Cron", cronExpr: "0 9 * * *", cronTz: "UTC" } })
+        const rowOf = (p: PlannedTrigger) => ({
+          id: p.id, shard: 3, kind: p.kind, status: p.status, definition: p.definition,
+          scheduledAtMs: p.schedule._tag === "Once" ? p.schedule.fireAtMs : null,
+          cron: p.schedule._tag === "Cron" ? { cronExpr: p.schedule.cronExpr, cronTz: p.schedule.cronTz } : null
+        })
+        yield* itemTriggersInsert({ projectId, keyScope: "t", rows: [rowOf(one), rowOf(gen)], nowMs: NOW })
+        const stored = yield* triggerRow(one.id)
+        assert.deepStrictEqual([stored.status, stored.due_at?.getTime(), stored.shard, [...stored.tags], stored.body], ["registered", FAR, 3, ["tag"], new Uint8Array([0, 1, 255])])
+        assert.deepStrictEqual((yield* triggerRow(gen.id)).cron_expr, "0 9 * * *")
+        const sql = yield* SqlClient.SqlClient
+        assert.strictEqual((yield* sql<{ key_scope: string }>`SELECT key_scope FROM triggers WHERE id = ${one.id}`)[0]!.key_scope, "t")
+
+        yield* sql`UPDATE triggers SET status = 'running' WHERE id = ${gen.id}`
+        const updated = yield* itemTriggersUpdate({
+          projectId, nowMs: NOW,
+          rows: [
+            { ...rowOf(one), status: "skipped", definition: definition({ customKey: "one", url: "http://127.0.0.1:9/new" }), expectedStatus: "registered" },
+            { ...rowOf(gen), expectedStatus: "active" }
+          ]
+        })
+        assert.deepStrictEqual(updated.map((row) => row.id), [one.id])
+        const after = yield* triggerRow(one.id)
+        assert.deepStrictEqual([after.status, after.due_at, after.url, after.retry], ["skipped", null, "http://127.0.0.1:9/new", null])
+      }))
+  })
+
+  describe("custom keys (migration 3)", () => {
+    const pendingWith = (projectId: string, customKey: string, keyScope: string | null, tags: ReadonlyArray<string>) =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const id = yield* insertTrigger({ projectId, customKey, tags, status: "completed" })
+        yield* sql`UPDATE triggers SET key_scope = ${keyScope}, status = 'registered' WHERE id = ${id}`
+        return id
+      })
+
+    it.effect("one unscoped pending owner per key; one per tag among those still carrying it; a completed one holds nothing", () =>
+      Effect.gen(function*() {
+        const projectId = yield* newProject
+        const unique = (effect: Effect.Effect<unknown, unknown, SqlClient.SqlClient>) =>
+          Effect.map(Effect.exit(effect), (exit) => exit._tag === "Failure")
+        yield* pendingWith(projectId, "k", null, [])
+        assert.isTrue(yield* unique(pendingWith(projectId, "k", null, ["t"])), "two unscoped")
+        yield* pendingWith(projectId, "k", "t", ["t"])
+        yield* pendingWith(projectId, "k", "u", ["u"])
+        assert.isTrue(yield* unique(pendingWith(projectId, "k", "t", ["t", "x"])), "two in scope t")
+        // a scoped trigger edited away from its tag no longer holds the key in that scope
+        yield* pendingWith(projectId, "k2", "t", [])
+        yield* pendingWith(projectId, "k2", "t", ["t"])
+        const done = yield* insertTrigger({ projectId, customKey: "k3", status: "completed" })
+        assert.isString(done)
+        yield* insertTrigger({ projectId, customKey: "k3" })
+      }))
+  })
+
+  describe("applying item writes when a trigger was claimed after the read", () => {
+    const setup = Effect.gen(function*() {
+      const projectId = yield* newProject
+      const claimedId = yield* insertTrigger({ projectId, customKey: "c", tags: ["tag"], url: "http://127.0.0.1:9/x" })
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`UPDATE triggers SET status = 'running', claimed_by = 'n' WHERE id = ${claimedId}`
+      // what the plan was made from: still registered
+      const stored: StoredTrigger = {
+        id: claimedId, kind: "job", status: "registered", generatorId: null, definition: definition({ customKey: "c" }),
+        scheduledAtMs: FAR, cron: null
+      }
+      const update = planned({ id: claimedId, definition: definition({ customKey: "c", title: "new" }) })
+      const insert = planned({ definition: definition({ customKey: "fresh" }) })
+      return { projectId, claimedId, stored, writes: [{ _tag: "Update" as const, trigger: update }, { _tag: "Insert" as const, trigger: insert }] }
+    })
+    const apply = (s: Effect.Success<typeof setup>, strict: boolean) =>
+      withTransaction(applyItemWrites({
+        projectId: s.projectId, keyScope: "tag", shards: 8, nowMs: NOW, wakeHorizonMs: NOW, stored: new Map([[s.stored.id, s.stored]]),
+        cancelIds: [], writes: s.writes, strict, newId: () => uuidv7(NOW)
+      }))
+
+    it.effect("/declare (lenient): the update becomes a new trigger (rule 8), its entry `added`; the claimed one runs on untouched", () =>
+      Effect.gen(function*() {
+        const s = yield* setup
+        const applied = yield* apply(s, false)
+        assert.deepStrictEqual(applied.missedUpdates.map((t) => t.id), [s.claimedId])
+        const entry = applied.changedEntries.get(s.claimedId)!
+        assert.deepStrictEqual([entry.operation, entry.customKey, entry.kind], ["added", "c", "job"])
+        assert.notStrictEqual(entry.id, s.claimedId)
+        assert.strictEqual((yield* triggerRow(entry.id)).title, "new")
+        assert.strictEqual(yield* statusOf(s.claimedId), "running")
+        assert.strictEqual(yield* statusOf(s.writes[1]!.trigger.id), "registered")
+      }))
+
+    it.effect("/bulk (strict): it stops before inserting anything and reports the miss", () =>
+      Effect.gen(function*() {
+        const s = yield* setup
+        const applied = yield* apply(s, true)
+        assert.strictEqual(applied.missedUpdates.length, 1)
+        assert.isUndefined(yield* statusOf(s.writes[1]!.trigger.id))
+      }))
+  })
+})
