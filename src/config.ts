@@ -166,7 +166,7 @@ export interface SchedulerTimingShape {
 export const SCHEDULER_TIMING: SchedulerTimingShape = {
   lookaheadMs: 60_000,
   claimLeadMs: 10,
-  recoverEveryMs: 15_000,
+  recoverEveryMs: 5_000,
   materializeEveryMs: 5_000,
   restartGraceMs: 10_000
 }

@@ -51,9 +51,12 @@ const toDeliveryRow = (row: DeliveryRecord, gateTags: ReadonlyArray<string> = []
 })
 
 /**
- * A trigger's gated tags: those whose policy limits concurrency or throughput (no lookup at all
- * for a trigger without tags, the common case).
+ * Whether a trigger has a gated tag — one whose policy limits concurrency or throughput — and
+ * which: no lookup at all for a trigger without tags (the common case), an index probe otherwise.
  */
+const GATED = `(cardinality(t.tags) > 0 AND EXISTS (
+    SELECT 1 FROM tag_policies tp WHERE tp.project_id = t.project_id AND tp.tag = ANY(t.tags)
+      AND (tp.max_concurrent IS NOT NULL OR tp.throughput IS NOT NULL)))`
 const GATED_TAGS = `CASE WHEN cardinality(t.tags) = 0 THEN '{}'::text[] ELSE ARRAY(
     SELECT tp.tag FROM tag_policies tp WHERE tp.project_id = t.project_id AND tp.tag = ANY(t.tags)
       AND (tp.max_concurrent IS NOT NULL OR tp.throughput IS NOT NULL)) END`
@@ -74,25 +77,23 @@ export const triggersClaim = Effect.fnUntraced(function*(input: {
 }) {
   if (input.ids.length === 0) return [] as Array<ClaimedRow>
   const sql = yield* SqlClient.SqlClient
-  const until = new Date(input.untilMs)
+  const gated = sql.unsafe(GATED)
   const rows = yield* sql<DeliveryRecord & { due_ms: string; gate_tags: Array<string> }>`
-    WITH due AS (
-      SELECT t.id, ${sql.unsafe(GATED_TAGS)} AS gate_tags FROM triggers t
-      WHERE t.id = ANY(${input.ids}::uuid[]) AND t.status IN ${statusList(sql, DUE_STATUSES)} AND t.due_at <= ${until}
-    ), claimed AS (
+    WITH claimed AS (
       UPDATE triggers t SET
-        status = CASE WHEN cardinality(d.gate_tags) = 0 THEN 'running' ELSE 'queued' END,
-        attempts = t.attempts + CASE WHEN cardinality(d.gate_tags) = 0 THEN 1 ELSE 0 END,
-        claimed_by = CASE WHEN cardinality(d.gate_tags) = 0 THEN ${input.node} END,
+        status = CASE WHEN ${gated} THEN 'queued' ELSE 'running' END,
+        attempts = CASE WHEN ${gated} THEN t.attempts ELSE t.attempts + 1 END,
+        claimed_by = CASE WHEN ${gated} THEN NULL ELSE ${input.node} END,
         claimed_at = ${new Date(input.nowMs)}
-      FROM due d, projects p
-      WHERE t.id = d.id AND t.status IN ${statusList(sql, DUE_STATUSES)} AND t.due_at <= ${until} AND p.id = t.project_id
+      FROM projects p
+      WHERE t.id = ANY(${input.ids}::uuid[]) AND t.status IN ${statusList(sql, DUE_STATUSES)}
+        AND t.due_at <= ${new Date(input.untilMs)} AND p.id = t.project_id
       RETURNING t.id, t.shard, t.generator_id, t.project_id, t.url, t.method, t.headers, t.body, t.content_type, t.tags,
-        t.attempts, t.retry, p.retry_policy, t.triggered_by, d.gate_tags, t.scheduled_at, t.due_at
+        t.attempts, t.retry, p.retry_policy, t.triggered_by, ${sql.unsafe(GATED_TAGS)} AS gate_tags, t.scheduled_at, t.due_at
     ), held AS (
       INSERT INTO gate_slots (trigger_id, tag, project_id, scheduled_at, not_before)
       SELECT c.id, g.tag, c.project_id, coalesce(c.scheduled_at, c.due_at), c.due_at
-      FROM claimed c CROSS JOIN unnest(c.gate_tags) AS g(tag)
+      FROM claimed c CROSS JOIN unnest(c.gate_tags) AS g(tag) WHERE cardinality(c.gate_tags) > 0
       ON CONFLICT (trigger_id, tag) DO UPDATE SET running = false, not_before = excluded.not_before
     )
     SELECT claimed.*, (extract(epoch FROM claimed.due_at) * 1000)::bigint::text AS due_ms FROM claimed`
