@@ -192,6 +192,7 @@ export const jsonRequest = (key: string, jobIds: ReadonlyArray<string>): fc.Arbi
 const percentEncoded = fc.uint8Array({ maxLength: 12 }).map((bytes) => [...bytes].map((b) => `%${b.toString(16).padStart(2, "0")}`).join(""))
 
 const queryValue = fc.oneof(
+  { weight: 2, arbitrary: fc.constantFrom("%00", "a%00b", "%00%00", "%ED%A0%80", "%ED%B0%80", "%C0%80", "%EF%BF%BF") },
   percentEncoded,
   fc.constantFrom("", "%00", "%ED%A0%80", "%C3", "%", "%zz", "registered", "completed", "job", "generator", "succeeded", "failed",
     "1", "500", "501", "0", "true", "false", "200", "599", "01890000-0000-7000-8000-000000000000", "AAAA", "a+b", "%2B"),
