@@ -94,7 +94,7 @@ export const runShardActor = (options: ShardActorOptions) =>
     const wheel = new TimerWheel({ nowMs: startMs })
     const phase = shardPhase(options.shard)
     /** The next window is read when the loaded one has less than this left (15–45 s, by phase). */
-    const reloadMarginMs = timing.lookaheadMs / 4 + phase * timing.lookaheadMs / 2
+    const reloadMarginMs = Math.round(timing.lookaheadMs / 4 + phase * timing.lookaheadMs / 2)
     /** Every pending trigger due before this instant is in the wheel. */
     let loadedUntil = BEGINNING_MS
     let loadedAfterId: string | null = null
@@ -138,7 +138,8 @@ export const runShardActor = (options: ShardActorOptions) =>
         for (;;) {
           const generators = yield* generatorsWithoutUpcoming({ shard: options.shard, limit: MATERIALIZE_BATCH })
           const instances = generators.flatMap((generator) => {
-            const scheduledAtMs = nextInstanceAfter(generator, nowMs)
+            // after the claim lead: an instance claimed just now (up to that lead early) is not the next one
+            const scheduledAtMs = nextInstanceAfter(generator, nowMs + timing.claimLeadMs)
             return scheduledAtMs === null ? [] : [{ generatorId: generator.id, instanceId: uuidv7(nowMs), scheduledAtMs }]
           })
           const created = yield* instancesInsert({ instances, nowMs })
@@ -244,13 +245,14 @@ export const runShardActor = (options: ShardActorOptions) =>
     yield* recover(startMs)
     yield* materialize(startMs)
     // from here on each periodic task runs at this shard's phase of its period
-    nextRecoverAt = Math.min(nextRecoverAt, startMs + phase * timing.recoverEveryMs)
-    nextMaterializeAt = startMs + phase * timing.materializeEveryMs
+    // (whole milliseconds: a clock that wakes a fraction early would otherwise find nothing due, again and again)
+    nextRecoverAt = Math.min(nextRecoverAt, startMs + Math.round(phase * timing.recoverEveryMs))
+    nextMaterializeAt = startMs + Math.round(phase * timing.materializeEveryMs)
     for (;;) {
       const nowMs = yield* Clock.currentTimeMillis
       yield* fireDue(nowMs)
       yield* admitDue(nowMs)
-      if (loadedUntil - nowMs < reloadMarginMs) yield* load(nowMs)
+      if (loadedUntil - nowMs <= reloadMarginMs) yield* load(nowMs)
       if (nowMs >= nextRecoverAt) yield* recover(nowMs)
       if (nowMs >= nextMaterializeAt) yield* materialize(nowMs)
       const wakeAt = Math.min(
