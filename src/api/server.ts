@@ -7,8 +7,6 @@ import * as Layer from "effect/Layer"
 import { HttpRouter } from "effect/http"
 import * as https from "node:https"
 import { AppConfig } from "../config.ts"
-import { DeclareRoutes } from "./declare.ts"
-import { declarePaths } from "./declareOpenApi.ts"
 import { DocsRoutes } from "./docs.ts"
 import { HealthRoutes, healthPaths } from "./health.ts"
 import { LogRoutes } from "./logs.ts"
@@ -17,16 +15,18 @@ import { openApiDocument, OpenApiRoutes, openApiPaths } from "./openapi.ts"
 import { RetryPolicyRoutes, retryPolicyPaths } from "./retryPolicy.ts"
 import { ScheduleRoutes } from "./schedule.ts"
 import { schedulePaths } from "./scheduleDocs.ts"
+import { TagPolicyRoutes } from "./tagPolicies.ts"
+import { tagPolicyPaths } from "./tagPoliciesOpenApi.ts"
 
 export const MAX_HEADER_BYTES = 16 * 1024
 
 /** Every route of the API, and the OpenAPI document describing them. */
 export const apiRoutes = (prefix: string) => {
   const document = openApiDocument([
-    schedulePaths(prefix), declarePaths(prefix), healthPaths(prefix), logPaths(prefix), retryPolicyPaths(prefix), openApiPaths()
+    schedulePaths(prefix), healthPaths(prefix), logPaths(prefix), retryPolicyPaths(prefix), tagPolicyPaths(prefix), openApiPaths()
   ])
   return Layer.mergeAll(
-    ScheduleRoutes, DeclareRoutes, HealthRoutes, LogRoutes, RetryPolicyRoutes, OpenApiRoutes(document), DocsRoutes(document)
+    ScheduleRoutes, HealthRoutes, LogRoutes, RetryPolicyRoutes, TagPolicyRoutes, OpenApiRoutes(document), DocsRoutes(document)
   )
 }
 
