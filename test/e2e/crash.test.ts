@@ -88,4 +88,57 @@ describe("crash safety", () => {
       target.close()
     }
   }, 120_000)
+
+  it("the places a killed node held in a tag gate come back: its gated requests are sent again, the held-back ones follow", async () => {
+    const databaseUrl = await Effect.runPromise(Scope.provide(freshDatabaseUrl, scope))
+    const env = { DATABASE_URL: databaseUrl, DATA_DIR: makeTempDir("crash-gate"), PORT: "0", HOST: "127.0.0.1", SHARDS: "4" }
+    let answering = false
+    const received: Array<string> = []
+    const delivered = new Set<string>()
+    const hanging: Array<http.ServerResponse> = []
+    const target = http.createServer((req, res) => {
+      const id = new URL(req.url!, "http://x").searchParams.get("n")!
+      received.push(id)
+      if (!answering) return void hanging.push(res)
+      delivered.add(id)
+      res.end("ok")
+    })
+    await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve))
+    const targetPort = (target.address() as AddressInfo).port
+
+    const call = async (baseUrl: string, key: string, method: string, path: string, headers: Record<string, string>, body?: string) => {
+      const response = await request(`${baseUrl}${path}`, {
+        method, dispatcher: insecureAgent, headers: { "ttr-api-key": key, ...headers }, ...(body === undefined ? {} : { body })
+      })
+      const text = await response.body.text()
+      expect(response.statusCode, text).toBeLessThan(300)
+    }
+    const first = await startService(env)
+    try {
+      expect((await runCli(["project", "create", "gate"], { env })).code).toBe(0)
+      const key = (await runCli(["key", "create", "gate"], { env })).stdout.trim()
+      await call(first.baseUrl, key, "POST", "/tag-policies", { "content-type": "application/json" }, JSON.stringify({ tag: "two", maxConcurrent: 2 }))
+      for (let n = 0; n < 4; n++) {
+        await call(first.baseUrl, key, "POST", "/schedule", {
+          "ttr-url": `http://127.0.0.1:${targetPort}/hit?n=${n}`, "ttr-scheduled-at": "now", "ttr-tags": "two"
+        })
+      }
+      await waitUntil(() => received.length === 2, 20_000, "two requests in flight (the gate's limit)")
+      process.kill(first.servicePid, "SIGKILL")
+    } finally {
+      first.kill()
+    }
+    for (const res of hanging) res.destroy()
+    answering = true
+    const startedAt = performance.now()
+    const second = await startService(env)
+    try {
+      await waitUntil(() => delivered.size === 4, 60_000, "every trigger delivered after the restart")
+      console.log(`gate places of a killed node back and all 4 delivered ${Math.round(performance.now() - startedAt)} ms after the restart began`)
+      expect(received.length).toBe(6) // the two interrupted ones twice, the two held back once
+    } finally {
+      await second.stop().catch(() => second.kill())
+      target.close()
+    }
+  }, 120_000)
 })

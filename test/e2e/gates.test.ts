@@ -1,0 +1,201 @@
+// Tag gates end to end (SPEC "Tag policy", "Retry policies" 1–3 and 9; DECISIONS "Tag policies"):
+// the real service over HTTPS with a target that counts the requests it holds at once and stamps
+// every start. maxConcurrent 1 and 2 are never exceeded; throughput {"1s": 1} and {"5s": 1} space
+// the starts; {"1m": 0} holds a trigger queued and unsent until a PUT or a DELETE releases it; the
+// shortest requestTimeoutSeconds of a trigger's tags bounds its attempt; tag retry rules merge.
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect } from "effect"
+import type { Scope } from "effect"
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
+import { TestServer, testServerLayer } from "../support/server.ts"
+import { pollUntil } from "../support/wait.ts"
+
+interface Start {
+  readonly path: string
+  readonly atMs: number
+}
+
+/** A target on 127.0.0.1 answering 200 after `delayMs` (per path: `status`, or "hang"); it records starts and peak concurrency. */
+const countingTarget = (options: { readonly delayMs: number; readonly replies?: Record<string, number | "hang"> }) =>
+  Effect.acquireRelease(
+    Effect.promise(async () => {
+      const starts: Array<Start> = []
+      let open = 0
+      let peak = 0
+      const server = http.createServer((req, res) => {
+        const path = req.url!.split("?")[0]!
+        starts.push({ path, atMs: Date.now() })
+        open++
+        peak = Math.max(peak, open)
+        const reply = options.replies?.[path] ?? 200
+        req.resume()
+        if (reply === "hang") return
+        setTimeout(() => {
+          open--
+          res.writeHead(reply).end("ok")
+        }, options.delayMs)
+      })
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+      const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+      return { server, target: { origin, starts, peak: () => peak, at: (path: string) => starts.filter((s) => s.path === path) } }
+    }),
+    ({ server }) => Effect.promise(() => {
+      server.closeAllConnections()
+      return new Promise<void>((resolve) => server.close(() => resolve()))
+    })
+  ).pipe(Effect.map(({ target }) => target))
+
+/** A project with helpers: its policies, triggers and their views. */
+const project = Effect.gen(function*() {
+  const server = yield* TestServer
+  const key = yield* server.newKey()
+  const headers = { "ttr-api-key": key }
+  const json = (method: string, path: string, body?: unknown) =>
+    Effect.map(
+      server.call(method, path, {
+        headers: { ...headers, "content-type": "application/json" },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) })
+      }),
+      (response) => {
+        assert.isBelow(response.status, 300, response.text)
+        return response.text === "" ? undefined : response.json()
+      }
+    )
+  return {
+    policy: (body: Record<string, unknown>) => Effect.map(json("POST", "/tag-policies", body), (view) => view.id as string),
+    updatePolicy: (id: string, body: Record<string, unknown>) => json("PUT", `/tag-policies/${id}`, body),
+    deletePolicy: (id: string) => json("DELETE", `/tag-policies/${id}`),
+    policies: json("GET", "/tag-policies") as Effect.Effect<Array<any>>,
+    schedule: (url: string, tags: string, extra: Record<string, string> = {}) =>
+      Effect.map(
+        server.call("POST", "/schedule", { headers: { ...headers, "ttr-url": url, "ttr-scheduled-at": "now", "ttr-tags": tags, ...extra } }),
+        (response) => {
+          assert.strictEqual(response.status, 200, response.text)
+          return response.json().triggerId as string
+        }
+      ),
+    job: (id: string) => Effect.map(server.call("GET", `/jobs/${id}`, { headers }), (r) => r.json()),
+    executions: (id: string) => Effect.map(server.call("GET", `/jobs/${id}/executions`, { headers }), (r) => r.json().executions as Array<any>),
+    cancel: (id: string) => Effect.map(server.call("DELETE", "/cancel", { headers: { ...headers, "ttr-trigger-id": id } }), (r) => r.status)
+  }
+})
+
+const everyArrived = (target: { readonly starts: ReadonlyArray<Start> }, count: number, deadlineMs = 20_000) =>
+  pollUntil(`${count} starts`, Effect.sync(() => (target.starts.length >= count ? true : undefined)), { deadlineMs })
+
+const gaps = (starts: ReadonlyArray<Start>) => starts.slice(1).map((start, i) => start.atMs - starts[i]!.atMs)
+
+type Project = Effect.Success<typeof project>
+type Target = Effect.Success<ReturnType<typeof countingTarget>>
+const setup = (delayMs: number, replies?: Record<string, number | "hang">): Effect.Effect<{ p: Project; t: Target }, never, TestServer | Scope.Scope> =>
+  Effect.gen(function*() {
+    return { p: yield* project, t: yield* countingTarget({ delayMs, ...(replies === undefined ? {} : { replies }) }) }
+  })
+
+layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })("tag gates end to end", (it) => {
+  describe("maxConcurrent", () => {
+    for (const limit of [1, 2]) {
+      it.effect(`maxConcurrent ${limit}: never more than ${limit} at the target at once; the others wait queued`, () =>
+        Effect.gen(function*() {
+          const { p, t } = yield* setup(300)
+          yield* p.policy({ tag: `conc${limit}`, maxConcurrent: limit })
+          const ids: Array<string> = []
+          for (let i = 0; i < 3 * limit; i++) ids.push(yield* p.schedule(`${t.origin}/c`, `conc${limit}`))
+          const queued = yield* pollUntil("some held back", Effect.map(Effect.forEach(ids, p.job), (jobs) =>
+            jobs.some((job) => job.status === "queued") ? true : undefined))
+          assert.isTrue(queued)
+          assert.strictEqual(yield* p.cancel(ids.at(-1)!), 410, "a held-back trigger cannot be cancelled by /cancel")
+          yield* everyArrived(t, 3 * limit)
+          assert.strictEqual(t.peak(), limit)
+        }))
+    }
+  })
+
+  describe("throughput", () => {
+    it.effect(`{"1s": 1} starts one per second`, () =>
+      Effect.gen(function*() {
+        const { p, t } = yield* setup(0)
+        yield* p.policy({ tag: "per1s", throughput: { "1s": 1 } })
+        for (let i = 0; i < 3; i++) yield* p.schedule(`${t.origin}/s`, "per1s")
+        yield* everyArrived(t, 3)
+        for (const gap of gaps(t.at("/s"))) assert.isAtLeast(gap, 950, `gaps ${gaps(t.at("/s"))}`)
+      }))
+
+    it.effect(`{"5s": 1} starts the second five seconds after the first`, () =>
+      Effect.gen(function*() {
+        const { p, t } = yield* setup(0)
+        yield* p.policy({ tag: "per5s", throughput: { "5s": 1 } })
+        for (let i = 0; i < 2; i++) yield* p.schedule(`${t.origin}/s5`, "per5s")
+        yield* everyArrived(t, 2, 15_000)
+        assert.isAtLeast(gaps(t.at("/s5"))[0]!, 4_950)
+      }))
+
+    it.effect(`{"1m": 0} holds a trigger queued and unsent until a PUT raises the rate; another until a DELETE`, () =>
+      Effect.gen(function*() {
+        const { p, t } = yield* setup(0)
+        const paused = yield* p.policy({ tag: "paused", throughput: { "1m": 0 } })
+        const id = yield* p.schedule(`${t.origin}/paused`, "paused")
+        yield* pollUntil("held back", Effect.map(p.job(id), (job) => (job.status === "queued" ? true : undefined)))
+        const view = (yield* p.policies).find((policy) => policy.id === paused)
+        assert.deepStrictEqual([view.queued, view.inFlight], [1, 0])
+        assert.strictEqual(t.at("/paused").length, 0)
+        const puttedAt = Date.now()
+        yield* p.updatePolicy(paused, { throughput: { "1m": 10 } })
+        yield* everyArrived(t, 1, 5_000)
+        assert.isBelow(t.at("/paused")[0]!.atMs - puttedAt, 1_000, "released within a second of the PUT")
+
+        const other = yield* p.policy({ tag: "paused2", throughput: { "1m": 0 } })
+        yield* p.schedule(`${t.origin}/paused2`, "paused2")
+        yield* pollUntil("held back", Effect.map(p.policies, (views) =>
+          views.find((policy) => policy.id === other)?.queued === 1 ? true : undefined))
+        const deletedAt = Date.now()
+        yield* p.deletePolicy(other)
+        yield* everyArrived(t, 2, 5_000)
+        assert.isBelow(t.at("/paused2")[0]!.atMs - deletedAt, 1_000, "released within a second of the DELETE")
+      }))
+
+    it.effect("a trigger with a paused tag never holds back one with another gated tag only", () =>
+      Effect.gen(function*() {
+        const { p, t } = yield* setup(0)
+        yield* p.policy({ tag: "hold", throughput: { "1m": 0 } })
+        yield* p.policy({ tag: "flow", maxConcurrent: 5 })
+        yield* p.schedule(`${t.origin}/both`, "hold,flow")
+        yield* p.schedule(`${t.origin}/flow`, "flow")
+        yield* everyArrived(t, 1)
+        assert.deepStrictEqual(t.starts.map((start) => start.path), ["/flow"])
+      }))
+  })
+
+  describe("timeouts and retries", () => {
+    it.effect("the shortest requestTimeoutSeconds of the trigger's tags bounds the attempt and is recorded", () =>
+      Effect.gen(function*() {
+        const { p, t } = yield* setup(0, { "/hang": "hang" })
+        yield* p.policy({ tag: "slow2", requestTimeoutSeconds: 2 })
+        yield* p.policy({ tag: "slow1", requestTimeoutSeconds: 1 })
+        const id = yield* p.schedule(`${t.origin}/hang`, "slow2,slow1", { "ttr-retry-strategy": "none" })
+        const [execution] = yield* pollUntil("the timed-out attempt", Effect.map(p.executions(id), (rows) =>
+          rows.length === 1 ? rows : undefined), { deadlineMs: 10_000 })
+        assert.strictEqual(execution.errorKind, "timeout")
+        assert.strictEqual(execution.timeoutSeconds, 1)
+        assert.approximately(execution.durationMs, 1_000, 500)
+      }))
+
+    it.effect("the retry rules of several tags merge to the most defensive: fewest attempts, longest delay, most restrictive retryOn", () =>
+      Effect.gen(function*() {
+        const { p, t } = yield* setup(0, { "/fail": 500, "/missing": 404 })
+        yield* p.policy({ tag: "r3", retryStrategy: "fixed", retryInitialDelaySeconds: 1, retryMaxAttempts: 3, retryOn: "non_2xx" })
+        yield* p.policy({ tag: "r2", retryStrategy: "fixed", retryInitialDelaySeconds: 2, retryMaxAttempts: 2, retryOn: "5xx_and_network" })
+        const failing = yield* p.schedule(`${t.origin}/fail`, "r3,r2")
+        const missing = yield* p.schedule(`${t.origin}/missing`, "r3,r2")
+        const attempts = yield* pollUntil("two attempts, the last a dead letter", Effect.map(p.executions(failing), (rows) =>
+          rows.length === 2 && rows[1].isDeadLetter ? rows : undefined), { deadlineMs: 10_000 })
+        const delayMs = Date.parse(attempts[1].startedAt) - Date.parse(attempts[0].finishedAt)
+        assert.isAtLeast(delayMs, 1_950, "the longer delay (2 s)")
+        // a 404 is not retried under 5xx_and_network (more restrictive than non_2xx)
+        const [only] = yield* pollUntil("one attempt", Effect.map(p.executions(missing), (rows) =>
+          rows.length === 1 ? rows : undefined))
+        assert.isTrue(only.isDeadLetter)
+      }))
+  })
+})
