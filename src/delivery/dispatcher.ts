@@ -21,6 +21,7 @@ import type { DeliveryRow } from "../domain/trigger.ts"
 import { forkLoop, retryUntilDone } from "../lib/backgroundLoop.ts"
 import { type Database, ShardCount } from "../store/db.ts"
 import { type ExecutionRecord, executionsRecord, type TriggerOutcome } from "../store/executions.ts"
+import { gateStartsSent } from "../store/gates.ts"
 import { triggersRelease, triggersStartDelivery } from "../store/schedulerQueries.ts"
 import { Dispatcher } from "./dispatch.ts"
 import { type DeliveryOutcome, Executor } from "./executor.ts"
@@ -37,6 +38,8 @@ interface Outgoing {
   readonly timeoutSeconds: number
   /** The retry rules of its tags' policies (SPEC "Retry policies" rule 2). */
   readonly tagRetry: ReadonlyArray<RetryPolicy>
+  /** A throughput window counts its start: when it actually leaves is recorded. */
+  readonly countsStart: boolean
 }
 
 interface Completion {
@@ -49,7 +52,8 @@ interface Completion {
 const outgoing = (row: DeliveryRow, policies: ReadonlyArray<StoredTagPolicy>): Outgoing => ({
   row,
   timeoutSeconds: requestTimeoutFor(policies) ?? DEFAULT_TIMEOUT_SECONDS,
-  tagRetry: tagRetryPolicies(policies)
+  tagRetry: tagRetryPolicies(policies),
+  countsStart: row.gateTags.length > 0 && policies.some((policy) => policy.throughput !== null && row.gateTags.includes(policy.tag))
 })
 
 const attemptResult = (outcome: DeliveryOutcome): AttemptResult =>
@@ -113,16 +117,20 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
   const services = yield* Effect.context<Database>()
   const submitted = yield* Queue.unbounded<string>()
   const completions = yield* Queue.unbounded<Completion>()
+  const sentGated = yield* Queue.unbounded<{ readonly triggerId: string; readonly atMs: number }>()
+  const clock = yield* Clock.Clock
   /** Submitted ids not yet started, and outcomes not yet recorded: what a drain waits for. */
   let unstarted = 0
   let unrecorded = 0
 
   const senders = makeSenderPool<Outgoing, DeliveryOutcome>({
     maxInFlight: config.maxInFlight,
-    send: ({ row, timeoutSeconds }) =>
-      executor.send({
+    send: ({ row, timeoutSeconds, countsStart }) => {
+      if (countsStart) Queue.offerUnsafe(sentGated, { triggerId: row.id, atMs: clock.currentTimeMillisUnsafe() })
+      return executor.send({
         url: row.url, method: row.method, headers: row.headers, body: row.body, contentType: row.contentType, timeoutSeconds
-      }),
+      })
+    },
     onOutcome: (row, outcome) => {
       unrecorded++
       Queue.offerUnsafe(completions, completionOf(row, outcome, random.nextDoubleUnsafe(), uuidv7(outcome.finishedAtMs)))
@@ -180,7 +188,13 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
     ])
   })
 
+  /** When throughput-gated requests actually left, so their windows count that (store/gates.ts). */
+  const startsRecorder = Effect.gen(function*() {
+    yield* gateStartsSent(yield* Queue.takeBetween(sentGated, 1, COMPLETE_BATCH))
+  })
+
   yield* forkLoop("delivery starter", starter, { afterFailure: 0 })
+  yield* forkLoop("gate start recorder", startsRecorder)
   yield* forkLoop("completer", completer, { afterFailure: 0 })
 
   const settled = () => unstarted === 0 && unrecorded === 0 && senders.inFlight() === 0 && senders.size() === 0

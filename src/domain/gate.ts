@@ -63,19 +63,17 @@ export const startsLookback = (windows: ReadonlyArray<GateWindow>): { readonly w
     ? null
     : { windowMs: Math.max(...windows.map((w) => w.windowMs)), count: Math.max(...windows.map((w) => w.limit)) }
 
-/** The most a start is stamped after its admission (see startStampMs). */
-export const MAX_START_MARGIN_MS = 250
+/** How much after its admission a start is stamped (see startStampMs). */
+export const START_MARGIN_MS = 50
 
 /**
- * The time a start is recorded at: its admission plus a margin — a tenth of the tag's shortest
- * window, at most MAX_START_MARGIN_MS — for the moments between admission and the request leaving
- * (hand-over, a free sender, the connection). Counted from there, no window as the target sees it
- * holds more than its limit; the cost is a rate at most a tenth lower for a 1 s window, 0.4 % for 1 m.
+ * The time a start is recorded at: its admission plus START_MARGIN_MS, for the moments between
+ * admission and the request reaching its target (a request that leaves later than its stamp moves
+ * the stamp to when it left). Counted from there, no window as the target sees it holds more than
+ * its limit; the cost is a rate at most 5 % lower (for the shortest window, 1 s).
  */
 export const startStampMs = (windows: ReadonlyArray<GateWindow>, admittedAtMs: number): number =>
-  windows.length === 0
-    ? admittedAtMs
-    : admittedAtMs + Math.min(MAX_START_MARGIN_MS, Math.floor(Math.min(...windows.map((w) => w.windowMs)) / 10))
+  windows.length === 0 ? admittedAtMs : admittedAtMs + START_MARGIN_MS
 
 // ---------------------------------------------------------------------------------------------
 // One window, one gate

@@ -149,8 +149,8 @@ export const gateStart = Effect.fnUntraced(function*(input: {
       UPDATE gate_slots s SET running = true FROM started WHERE s.trigger_id = started.id
       RETURNING s.trigger_id, s.tag
     ), counted AS (
-      INSERT INTO gate_starts (project_id, tag, started_at)
-      SELECT ${input.projectId}, c.tag, c.at FROM started, jsonb_to_recordset(${counted}::jsonb) AS c(tag text, at timestamptz)
+      INSERT INTO gate_starts (project_id, tag, trigger_id, started_at)
+      SELECT ${input.projectId}, c.tag, started.id, c.at FROM started, jsonb_to_recordset(${counted}::jsonb) AS c(tag text, at timestamptz)
       WHERE c.tag = ANY(started.tags)
     )
     SELECT started.*, coalesce((SELECT array_agg(slots.tag) FROM slots WHERE slots.trigger_id = started.id), '{}') AS gate_tags
@@ -160,6 +160,20 @@ export const gateStart = Effect.fnUntraced(function*(input: {
     headers: row.headers, body: row.body, contentType: row.content_type, tags: row.tags, attempt: row.attempts,
     retry: row.retry, projectRetry: row.retry_policy, triggeredBy: row.triggered_by, gateTags: row.gate_tags
   }))
+})
+
+/**
+ * Moves the recorded starts of these triggers to when their requests actually left, where that is
+ * later than their stamp (a busy node may send a while after admitting): the windows then count
+ * what the target sees.
+ */
+export const gateStartsSent = Effect.fnUntraced(function*(sends: ReadonlyArray<{ readonly triggerId: string; readonly atMs: number }>) {
+  if (sends.length === 0) return
+  const sql = yield* SqlClient.SqlClient
+  const json = JSON.stringify(sends.map((send) => ({ id: send.triggerId, at: new Date(send.atMs).toISOString() })))
+  yield* sql`UPDATE gate_starts s SET started_at = v.at
+    FROM jsonb_to_recordset(${json}::jsonb) AS v(id uuid, at timestamptz)
+    WHERE s.trigger_id = v.id AND s.started_at < v.at`
 })
 
 /** Forgets start times no window of the tag can count any more. */

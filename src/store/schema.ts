@@ -196,14 +196,17 @@ CREATE TABLE gate_slots (
 CREATE INDEX gate_slots_waiting ON gate_slots (project_id, tag, scheduled_at, trigger_id) WHERE NOT running;
 CREATE INDEX gate_slots_running ON gate_slots (project_id, tag) WHERE running;
 
--- Start times of gated triggers per throughput-limited tag, for the sliding windows; rows older
--- than the policy's longest window are deleted as admissions go on.
+-- Start times of gated triggers per throughput-limited tag, for the sliding windows: stamped when
+-- admitted, moved later if the request actually left later; rows older than the policy's longest
+-- window are deleted as admissions go on.
 CREATE TABLE gate_starts (
   project_id  uuid NOT NULL,
   tag         text NOT NULL,
+  trigger_id  uuid NOT NULL,
   started_at  timestamptz NOT NULL
 );
 CREATE INDEX gate_starts_recent ON gate_starts (project_id, tag, started_at DESC);
+CREATE INDEX gate_starts_trigger ON gate_starts (trigger_id);
 `
   }
 ]

@@ -7,7 +7,9 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { TestClock } from "effect/testing"
 import { describe, expect, it } from "vitest"
-import { effectiveWindows, gateAllowance, gateOf, gateVerdict, planAdmission, startsLookback } from "../../src/domain/gate.ts"
+import {
+  effectiveWindows, gateAllowance, gateOf, gateVerdict, planAdmission, START_MARGIN_MS, startStampMs, startsLookback
+} from "../../src/domain/gate.ts"
 import type { AdmissionCandidate, Gate, GateLimits, GateVerdict } from "../../src/domain/gate.ts"
 import type { Throughput } from "../../src/domain/throughput.ts"
 
@@ -263,4 +265,12 @@ describe("under a TestClock (SPEC Recurring behaviour 3: oldest first, at the po
         a: 0, b: 0, c: 1_000, d: 60_000, e: 60_000, f: 61_000
       })
     }))
+})
+
+describe("startStampMs: a start is recorded a little after its admission", () => {
+  it("at admission without a window, START_MARGIN_MS later with one", () => {
+    expect(startStampMs([], 1_000)).toBe(1_000)
+    expect(startStampMs(effectiveWindows({ "1s": 5 }).windows, 1_000)).toBe(1_000 + START_MARGIN_MS)
+    expect(startStampMs(effectiveWindows({ "1h": 100, "1s": 5 }).windows, 1_000)).toBe(1_000 + START_MARGIN_MS)
+  })
 })
