@@ -1,10 +1,10 @@
 // GET /health: the heartbeats of the scheduler and materializer loops (SPEC "Other endpoints",
 // DECISIONS: 200 when both ran in the last 30 s, else 503 with status "stale"), and whether the
-// database answers (DECISIONS "Faults": while it cannot be reached, 503 with the same body and status
-// "unavailable", never a 500 — also when the key cannot be looked up for that reason).
+// scheduler's last turn (every second) reached the database (DECISIONS "Faults": while it cannot be
+// reached, 503 with the same body and status "unavailable", never a 500 — also when the key cannot
+// be looked up for that reason). It sends no query of its own.
 import * as Effect from "effect/Effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"
-import { databaseReachable } from "../commands/databaseHealth.ts"
 import { Heartbeats, STALE_AFTER_MS } from "../scheduler/heartbeats.ts"
 import { authenticate } from "./auth.ts"
 import { handle } from "./handle.ts"
@@ -28,7 +28,7 @@ export const HealthRoutes = HttpRouter.use(Effect.fn(function*(router) {
       Effect.as(true),
       Effect.catchTag("ServiceUnavailable", () => Effect.succeed(false))
     )
-    const body = authenticated && (yield* databaseReachable) ? yield* healthBody : yield* unavailableBody
+    const body = authenticated && (yield* (yield* Heartbeats).databaseReachable) ? yield* healthBody : yield* unavailableBody
     return jsonResponse(body.status === "ok" ? 200 : 503, body)
   })))
 }))
@@ -52,7 +52,7 @@ export const healthPaths = (prefix: string): Paths => ({
     get: {
       operationId: "health",
       summary: "Liveness and readiness probe",
-      description: "Checks the scheduler and materializer loops (`ok` when both ran in the last 30 s) and that the database answers.",
+      description: "Checks the scheduler and materializer loops (`ok` when both ran in the last 30 s) and that the scheduler reached the database in its last turn (every second).",
       parameters: keyOrBearer(prefix),
       responses: {
         200: jsonResponseOf("Both loops ran in the last 30 seconds.", healthSchema),

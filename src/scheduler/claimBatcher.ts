@@ -10,6 +10,7 @@ import { NodeIdentity } from "../cluster/node.ts"
 import type { ClaimedRow } from "../domain/trigger.ts"
 import { makeGroupCommit } from "../lib/groupCommit.ts"
 import { triggersClaim } from "../store/schedulerQueries.ts"
+import { isDatabaseUnavailable } from "../store/unavailable.ts"
 
 interface Claim {
   readonly ids: ReadonlyArray<string>
@@ -44,6 +45,7 @@ export class ClaimBatcher extends Context.Service<ClaimBatcher, {
       maxBatch: MAX_CLAIMS_PER_ROUND,
       rounds: ROUNDS_IN_FLIGHT,
       name: "claim batcher",
+      failsWholeGroup: isDatabaseUnavailable,
       run: (claims: ReadonlyArray<Claim>) =>
         Clock.currentTimeMillis.pipe(
           Effect.flatMap((nowMs) =>

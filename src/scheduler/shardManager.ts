@@ -92,6 +92,7 @@ export const ShardManagerLive = Layer.effectDiscard(Effect.gen(function*() {
     const current = session ?? (session = yield* openSession)
     const checked = yield* Effect.exit(current.locks.check)
     if (Exit.isFailure(checked)) {
+      yield* heartbeats.databaseReached(false)
       yield* loseSession(current)
       yield* Effect.logWarning("the shard-lock session was lost; shards released, reconnecting", checked.cause)
       return
@@ -108,9 +109,11 @@ export const ShardManagerLive = Layer.effectDiscard(Effect.gen(function*() {
       yield* current.locks.unlock(shard)
     }
     yield* heartbeats.beat("scheduler")
+    yield* heartbeats.databaseReached(true)
   }).pipe(
-    // a statement on the session failed mid-round: treat it as lost (a healthy one is reopened next round)
-    Effect.tapError(() => (session === undefined ? Effect.void : loseSession(session)))
+    // a statement failed mid-round: the session counts as lost (a healthy one is reopened next round)
+    Effect.tapError(() =>
+      Effect.andThen(heartbeats.databaseReached(false), session === undefined ? Effect.void : loseSession(session)))
   )
 
   const routeNotifications = Effect.scoped(Effect.gen(function*() {

@@ -14,7 +14,6 @@
 // - SQLSTATE 57P01–57P05 (admin or crash shutdown, database dropped, session timeout) on a statement.
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
-import { SqlClient } from "effect/sql"
 import { isSqlError } from "effect/sql/SqlError"
 import { ServiceUnavailable } from "../domain/errors.ts"
 
@@ -44,6 +43,3 @@ export const databaseUnavailable = () => new ServiceUnavailable("Database unavai
 export const orUnavailable = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | ServiceUnavailable, R> =>
   Effect.catchCause(effect, (cause): Effect.Effect<never, E | ServiceUnavailable> =>
     !Cause.hasInterruptsOnly(cause) && unavailableIn(cause) ? Effect.fail(databaseUnavailable()) : Effect.failCause(cause))
-
-/** One trivial statement: succeeds when the database answers. */
-export const databasePing = Effect.flatMap(SqlClient.SqlClient, (sql) => sql`SELECT 1`)

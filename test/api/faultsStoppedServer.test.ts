@@ -8,6 +8,7 @@ import * as fs from "node:fs"
 import { embeddedUrl, type EmbeddedServer, startEmbedded } from "../../src/store/embedded.ts"
 import { makeTempDir } from "../support/database.ts"
 import { serviceOnDatabase } from "../support/outage.ts"
+import { pollUntil } from "../support/wait.ts"
 import { TestServer } from "../support/server.ts"
 
 let embedded: EmbeddedServer | undefined
@@ -54,7 +55,11 @@ layer(ServiceOnPrivateServer, { timeout: "120 seconds" })("database server stopp
         assert.strictEqual(response.headers["retry-after"], "1")
       }
       for (const headers of [auth, { "ttr-api-key": fresh }]) {
-        const health = yield* server.call("GET", "/health", { headers })
+        // /health reads what the scheduler found in its last turn (every second)
+        const health = yield* pollUntil("/health to say unavailable", Effect.map(
+          server.call("GET", "/health", { headers }),
+          (response) => (response.status === 503 ? response : undefined)
+        ), { deadlineMs: 5_000 })
         assert.strictEqual(health.status, 503, health.text)
         const body = health.json()
         assert.deepStrictEqual(Object.keys(body), ["status", "schedulerStaleMs", "materializerStaleMs"])
