@@ -7,10 +7,10 @@ import type { PeerName, PeerSettings } from "./peers.ts"
 import type { Contender } from "./system.ts"
 import * as timewheel from "./timewheel.ts"
 
-export type WorkloadName = "ingest" | "delivery" | "precision"
+export type WorkloadName = "ingest" | "delivery" | "precision" | "batch"
 export type SystemName = Contender["system"]
 
-export const WORKLOADS: ReadonlyArray<WorkloadName> = ["ingest", "delivery", "precision"]
+export const WORKLOADS: ReadonlyArray<WorkloadName> = ["ingest", "delivery", "precision", "batch"]
 export const SYSTEMS: ReadonlyArray<SystemName> = ["timewheel", "graphile-worker", "pg-boss"]
 
 const timewheelContender: Contender = {
@@ -43,6 +43,11 @@ const BY_WORKLOAD: Record<WorkloadName, ReadonlyArray<Contender>> = {
     peer("graphile-worker", "graphile-worker", graphileWorker.SETTINGS.precision),
     peer("graphile-worker", "graphile-worker (1 ms poll)", graphileWorker.SETTINGS.precisionLowestPolling),
     peer("pg-boss", "pg-boss", pgBoss.SETTINGS.precision)
+  ],
+  batch: [
+    timewheelContender,
+    peer("graphile-worker", "graphile-worker", graphileWorker.SETTINGS.batch),
+    peer("pg-boss", "pg-boss", pgBoss.SETTINGS.batch)
   ]
 }
 

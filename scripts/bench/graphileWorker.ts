@@ -1,4 +1,4 @@
-// graphile-worker as a peer: `addJob` through WorkerUtils for ingest, `addJobs` to load, and `run()`
+// graphile-worker as a peer: `addJob` through WorkerUtils for ingest, `addJobs` to load and to batch, and `run()`
 // with a task `hit` making the request. Its settings per workload are the SETTINGS below (LISTEN/NOTIFY
 // is always on in graphile-worker: add_job notifies, the pool listens).
 import { Logger, makeWorkerUtils, run } from "graphile-worker"
@@ -10,6 +10,8 @@ import type { Delivery, PeerAdapter, PeerSettings } from "./peers.ts"
 export const SETTINGS = {
   /** 32 callers of `addJob`; a pool as large as the number of callers. */
   ingest: { maxPoolSize: 32 },
+  /** 4 callers of `addJobs` with 1,000 jobs each (workloads.ts BATCH_CONCURRENCY); a pool as large. */
+  batch: { maxPoolSize: 4 },
   /**
    * Batched fetching and completion (docs "performance#batching"); pool concurrency + 2 as its docs
    * recommend (and below which it warns); 100 ms poll to notice the due instant.

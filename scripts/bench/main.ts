@@ -1,5 +1,5 @@
-// `npm run bench [-- --only ingest,delivery,precision] [--systems timewheel,graphile-worker,pg-boss]
-// [--n 20000] [--precision-n 2000] [--lead-ms N]`: runs each workload against each system on one
+// `npm run bench [-- --only ingest,delivery,precision,batch] [--systems timewheel,graphile-worker,pg-boss]
+// [--n 20000] [--precision-n 2000] [--batch-n 100000] [--lead-ms N]`: runs each workload against each system on one
 // PostgreSQL (DATABASE_URL, else an embedded one), a fresh database per run, a sink in its own process;
 // prints Markdown tables with timewheel/peer ratios and writes bench-results/<timestamp>.json.
 import { installExitHandlers, killAllChildren } from "./common.ts"
@@ -12,14 +12,15 @@ import type { Entry, Metrics } from "./report.ts"
 import { startSink } from "./sink.ts"
 import type { Sink } from "./sink.ts"
 import type { Contender } from "./system.ts"
-import { LoadOverrun, runDelivery, runIngest, runPrecision } from "./workloads.ts"
+import { BATCH_SIZE, LoadOverrun, runBatch, runDelivery, runIngest, runPrecision } from "./workloads.ts"
 
-const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision] [--systems timewheel,graphile-worker,pg-boss]
-                        [--n 20000] [--precision-n 2000] [--lead-ms N]
+const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,batch] [--systems timewheel,graphile-worker,pg-boss]
+                        [--n 20000] [--precision-n 2000] [--batch-n 100000] [--lead-ms N]
   --only         workloads to run (default all; "memory" is measured in every workload)
   --systems      systems to run (default all)
   --n            requests in the ingest and delivery workloads (default 20000)
   --precision-n  requests in the precision workload, spread over 10 s (default 2000)
+  --batch-n      requests in the batch workload, a multiple of ${BATCH_SIZE} (default 100000)
   --lead-ms      time between the start of loading and the first due instant (default: estimated)`
 
 interface Options {
@@ -27,6 +28,7 @@ interface Options {
   readonly systems: ReadonlyArray<SystemName>
   readonly n: number
   readonly precisionN: number
+  readonly batchN: number
   readonly leadMs: number | undefined
 }
 
@@ -44,6 +46,11 @@ const listOf = <A extends string>(raw: string, allowed: ReadonlyArray<A>, extra:
 const positiveInt = (raw: string, name: string): number =>
   /^\d+$/.test(raw) && Number(raw) > 0 ? Number(raw) : fail(`${name} must be a positive integer, got "${raw}"`)
 
+const batchCount = (raw: string): number => {
+  const n = positiveInt(raw, "--batch-n")
+  return n % BATCH_SIZE === 0 ? n : fail(`--batch-n must be a multiple of ${BATCH_SIZE}, got ${n}`)
+}
+
 const parseOptions = (args: ReadonlyArray<string>): Options => {
   const values = new Map<string, string>()
   for (let i = 0; i < args.length; i++) {
@@ -55,7 +62,7 @@ const parseOptions = (args: ReadonlyArray<string>): Options => {
     if (!arg.startsWith("--")) fail(`unexpected argument "${arg}"`)
     const eq = arg.indexOf("=")
     const key = eq > 0 ? arg.slice(2, eq) : arg.slice(2)
-    if (!["only", "systems", "n", "precision-n", "lead-ms"].includes(key)) fail(`unknown option --${key}`)
+    if (!["only", "systems", "n", "precision-n", "batch-n", "lead-ms"].includes(key)) fail(`unknown option --${key}`)
     values.set(key, eq > 0 ? arg.slice(eq + 1) : (args[++i] ?? fail(`--${key} needs a value`)))
   }
   const lead = values.get("lead-ms")
@@ -64,6 +71,7 @@ const parseOptions = (args: ReadonlyArray<string>): Options => {
     systems: values.has("systems") ? listOf(values.get("systems")!, SYSTEMS) : SYSTEMS,
     n: positiveInt(values.get("n") ?? "20000", "--n"),
     precisionN: positiveInt(values.get("precision-n") ?? "2000", "--precision-n"),
+    batchN: batchCount(values.get("batch-n") ?? "100000"),
     leadMs: lead === undefined ? undefined : positiveInt(lead, "--lead-ms")
   }
 }
@@ -87,6 +95,12 @@ const summary = (workload: WorkloadName, m: Metrics): string => {
   const r = m as unknown as Record<string, number>
   if (workload === "ingest") return `${r.ratePerS}/s, p50 ${r.latencyP50Ms} ms, p99 ${r.latencyP99Ms} ms, ${r.errors} errors, ${r.peakRssMiB} MiB`
   if (workload === "delivery") return `last arrival ${r.lastArrivalMs} ms after due, ${r.ratePerS}/s, ${r.missing} missing, ${r.peakRssMiB} MiB`
+  if (workload === "batch") {
+    const d = (m as { declare?: Record<string, number> }).declare
+    const declare = d === undefined ? "" : `; /declare ${Math.round(d.firstMs!)} ms, again ${Math.round(d.againMs!)} ms, ` +
+      `claim waits ${Math.round(d.declareLockWaitMs!)} / ${Math.round(d.bulkLockWaitMs!)} ms`
+    return `${r.ratePerS} jobs/s, call p50 ${r.callP50Ms} ms, p99 ${r.callP99Ms} ms, ${r.errors} errors, ${r.peakRssMiB} MiB${declare}`
+  }
   return `lateness p50 ${r.latenessP50Ms} / p99 ${r.latenessP99Ms} / max ${r.latenessMaxMs} ms, ${r.missing} missing, ${r.peakRssMiB} MiB`
 }
 
@@ -104,6 +118,7 @@ const runOne = async (
     try {
       if (workload === "ingest") return await runIngest(contender, database.url, sink, options.n)
       if (workload === "delivery") return await runDelivery(contender, database.url, sink, options.n, leadMs)
+      if (workload === "batch") return await runBatch(contender, database.url, sink, options.batchN)
       return await runPrecision(contender, database.url, sink, options.precisionN, leadMs)
     } finally {
       dropCurrent = undefined

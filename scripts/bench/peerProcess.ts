@@ -6,6 +6,7 @@ import type { ChildProcess } from "node:child_process"
 import { Agent, request } from "undici"
 import { peakRssKiB, runCalls, trackChild, waitForExit } from "./common.ts"
 import type { CallBatch, JobSpec } from "./common.ts"
+import { chunks } from "./peers.ts"
 import type { Delivery, PeerAdapter, PeerName, PeerSettings } from "./peers.ts"
 import type { StartedSystem } from "./system.ts"
 
@@ -13,11 +14,19 @@ type ToPeer =
   | { readonly type: "init"; readonly peer: PeerName; readonly databaseUrl: string; readonly settings: PeerSettings; readonly worker: boolean }
   | { readonly type: "ingest"; readonly jobs: ReadonlyArray<JobSpec>; readonly concurrency: number; readonly deadlineMs: number }
   | { readonly type: "load"; readonly jobs: ReadonlyArray<JobSpec> }
+  | {
+    readonly type: "batch"
+    readonly jobs: ReadonlyArray<JobSpec>
+    readonly batchSize: number
+    readonly concurrency: number
+    readonly deadlineMs: number
+  }
   | { readonly type: "stop" }
 
 type FromPeer =
   | { readonly type: "ready" }
   | { readonly type: "ingested"; readonly batch: CallBatch }
+  | { readonly type: "batched"; readonly batch: CallBatch }
   | { readonly type: "loaded" }
   | { readonly type: "stopped"; readonly peakRssKiB: number }
   | { readonly type: "failed"; readonly message: string }
@@ -58,6 +67,11 @@ const runPeer = () => {
       case "load":
         await adapter!.addMany(message.jobs)
         return send({ type: "loaded" })
+      case "batch": {
+        const batches = chunks(message.jobs, message.batchSize)
+        const batch = await runCalls(batches.length, message.concurrency, message.deadlineMs, (i) => adapter!.addMany(batches[i]!))
+        return send({ type: "batched", batch })
+      }
       case "stop":
         await adapter?.close()
         await agent.close()
@@ -128,6 +142,8 @@ export const startPeer = async (peer: PeerName, settings: PeerSettings, database
     load: async (jobs, deadlineMs) => {
       await call({ type: "load", jobs }, "loaded", Math.max(1_000, deadlineMs - Date.now()))
     },
+    batch: async (jobs, batchSize, concurrency, deadlineMs) =>
+      (await call({ type: "batch", jobs, batchSize, concurrency, deadlineMs }, "batched", deadlineMs - Date.now() + 30_000)).batch,
     stop: async () => {
       try {
         return (await call({ type: "stop" }, "stopped", 30_000)).peakRssKiB

@@ -1,4 +1,4 @@
-// pg-boss as a peer: `send` for ingest, `insert` to load, and `work()` with a batch handler making the
+// pg-boss as a peer: `send` for ingest, `insert` to load and to batch, and `work()` with a batch handler making the
 // requests of each fetched batch concurrently. LISTEN/NOTIFY is on (`useListenNotify`, queue `notify`),
 // but pg-boss notifies only for a job already due when inserted, never when a deferred one becomes due;
 // so the notify backstop poll is set to the base poll, or deferred jobs would wait up to its 30 s default.
@@ -11,6 +11,8 @@ import type { Delivery, PeerAdapter, PeerSettings } from "./peers.ts"
 export const SETTINGS = {
   /** 32 callers of `send`; a pool as large as the number of callers. */
   ingest: { max: 32, useListenNotify: true, queue: { notify: true } },
+  /** 4 callers of `insert` with 1,000 jobs each (workloads.ts BATCH_CONCURRENCY); a pool as large. */
+  batch: { max: 4, useListenNotify: true, queue: { notify: true } },
   /** Batch fetch with burst (docs "workers"), at the minimum 0.5 s poll to notice the due instant. */
   delivery: {
     max: 10,

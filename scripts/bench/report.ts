@@ -6,9 +6,10 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { REPO_ROOT } from "./common.ts"
 import type { SystemName, WorkloadName } from "./contenders.ts"
-import type { DeliveryMetrics, IngestMetrics, PrecisionMetrics } from "./workloads.ts"
+import type { BatchMetrics, DeliveryMetrics, IngestMetrics, PrecisionMetrics } from "./workloads.ts"
+import { BATCH_CONCURRENCY, BATCH_SIZE } from "./workloads.ts"
 
-export type Metrics = IngestMetrics | DeliveryMetrics | PrecisionMetrics
+export type Metrics = IngestMetrics | DeliveryMetrics | PrecisionMetrics | BatchMetrics
 
 export interface Entry {
   readonly workload: WorkloadName
@@ -61,13 +62,27 @@ const ROWS: Record<WorkloadName, ReadonlyArray<Row>> = {
     { label: "lateness min (ms)", key: "latenessMinMs" },
     { label: "peak RSS (MiB)", key: "peakRssMiB", better: "lower" },
     { label: "missing", key: "missing" }
+  ],
+  batch: [
+    { label: "jobs/s", key: "ratePerS", better: "higher" },
+    { label: `call of ${BATCH_SIZE} p50 (ms)`, key: "callP50Ms", better: "lower" },
+    { label: `call of ${BATCH_SIZE} p99 (ms)`, key: "callP99Ms", better: "lower" },
+    { label: "peak RSS (MiB)", key: "peakRssMiB", better: "lower" },
+    { label: "errors", key: "errors" },
+    { label: "/declare, first call: all added (ms)", key: "declare.firstMs" },
+    { label: "/declare, same call again: all unchanged (ms)", key: "declare.againMs" },
+    { label: "/declare changing every item (ms)", key: "declare.declareUpdateMs" },
+    { label: "longest claim wait behind it (ms)", key: "declare.declareLockWaitMs" },
+    { label: "/bulk changing every item, one call (ms)", key: "declare.bulkUpdateMs" },
+    { label: "longest claim wait behind it (ms)", key: "declare.bulkLockWaitMs" }
   ]
 }
 
 const TITLES: Record<WorkloadName, (n: number) => string> = {
   ingest: (n) => `ingest: ${n} one-shot requests 1 h ahead, 32 concurrent callers`,
   delivery: (n) => `delivery: ${n} requests due at one instant, POSTed to a loopback sink`,
-  precision: (n) => `precision: ${n} requests at instants spread evenly over 10 s`
+  precision: (n) => `precision: ${n} requests at instants spread evenly over 10 s`,
+  batch: (n) => `batch: ${n} one-shot requests 1 h ahead, ${BATCH_SIZE} per call, ${BATCH_CONCURRENCY} concurrent callers`
 }
 
 const valueOf = (metrics: Metrics | undefined, key: string): number | undefined => {
@@ -76,7 +91,8 @@ const valueOf = (metrics: Metrics | undefined, key: string): number | undefined 
     const ms = (metrics as DeliveryMetrics).lastArrivalMs
     return ms === undefined ? undefined : Math.round(ms) / 1000
   }
-  const value = (metrics as unknown as Record<string, unknown>)[key]
+  // `a.b`: a field of a nested object (the batch workload's /declare figures)
+  const value = key.split(".").reduce<unknown>((object, part) => (object as Record<string, unknown> | undefined)?.[part], metrics)
   return typeof value === "number" ? value : undefined
 }
 
@@ -160,7 +176,7 @@ export const memoryTable = (entries: ReadonlyArray<Entry>): string => {
 
 export const markdown = (entries: ReadonlyArray<Entry>, machine: Machine): string =>
   [
-    ...(["ingest", "delivery", "precision"] as const).map((workload) => workloadTable(workload, entries)).filter((t) => t !== ""),
+    ...(["ingest", "delivery", "precision", "batch"] as const).map((workload) => workloadTable(workload, entries)).filter((t) => t !== ""),
     memoryTable(entries),
     `↑ higher is better, ↓ lower is better; ratios are timewheel / peer in this run.\n` +
       `Machine: ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGiB} GiB, ${machine.kernel}; ` +

@@ -3,11 +3,31 @@
 // the work when stopped.
 import type { CallBatch, JobSpec } from "./common.ts"
 
+/** /declare of n keyed items on one tag: the first call (all added), the same call again (all unchanged). */
+export interface DeclareFigures {
+  readonly items: number
+  readonly firstMs: number
+  readonly againMs: number
+  /** Longest wait of a claim-like update of a row the call changed, while /declare or /bulk changed 10,000 rows. */
+  readonly declareLockWaitMs: number
+  readonly bulkLockWaitMs: number
+  /** /bulk of the same items, all changed (updated in place), in one call. */
+  readonly bulkUpdateMs: number
+  readonly declareUpdateMs: number
+}
+
 export interface StartedSystem {
   /** Schedules each job with one call (HTTPS `/schedule`, `addJob`, `send`), `concurrency` callers, timed. */
   readonly ingest: (jobs: ReadonlyArray<JobSpec>, concurrency: number, deadlineMs: number) => Promise<CallBatch>
   /** Schedules the jobs as fast as the system allows (untimed); rejects if any could not be scheduled. */
   readonly load: (jobs: ReadonlyArray<JobSpec>, deadlineMs: number) => Promise<void>
+  /**
+   * Schedules the jobs `batchSize` per call with the system's batch API (`/bulk` upserts, `addJobs`,
+   * `insert`), `concurrency` callers, each call timed.
+   */
+  readonly batch: (jobs: ReadonlyArray<JobSpec>, batchSize: number, concurrency: number, deadlineMs: number) => Promise<CallBatch>
+  /** timewheel only: the /declare measurements of the batch workload (workloads.ts DeclareFigures). */
+  readonly declare?: (jobs: ReadonlyArray<JobSpec>, deadlineMs: number) => Promise<DeclareFigures>
   /** Stops the system; resolves the peak RSS (VmHWM, KiB) of the process that did the work. */
   readonly stop: () => Promise<number>
 }

@@ -1,12 +1,15 @@
 // timewheel as a contender: the service (`node dist/main.js`, as `npm start` runs it) in a child process on a fresh database,
-// a project and key made with the CLI, and requests scheduled over HTTPS `/schedule` by keep-alive
-// undici clients (self-signed certificate accepted). Its peak RSS is the service process's VmHWM.
+// a project and key made with the CLI, and requests scheduled over HTTPS `/schedule` (or, in the batch
+// workload, `/bulk` and `/declare` with keyed items) by keep-alive undici clients (self-signed
+// certificate accepted). Its peak RSS is the service process's VmHWM.
 import { execFile, spawn } from "node:child_process"
 import * as path from "node:path"
 import { promisify } from "node:util"
 import { Agent, request } from "undici"
 import { freeLoopbackPort, makeTempDir, peakRssKiB, removeTempDir, REPO_ROOT, runCalls, sleep, tailOf, trackChild, waitForExit } from "./common.ts"
 import type { JobSpec } from "./common.ts"
+import { withLockProbe } from "./lockProbe.ts"
+import { chunks } from "./peers.ts"
 import type { StartedSystem } from "./system.ts"
 
 const PREFIX = "ttr"
@@ -63,6 +66,41 @@ const scheduleCall = (origin: string, agent: Agent, key: string) => async (job: 
   if (typeof result.triggerId !== "string" || result.kind !== "job") throw new Error(`unexpected /schedule answer: ${text.slice(0, 200)}`)
 }
 
+/** A job as an item of /declare and /bulk (SPEC "Item"): keyed, its JSON body sent as compact JSON. */
+const itemOf = (job: JobSpec, change = "") => ({
+  url: job.url,
+  scheduledAt: new Date(job.runAtMs).toISOString(),
+  customKey: `job-${job.id}`,
+  method: "POST",
+  headers: { "content-type": "application/json" },
+  body: JSON.parse(job.body) as unknown,
+  ...(change === "" ? {} : { title: change })
+})
+
+interface ItemsAnswer {
+  readonly summary: Record<"added" | "updated" | "unchanged" | "skipped" | "cancelled", number>
+  readonly operations: ReadonlyArray<{ readonly id: string }>
+}
+
+/** POST `path` with a JSON body (a value, or its JSON text); the answer, or an error naming the status. */
+const postJson = (origin: string, agent: Agent, key: string) => async (path: string, body: unknown): Promise<ItemsAnswer> => {
+  const response = await request(`${origin}${path}`, {
+    method: "POST",
+    dispatcher: agent,
+    headers: { [`${PREFIX}-api-key`]: key, "content-type": "application/json" },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+    headersTimeout: 120_000,
+    bodyTimeout: 120_000
+  })
+  const text = await response.body.text()
+  if (response.statusCode !== 200) throw new Error(`${path} answered ${response.statusCode}: ${text.slice(0, 200)}`)
+  return JSON.parse(text) as ItemsAnswer
+}
+
+const expectSummary = (what: string, answer: ItemsAnswer, field: keyof ItemsAnswer["summary"], count: number) => {
+  if (answer.summary[field] !== count) throw new Error(`${what}: expected ${count} ${field}, got ${JSON.stringify(answer.summary)}`)
+}
+
 /** Starts the service on `databaseUrl` and creates the project and key; `worker` is implied (one process). */
 export const startTimewheel = async (databaseUrl: string): Promise<StartedSystem> => {
   // what `npm start` runs: the JavaScript compiled into dist/ (built here when missing or stale)
@@ -115,12 +153,51 @@ export const startTimewheel = async (databaseUrl: string): Promise<StartedSystem
     throw error
   }
   const schedule = scheduleCall(origin, agent, key)
+  const post = postJson(origin, agent, key)
   return {
     ingest: (jobs, concurrency, deadlineMs) => runCalls(jobs.length, concurrency, deadlineMs, (i) => schedule(jobs[i]!)),
     load: async (jobs, deadlineMs) => {
       const batch = await runCalls(jobs.length, CLIENT_CONNECTIONS, deadlineMs, (i) => schedule(jobs[i]!), 1)
       if (batch.errors > 0) throw new Error(`loading timewheel failed: ${batch.firstError}`)
       if (batch.timedOut) throw new Error("loading timewheel timed out")
+    },
+    batch: async (jobs, batchSize, concurrency, deadlineMs) => {
+      const batches = chunks(jobs, batchSize)
+      return runCalls(batches.length, concurrency, deadlineMs, async (i) => {
+        const batch = batches[i]!
+        expectSummary("/bulk", await post("/bulk", { upserts: batch.map((job) => itemOf(job)) }), "added", batch.length)
+      })
+    },
+    declare: async (jobs) => {
+      const items = jobs.map((job) => itemOf(job))
+      // the call as the client sees it, from a request body already serialised
+      const timed = async (path: string, body: unknown) => {
+        const text = JSON.stringify(body)
+        const start = performance.now()
+        const answer = await post(path, text)
+        return { answer, ms: performance.now() - start }
+      }
+      const first = await timed("/declare", { tag: "bench", items })
+      expectSummary("first /declare", first.answer, "added", jobs.length)
+      const again = await timed("/declare", { tag: "bench", items })
+      expectSummary("the same /declare again", again.answer, "unchanged", jobs.length)
+      const ids = first.answer.operations.map((entry) => entry.id)
+      // every row changed: how long does a claim of one of them wait behind the call's transactions?
+      const declareUpdate = await withLockProbe(databaseUrl, ids, () =>
+        timed("/declare", { tag: "bench", items: jobs.map((job) => itemOf(job, "changed")) }))
+      expectSummary("/declare changing every item", declareUpdate.result.answer, "updated", jobs.length)
+      const bulkUpdate = await withLockProbe(databaseUrl, ids, () =>
+        timed("/bulk", { upserts: jobs.map((job) => ({ ...itemOf(job, "changed again"), tags: ["bench"] })) }))
+      expectSummary("/bulk changing every item", bulkUpdate.result.answer, "updated", jobs.length)
+      return {
+        items: jobs.length,
+        firstMs: first.ms,
+        againMs: again.ms,
+        declareUpdateMs: declareUpdate.result.ms,
+        declareLockWaitMs: declareUpdate.maxWaitMs,
+        bulkUpdateMs: bulkUpdate.result.ms,
+        bulkLockWaitMs: bulkUpdate.maxWaitMs
+      }
     },
     stop: async () => {
       const rss = peakRssKiB(child.pid!)

@@ -2,17 +2,22 @@
 // - ingest: n one-shot jobs 1 h ahead, one timed call each, 32 concurrent callers;
 // - delivery: n jobs all due at one instant T (loaded beforehand), POSTed to the sink; time from T to
 //   the last arrival;
-// - precision: n jobs at instants spread evenly over 10 s; lateness = arrival - instant.
+// - precision: n jobs at instants spread evenly over 10 s; lateness = arrival - instant;
+// - batch: n one-shot jobs 1 h ahead through the batch API, BATCH_SIZE per call, BATCH_CONCURRENCY
+//   callers; for timewheel also /declare of DECLARE_ITEMS keyed items on one tag (see runBatch).
 // Peak RSS of the working process is taken at the end of each.
 import * as crypto from "node:crypto"
 import { nowMs, percentile, sortedCopy } from "./common.ts"
 import type { JobSpec } from "./common.ts"
 import type { Sink } from "./sink.ts"
-import type { Contender, StartedSystem } from "./system.ts"
+import type { Contender, DeclareFigures, StartedSystem } from "./system.ts"
 
 export const INGEST_CONCURRENCY = 32
 export const INGEST_AHEAD_MS = 3_600_000
 export const PRECISION_SPREAD_MS = 10_000
+export const BATCH_SIZE = 1_000
+export const BATCH_CONCURRENCY = 4
+export const DECLARE_ITEMS = 10_000
 
 export interface IngestMetrics {
   readonly n: number
@@ -26,6 +31,22 @@ export interface IngestMetrics {
   readonly latencyP99Ms: number
   readonly latencyMaxMs: number
   readonly peakRssMiB: number
+}
+
+export interface BatchMetrics {
+  readonly n: number
+  readonly ok: number
+  readonly errors: number
+  readonly firstError: string | null
+  readonly timedOut: boolean
+  readonly elapsedMs: number
+  /** Jobs scheduled per second over the whole run. */
+  readonly ratePerS: number
+  readonly callP50Ms: number
+  readonly callP99Ms: number
+  readonly peakRssMiB: number
+  /** timewheel only. */
+  readonly declare?: DeclareFigures
 }
 
 export interface TimedCommon {
@@ -195,5 +216,42 @@ export const runPrecision = async (contender: Contender, databaseUrl: string, si
     latenessP50Ms: round(percentile(sorted, 50)),
     latenessP99Ms: round(percentile(sorted, 99)),
     latenessMaxMs: round(sorted[sorted.length - 1] ?? Number.NaN)
+  }
+}
+
+/**
+ * n jobs 1 h ahead (nothing is delivered) scheduled BATCH_SIZE per call by BATCH_CONCURRENCY callers:
+ * timewheel `/bulk` with keyed upserts (each answer checked: all added), graphile-worker `addJobs`,
+ * pg-boss `insert`. Then, on timewheel only, `/declare` of DECLARE_ITEMS keyed items on one tag
+ * twice (all added, then all unchanged), then changing every item once by `/declare` and once by
+ * `/bulk` while a probe measures how long a claim of one of those rows waits (lockProbe.ts).
+ */
+export const runBatch = async (contender: Contender, databaseUrl: string, sink: Sink, n: number): Promise<BatchMetrics> => {
+  const run = newRun()
+  const base = Date.now() + INGEST_AHEAD_MS
+  const jobs: Array<JobSpec> = Array.from({ length: n }, (_, i) => ({ id: i, url: sink.url(run, i), runAtMs: base + i, body: bodyOf(i) }))
+  const system = await contender.start(databaseUrl, false)
+  const deadlineMs = Date.now() + Math.max(120_000, n * 2)
+  const { result, peakRssMiB } = await withSystem(system, async () => {
+    const batch = await system.batch(jobs, BATCH_SIZE, BATCH_CONCURRENCY, deadlineMs)
+    const declareJobs = jobs.slice(0, DECLARE_ITEMS).map((job) => ({ ...job, id: n + job.id }))
+    const declare = system.declare === undefined ? undefined : await system.declare(declareJobs, Date.now() + 120_000)
+    return { batch, declare }
+  })
+  const { batch, declare } = result
+  const ok = batch.latenciesMs.length * BATCH_SIZE
+  const sorted = sortedCopy(batch.latenciesMs)
+  return {
+    n,
+    ok,
+    errors: batch.errors,
+    firstError: batch.firstError ?? null,
+    timedOut: batch.timedOut,
+    elapsedMs: round(batch.elapsedMs),
+    ratePerS: round(ok / (batch.elapsedMs / 1000), 0),
+    callP50Ms: round(percentile(sorted, 50), 1),
+    callP99Ms: round(percentile(sorted, 99), 1),
+    peakRssMiB,
+    ...(declare === undefined ? {} : { declare })
   }
 }

@@ -1,7 +1,7 @@
 // POST /bulk as one command (SPEC "POST /bulk", DECISIONS "/bulk response"): the upserts and
 // cancels validated (every 400 first), the triggers they name read, the plan made (domain/bulk.ts),
 // then applied all-or-nothing in one transaction of three statements: the cancels (and the
-// triggers replaced), the updates in place, the inserts. The read takes no lock, so the
+// triggers replaced), the updates in place, the inserts (a call that only inserts is one statement). The read takes no lock, so the
 // transaction holds rows only while its statements run: its updates and cancels are
 // compare-and-sets on the statuses read, and when one misses (the scheduler claimed a trigger, or
 // another request changed it) the transaction is rolled back and the call planned again from the
@@ -43,14 +43,17 @@ const bulkOnce = (projectId: string, call: Valid, nowMs: number) =>
     const newId = () => uuidv7(nowMs)
     const plan = planBulk({ upserts: call.upserts, cancels: call.cancels, nowMs, triggers, newId })
     const stored = new Map<string, StoredTrigger>(triggers.map((t) => [t.id, t]))
-    const applied = yield* withTransaction(Effect.gen(function*() {
+    const apply = Effect.gen(function*() {
       const applied = yield* applyItemWrites({
         projectId, keyScope: null, shards, nowMs, wakeHorizonMs, stored, cancelIds: plan.cancelIds, writes: plan.itemWrites,
         strict: true, newId
       })
       if (applied.missedCancels.size > 0 || applied.missedUpdates.length > 0) return yield* Effect.fail(new StalePlan())
       return applied
-    }))
+    })
+    // only inserts: one statement, atomic by itself (it cannot miss); else one transaction
+    const insertsOnly = plan.cancelIds.length === 0 && plan.itemWrites.every((write) => write._tag === "Insert")
+    const applied = yield* (insertsOnly ? apply : withTransaction(apply))
     yield* (yield* Wakeups).wake(applied.wake)
     return { summary: plan.summary, operations: plan.operations } satisfies BulkResult
   })

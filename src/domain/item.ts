@@ -201,21 +201,18 @@ export const unstorableText = (field: string, text: string): string | undefined 
   return undefined
 }
 
+/** NUL or a surrogate: only then is unstorableText's exact check needed (a quick scan for the common case). */
+const MAYBE_UNSTORABLE = /[\u0000\ud800-\udfff]/
+
 /** The first unstorable text field of an item, in field order; the body is bytes, always storable. */
 const firstUnstorableField = (input: ItemInput): string | undefined => {
-  const texts: ReadonlyArray<readonly [string, string]> = [
-    ["customKey", input.customKey ?? ""],
-    ["url", input.url],
-    ["method", input.method],
-    ...input.headers.flatMap(([name, value]) => [["headers", name], ["headers", value]] as const),
-    ["title", input.title ?? ""],
-    ...input.tags.map((tag) => ["tags", tag] as const)
-  ]
-  for (const [field, text] of texts) {
-    const problem = unstorableText(field, text)
-    if (problem !== undefined) return problem
-  }
-  return undefined
+  const check = (field: string, text: string | null) =>
+    text === null || !MAYBE_UNSTORABLE.test(text) ? undefined : unstorableText(field, text)
+  let problem = check("customKey", input.customKey) ?? check("url", input.url) ?? check("method", input.method)
+  for (const [name, value] of input.headers) problem ??= check("headers", name) ?? check("headers", value)
+  problem ??= check("title", input.title)
+  for (const tag of input.tags) problem ??= check("tags", tag)
+  return problem
 }
 
 /** The first element that repeats an earlier one, in list order. */

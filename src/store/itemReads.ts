@@ -101,7 +101,8 @@ export const itemsReadForBulk = Effect.fnUntraced(function*(input: {
   }
   if (input.customKeys.length > 0) {
     parts.push(sql`SELECT ${sql.unsafe(COLUMNS)} FROM triggers t
-      WHERE ${project} AND t.custom_key = ANY(${input.customKeys}::text[]) AND t.status IN ${statusList(sql, KEY_OWNER_STATUSES)}`)
+      WHERE ${project} AND t.custom_key = ANY(${input.customKeys}::text[]) AND t.custom_key IS NOT NULL
+        AND t.status IN ${statusList(sql, KEY_OWNER_STATUSES)}`)
   }
   if (input.tags.length > 0) {
     parts.push(sql`SELECT ${sql.unsafe(COLUMNS)} FROM triggers t
@@ -113,7 +114,8 @@ export const itemsReadForBulk = Effect.fnUntraced(function*(input: {
     SELECT * FROM found
     UNION ALL
     SELECT ${sql.unsafe(COLUMNS)} FROM triggers t
-    WHERE t.status = 'registered' AND t.generator_id IN (SELECT id FROM found WHERE kind = 'generator' AND status = 'active')
+    WHERE t.generator_id IN (SELECT id FROM found WHERE kind = 'generator' AND status = 'active')
+      AND t.generator_id IS NOT NULL AND t.status = 'registered'
     ORDER BY id`
   return rows.map(toStored)
 })

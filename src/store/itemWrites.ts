@@ -24,14 +24,23 @@ export interface ItemTriggerRow {
 
 const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
 
+/** A row as a JSON record; null fields are left out (jsonb_to_recordset reads a missing field as NULL). */
 const recordOf = (row: ItemTriggerRow) => {
   const d = row.definition
-  return {
-    id: row.id, shard: row.shard, kind: row.kind, status: row.status, scheduled_at: iso(row.scheduledAtMs),
-    url: d.url, method: d.method, headers: d.headers, body: d.body === null ? null : Buffer.from(d.body).toString("base64"),
-    content_type: d.contentType, title: d.title, tags: d.tags, custom_key: d.customKey, retry: d.retry,
-    cron_expr: row.cron?.cronExpr ?? null, cron_tz: row.cron?.cronTz ?? null
+  const record: Record<string, unknown> = {
+    id: row.id, shard: row.shard, kind: row.kind, status: row.status, url: d.url, method: d.method, headers: d.headers, tags: d.tags
   }
+  if (row.scheduledAtMs !== null) record.scheduled_at = iso(row.scheduledAtMs)
+  if (d.body !== null) record.body = Buffer.from(d.body.buffer, d.body.byteOffset, d.body.byteLength).toString("base64")
+  if (d.contentType !== null) record.content_type = d.contentType
+  if (d.title !== null) record.title = d.title
+  if (d.customKey !== null) record.custom_key = d.customKey
+  if (d.retry !== null) record.retry = d.retry
+  if (row.cron !== null) {
+    record.cron_expr = row.cron.cronExpr
+    record.cron_tz = row.cron.cronTz
+  }
+  return record
 }
 
 const RECORD_TYPE = `x(id uuid, shard int, kind text, status text, scheduled_at timestamptz, url text, method text,
