@@ -1,12 +1,16 @@
 // Replay of a completed trigger (POST /jobs/{id}/executions with `triggeredBy: retry`; DECISIONS
 // "Executions"): the trigger must be `completed` (else 410 `Job is not completed (status=…)`). One
 // compare-and-set moves it to `queued` for a fresh attempt marked `triggeredBy: retry`, claimed by
-// this node, which then hands it to delivery.
+// this node, which then hands it to delivery — or, when one of its tags is gated, it waits at its
+// gates like any other held-back trigger (a replay never goes around a concurrency limit).
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { NodeIdentity } from "../cluster/node.ts"
+import { Wakeups } from "../cluster/wakeups.ts"
 import { Dispatcher } from "../delivery/dispatch.ts"
 import { Gone } from "../domain/errors.ts"
+import { gateKicks } from "../gates/kicks.ts"
+import { ShardCount } from "../store/db.ts"
 import { triggersQueueReplay } from "../store/triggerReplay.ts"
 import { orUnavailable } from "../store/unavailable.ts"
 import { findTrigger } from "./logs.ts"
@@ -22,11 +26,12 @@ const replay = Effect.fnUntraced(function*(projectId: string, id: string) {
   const nowMs = yield* Clock.currentTimeMillis
   const node = (yield* NodeIdentity).id
   const queued = yield* triggersQueueReplay({ projectId, id: trigger.id, node, nowMs })
-  if (!queued) {
+  if (queued === undefined) {
     // someone else changed it between the read and the compare-and-set (e.g. a concurrent replay)
     const now = yield* findTrigger(projectId, trigger.id)
     return yield* notCompleted(now.status)
   }
-  yield* (yield* Dispatcher).submit([trigger.id])
+  if (queued.gateTags.length === 0) yield* (yield* Dispatcher).submit([trigger.id])
+  else yield* (yield* Wakeups).wake(gateKicks([{ projectId, gateTags: queued.gateTags }], (yield* ShardCount).count))
   return { jobId: trigger.id, status: "queued" as const }
 })

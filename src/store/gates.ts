@@ -8,6 +8,18 @@ import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { DeliveryRow, HeaderPairs } from "../domain/trigger.ts"
 
+/**
+ * Whether the trigger `t` has a gated tag — one whose policy limits concurrency or throughput — and
+ * which (SQL over the alias `t`): no lookup at all for a trigger without tags (the common case), an
+ * index probe otherwise.
+ */
+export const GATED_SQL = `(cardinality(t.tags) > 0 AND EXISTS (
+    SELECT 1 FROM tag_policies tp WHERE tp.project_id = t.project_id AND tp.tag = ANY(t.tags)
+      AND (tp.max_concurrent IS NOT NULL OR tp.throughput IS NOT NULL)))`
+export const GATED_TAGS_SQL = `CASE WHEN cardinality(t.tags) = 0 THEN '{}'::text[] ELSE ARRAY(
+    SELECT tp.tag FROM tag_policies tp WHERE tp.project_id = t.project_id AND tp.tag = ANY(t.tags)
+      AND (tp.max_concurrent IS NOT NULL OR tp.throughput IS NOT NULL)) END`
+
 /** First key of the gates' two-int advisory locks ("tg"); the second is hashtext(project/tag). */
 const GATE_LOCK_NAMESPACE = 0x7467
 

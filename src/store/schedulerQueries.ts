@@ -5,6 +5,7 @@ import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import { type ClaimedRow, CLAIMED_STATUSES, type DeliveryRow, DUE_STATUSES, type HeaderPairs } from "../domain/trigger.ts"
 import { uuidv7 } from "../domain/ids.ts"
+import { GATED_SQL, GATED_TAGS_SQL } from "./gates.ts"
 import { statusList } from "./sqlLists.ts"
 
 export interface DueRow {
@@ -51,17 +52,6 @@ const toDeliveryRow = (row: DeliveryRecord, gateTags: ReadonlyArray<string> = []
 })
 
 /**
- * Whether a trigger has a gated tag — one whose policy limits concurrency or throughput — and
- * which: no lookup at all for a trigger without tags (the common case), an index probe otherwise.
- */
-const GATED = `(cardinality(t.tags) > 0 AND EXISTS (
-    SELECT 1 FROM tag_policies tp WHERE tp.project_id = t.project_id AND tp.tag = ANY(t.tags)
-      AND (tp.max_concurrent IS NOT NULL OR tp.throughput IS NOT NULL)))`
-const GATED_TAGS = `CASE WHEN cardinality(t.tags) = 0 THEN '{}'::text[] ELSE ARRAY(
-    SELECT tp.tag FROM tag_policies tp WHERE tp.project_id = t.project_id AND tp.tag = ANY(t.tags)
-      AND (tp.max_concurrent IS NOT NULL OR tp.throughput IS NOT NULL)) END`
-
-/**
  * Claims due triggers in one statement: a compare-and-set on status that also re-checks the time
  * (so a stale wheel entry, moved or cancelled, never fires). An ungated trigger goes straight to
  * `running` under this node and is returned with what to send (and the project's default retry
@@ -77,7 +67,7 @@ export const triggersClaim = Effect.fnUntraced(function*(input: {
 }) {
   if (input.ids.length === 0) return [] as Array<ClaimedRow>
   const sql = yield* SqlClient.SqlClient
-  const gated = sql.unsafe(GATED)
+  const gated = sql.unsafe(GATED_SQL)
   const rows = yield* sql<DeliveryRecord & { due_ms: string; gate_tags: Array<string> }>`
     WITH claimed AS (
       UPDATE triggers t SET
@@ -89,7 +79,7 @@ export const triggersClaim = Effect.fnUntraced(function*(input: {
       WHERE t.id = ANY(${input.ids}::uuid[]) AND t.status IN ${statusList(sql, DUE_STATUSES)}
         AND t.due_at <= ${new Date(input.untilMs)} AND p.id = t.project_id
       RETURNING t.id, t.shard, t.generator_id, t.project_id, t.url, t.method, t.headers, t.body, t.content_type, t.tags,
-        t.attempts, t.retry, p.retry_policy, t.triggered_by, ${sql.unsafe(GATED_TAGS)} AS gate_tags, t.scheduled_at, t.due_at
+        t.attempts, t.retry, p.retry_policy, t.triggered_by, ${sql.unsafe(GATED_TAGS_SQL)} AS gate_tags, t.scheduled_at, t.due_at
     ), held AS (
       INSERT INTO gate_slots (trigger_id, tag, project_id, scheduled_at, not_before)
       SELECT c.id, g.tag, c.project_id, coalesce(c.scheduled_at, c.due_at), c.due_at

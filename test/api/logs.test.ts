@@ -496,13 +496,14 @@ layer(testServerLayer(), { timeout: "60 seconds" })("logs and replay", (it) => {
         const completed = yield* insertTrigger({ projectId: p.projectId, status: "completed", attempts: 2, dueAt: before, updatedAt: before })
         const running = yield* insertTrigger({ projectId: p.projectId, status: "running" })
         const generator = yield* insertTrigger({ projectId: p.projectId, kind: "generator", status: "completed" })
+        // queued: its gated tags (none here: this node sends it); not queued: undefined
         const replay = (id: string, projectId = p.projectId) => triggersQueueReplay({ projectId, id, node: "node-a", nowMs: 1_234_567 })
         const other = yield* newProject
-        assert.isFalse(yield* replay(completed, other.projectId))
-        assert.isTrue(yield* replay(completed))
-        assert.isFalse(yield* replay(completed))
-        assert.isFalse(yield* replay(running))
-        assert.isFalse(yield* replay(generator))
+        assert.isUndefined(yield* replay(completed, other.projectId))
+        assert.deepStrictEqual(yield* replay(completed), { gateTags: [] })
+        assert.isUndefined(yield* replay(completed))
+        assert.isUndefined(yield* replay(running))
+        assert.isUndefined(yield* replay(generator))
         const [row] = yield* sql<{ status: string; triggered_by: string; due_at: Date | null; updated_at: Date; attempts: number; claimed_by: string }>`
           SELECT status, triggered_by, due_at, updated_at, attempts, claimed_by FROM triggers WHERE id = ${completed}`
         assert.deepStrictEqual({ ...row! }, {

@@ -63,6 +63,7 @@ const project = Effect.gen(function*() {
       }
     )
   return {
+    key: Effect.succeed(key),
     policy: (body: Record<string, unknown>) => Effect.map(json("POST", "/tag-policies", body), (view) => view.id as string),
     updatePolicy: (id: string, body: Record<string, unknown>) => json("PUT", `/tag-policies/${id}`, body),
     deletePolicy: (id: string) => json("DELETE", `/tag-policies/${id}`),
@@ -111,6 +112,24 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
         }))
     }
   })
+
+  it.effect("a replay of a gated trigger waits at its gate like any other", () =>
+    Effect.gen(function*() {
+      const { p, t } = yield* setup(400)
+      const server = yield* TestServer
+      yield* p.policy({ tag: "replayed", maxConcurrent: 1 })
+      const first = yield* p.schedule(`${t.origin}/r`, "replayed")
+      yield* pollUntil("the first completed", Effect.map(p.job(first), (job) => (job.status === "completed" ? true : undefined)))
+      yield* p.schedule(`${t.origin}/r`, "replayed")
+      yield* everyArrived(t, 2)
+      const replay = yield* server.call("POST", `/jobs/${first}/executions`, {
+        headers: { "ttr-api-key": (yield* p.key), "content-type": "application/json" },
+        body: JSON.stringify({ triggeredBy: "retry" })
+      })
+      assert.strictEqual(replay.status, 202, replay.text)
+      yield* everyArrived(t, 3)
+      assert.strictEqual(t.peak(), 1)
+    }))
 
   describe("throughput", () => {
     it.effect(`{"1s": 1} starts one per second`, () =>
