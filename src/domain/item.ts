@@ -2,6 +2,7 @@
 // decoding the JSON shape (any failure is the spec's empty-body 400, `{_tag:"Shape"}`), then the
 // check-table validation with its messages, giving stored definitions plus a schedule value.
 // Also the /declare body itself. Pure: the request moment is a parameter.
+import { Buffer } from "node:buffer"
 import { encodeItemBody, itemHeaderPairs } from "./itemBody.ts"
 import {
   MAX_ATTEMPTS_LIMIT,
@@ -201,6 +202,18 @@ export const unstorableText = (field: string, text: string): string | undefined 
   return undefined
 }
 
+/**
+ * Custom keys and tags are index keys (schema.ts migration 3: the key indexes; the tags' GIN index),
+ * and PostgreSQL refuses an index entry over about 2.7 kB: longer ones are a 400 (DECISIONS
+ * "Faults"), `customKey must be at most 1024 bytes`, `tags must be at most 1024 bytes each`.
+ */
+export const MAX_INDEXED_BYTES = 1024
+
+export const tooLongToIndex = (field: string, text: string, each = ""): string | undefined =>
+  text.length * 3 > MAX_INDEXED_BYTES && Buffer.byteLength(text, "utf8") > MAX_INDEXED_BYTES
+    ? `${field} must be at most ${MAX_INDEXED_BYTES} bytes${each}`
+    : undefined
+
 /** NUL or a surrogate: only then is unstorableText's exact check needed (a quick scan for the common case). */
 const MAYBE_UNSTORABLE = /[\u0000\ud800-\udfff]/
 
@@ -212,6 +225,8 @@ const firstUnstorableField = (input: ItemInput): string | undefined => {
   for (const [name, value] of input.headers) problem ??= check("headers", name) ?? check("headers", value)
   problem ??= check("title", input.title)
   for (const tag of input.tags) problem ??= check("tags", tag)
+  problem ??= input.customKey === null ? undefined : tooLongToIndex("customKey", input.customKey)
+  for (const tag of input.tags) problem ??= tooLongToIndex("tags", tag, " each")
   return problem
 }
 
@@ -286,7 +301,7 @@ export const validateDeclareBody = (
   body: DeclareBody,
   nowMs: number
 ): { readonly _tag: "Ok"; readonly tag: string; readonly items: ReadonlyArray<Item>; readonly runMissed: boolean } | Invalid => {
-  const tagProblem = unstorableText("tag", body.tag)
+  const tagProblem = unstorableText("tag", body.tag) ?? tooLongToIndex("tag", body.tag)
   if (tagProblem !== undefined) return { _tag: "Invalid", message: tagProblem }
   const items = validateItems(body.items, nowMs, DECLARE_WORDING, body.tag)
   return items._tag === "Invalid" ? items : { _tag: "Ok", tag: body.tag, items: items.items, runMissed: body.runMissed }

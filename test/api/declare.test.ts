@@ -152,7 +152,10 @@ layer(testServerLayer(), { timeout: "60 seconds" })("POST /declare checks", (it)
       ["the tag repeat before the date of the same item", [item({ customKey: "a", scheduledAt: "x", tags: ["t", "t"] })],
         "Item a: duplicate tag \"t\" in tags"],
       ["a retry value out of range", [item({ customKey: "r", retry: { maxAttempts: 0 } })],
-        "Item r: retry.maxAttempts must be an integer from 1 to 2147483647"]
+        "Item r: retry.maxAttempts must be an integer from 1 to 2147483647"],
+      ["text PostgreSQL cannot store", [item({ customKey: "n", url: "http://a/\u0000" })], "Item n: url must not contain NUL characters"],
+      ["a customKey too long to index", [item({ customKey: "é".repeat(513) })], `Item ${"é".repeat(513)}: customKey must be at most 1024 bytes`],
+      ["a tag too long to index", [item({ customKey: "t", tags: ["x".repeat(1025)] })], "Item t: tags must be at most 1024 bytes each"]
     ]
     it.effect.each(rows)("%s", ([, items, message]) =>
       Effect.gen(function*() {
@@ -189,6 +192,16 @@ layer(testServerLayer(), { timeout: "60 seconds" })("POST /declare checks", (it)
         assert.strictEqual(response.status, 413)
         assert.strictEqual(response.headers["content-type"], "application/json")
         assert.deepStrictEqual(response.json(), { _tag: "ContentTooLarge", message: "Request body larger than 16777216 bytes" })
+      }))
+
+    it.effect("the declared tag: `tag must not contain NUL characters`, `tag must be at most 1024 bytes`; 1,024-byte keys and tags are stored", () =>
+      Effect.gen(function*() {
+        const key = yield* newKey()
+        assertError(yield* declareCall(key, { tag: "a\u0000", items: [] }), 400, "tag must not contain NUL characters")
+        assertError(yield* declareCall(key, { tag: "t".repeat(1025), items: [] }), 400, "tag must be at most 1024 bytes")
+        const longest = "k".repeat(1024)
+        const answer = yield* declared(key, { tag: "t".repeat(1024), items: [item({ customKey: longest, tags: ["x".repeat(1024)] })] })
+        assert.deepStrictEqual(answer.summary.added, 1)
       }))
 
     it.effect("never uses or checks quota (rule 12): a project with a quota of 0 declares, nothing is counted", () =>
