@@ -177,6 +177,14 @@ describe("upserts: matched by customKey across the whole project", () => {
     expect(plan.operations).toEqual([{ operation: "added", customKey: "a", kind: "job", id: "new-1" }])
   })
 
+  it("a key with two pending owners of one kind (SPEC /declare rule 9): the one created outside any tag, as /schedule edits", () => {
+    const triggers = [job("declared", "a", { keyScope: "t" }), job("plain", "a"), generator("g", "a", { keyScope: "t" })]
+    const plan = bulk({ upserts: [{ customKey: "a", scheduledAt: PAST }] }, triggers)
+    expect(plan.operations).toEqual([{ operation: "updated", customKey: "a", kind: "job", id: "plain", changedFields: ["scheduledAt"] }])
+    const generatorItem = bulk({ upserts: [{ customKey: "a", scheduledAt: CRON }] }, triggers)
+    expect(generatorItem.operations[0]).toEqual({ operation: "unchanged", customKey: "a", kind: "generator", id: "g" })
+  })
+
   it("keyless upserts never match; nothing else is cancelled by an upsert", () => {
     const plan = bulk({ upserts: [{ scheduledAt: FUTURE }] }, [job("j1", null)])
     expect(plan.operations).toEqual([{ operation: "added", customKey: null, kind: "job", id: "new-1" }])

@@ -434,6 +434,22 @@ describe("rule 9: keys are matched only among triggers that carry the tag", () =
     expect(plan.operations).toEqual([{ operation: "added", customKey: "a", kind: "job", id: "new-1" }])
     expect(plan.cancelIds).toEqual([])
   })
+
+  // two pending owners carrying the tag: one created outside any tag (later given the tag), one
+  // created by /declare in this tag (keyScope): at most one of each (schema.ts migration 3)
+  const rows: ReadonlyArray<readonly [name: string, item: string, outside: StoredTrigger, inTag: StoredTrigger, match: string, others: ReadonlyArray<string>]> = [
+    ["same kind first (the unscoped one)", FUTURE, job("u", "a"), generator("s", "a", { keyScope: TAG }), "u", ["unchanged job a", "cancelled generator a"]],
+    ["same kind first (the scoped one)", CRON, job("u", "a"), generator("s", "a", { keyScope: TAG }), "s", ["unchanged generator a", "cancelled job a"]],
+    ["both of the kind: the one created in this tag", "2031-01-01T00:00:00Z", job("u", "a"), job("s", "a", { keyScope: TAG }), "s", ["updated job a [scheduledAt]", "cancelled job a"]],
+    ["neither of the kind: the one created in this tag is replaced (its place in the tag is taken)", CRON, job("u", "a"), job("s", "a", { keyScope: TAG }), "",
+      ["updated generator a [kind:job→generator]", "cancelled job a"]]
+  ]
+  it.each(rows)("%s", (_, scheduledAt, outside, inTag, match, lines) => {
+    const plan = declare([{ customKey: "a", scheduledAt }], [outside, inTag])
+    expect(plan.operations.map((e) => `${e.operation} ${e.kind} ${e.customKey}${e.changedFields ? ` [${e.changedFields.join(",")}]` : ""}`)).toEqual(lines)
+    if (match !== "") expect(plan.operations[0]!.id).toBe(match)
+    else expect(plan.itemWrites).toEqual([expect.objectContaining({ _tag: "Replace", cancelIds: ["s"] })])
+  })
 })
 
 describe("rule 10: an empty-string key is never matched later", () => {
