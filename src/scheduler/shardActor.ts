@@ -18,13 +18,11 @@ import * as Queue from "effect/Queue"
 import { type GateRef, isGateKick, type ShardMessage, Wakeups } from "../cluster/wakeups.ts"
 import { SchedulerTiming } from "../config.ts"
 import { Dispatcher } from "../delivery/dispatch.ts"
-import { gateShardOf } from "../domain/gate.ts"
 import { nextInstanceAfter } from "../domain/generator.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import type { ClaimedRow } from "../domain/trigger.ts"
 import { gateKicks } from "../gates/kicks.ts"
 import { ShardCount } from "../store/db.ts"
-import { gatesWaiting } from "../store/gates.ts"
 import { generatorsWithoutUpcoming, instancesInsert } from "../store/generators.ts"
 import type { Presence } from "../store/nodePresence.ts"
 import { BEGINNING_MS, triggersLoadDue, triggersRecover } from "../store/schedulerQueries.ts"
@@ -106,14 +104,6 @@ export const runShardActor = (options: ShardActorOptions) =>
     const kickGates = (held: ReadonlyArray<{ readonly projectId: string; readonly gateTags: ReadonlyArray<string> }>) =>
       wakeups.wake(gateKicks(held, shards))
 
-    /** The gates of this shard that hold triggers back (at start, then now and then: lost kicks heal). */
-    const findGates = (nowMs: number) =>
-      Effect.gen(function*() {
-        for (const gate of yield* gatesWaiting) {
-          if (gateShardOf(gate.project_id, gate.tag, shards) === options.shard) gates.kick({ projectId: gate.project_id, tag: gate.tag }, nowMs)
-        }
-      })
-
     /** Admission rounds of the gates due now; what they start is sent at once (it is due). */
     const admitDue = (nowMs: number) =>
       Effect.gen(function*() {
@@ -175,7 +165,6 @@ export const runShardActor = (options: ShardActorOptions) =>
      */
     const recover = (nowMs: number) =>
       Effect.gen(function*() {
-        yield* findGates(nowMs)
         const presence = yield* options.presence
         if (presence.serverUpMs < timing.restartGraceMs) {
           nextRecoverAt = nowMs + timing.restartGraceMs - presence.serverUpMs

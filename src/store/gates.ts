@@ -205,7 +205,7 @@ export const gateStartsPrune = Effect.fnUntraced(function*(input: {
  */
 export const gatesWaiting = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
-  return yield* sql<{ project_id: string; tag: string }>`
+  const rows = yield* sql<{ project_id: string; tag: string }>`
     WITH RECURSIVE gates AS (
       (SELECT project_id, tag FROM gate_slots WHERE NOT running ORDER BY project_id, tag LIMIT 1)
       UNION ALL
@@ -216,4 +216,5 @@ export const gatesWaiting = Effect.gen(function*() {
       ) next
     )
     SELECT project_id, tag FROM gates`
+  return rows.map((row) => ({ projectId: row.project_id, tag: row.tag }))
 })
