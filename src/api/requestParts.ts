@@ -26,15 +26,29 @@ export const queryParams = Effect.gen(function*() {
      */
     get: (name: string): Effect.Effect<string | undefined, BadRequest> => {
       const value = params[name]
-      if (value === undefined) return Effect.succeed(undefined)
-      if (typeof value !== "string") return Effect.fail(new BadRequest(`${name} must be given at most once`))
-      if (value === "") return Effect.fail(new BadRequest(`${name} must not be empty`))
-      const unstorable = unstorableCharacter(value)
-      if (unstorable !== undefined) return Effect.fail(new BadRequest(unstorableMessage(name, unstorable)))
-      return Effect.succeed(value)
+      if (typeof value !== "string" && value !== undefined) return Effect.fail(new BadRequest(`${name} must be given at most once`))
+      return textParam(name, value)
     }
   }
 })
+
+/**
+ * A text filter or cursor as the log reads take it, from a query or from an MCP tool's arguments:
+ * an empty value, or one holding a character PostgreSQL cannot store (NUL), is a 400 naming it.
+ */
+export const textParam = (name: string, value: string | undefined): Effect.Effect<string | undefined, BadRequest> => {
+  if (value === undefined) return Effect.succeed(undefined)
+  if (value === "") return Effect.fail(new BadRequest(`${name} must not be empty`))
+  const unstorable = unstorableCharacter(value)
+  if (unstorable !== undefined) return Effect.fail(new BadRequest(unstorableMessage(name, unstorable)))
+  return Effect.succeed(value)
+}
+
+/** A whole number within [min, max] (a query's digits already read as a number, or an MCP tool's argument). */
+export const integerInRange = (name: string, value: number | undefined, min: number, max: number) =>
+  value === undefined || (Number.isInteger(value) && value >= min && value <= max)
+    ? Effect.succeed(value)
+    : bad(`${name} must be an integer between ${min} and ${max}`)
 
 export type QueryParams = Effect.Success<typeof queryParams>
 
@@ -43,15 +57,11 @@ const bad = (message: string) => Effect.fail(new BadRequest(message))
 export const MAX_PAGE_SIZE = 500
 export const DEFAULT_PAGE_SIZE = 50
 
-/** `limit`: an integer from 1 to 500, default 50. */
-export const pageLimit = (query: QueryParams) =>
-  Effect.flatMap(query.get("limit"), (raw) => {
-    if (raw === undefined) return Effect.succeed(DEFAULT_PAGE_SIZE)
-    const n = Number(raw)
-    return /^\d+$/.test(raw) && n >= 1 && n <= MAX_PAGE_SIZE
-      ? Effect.succeed(n)
-      : bad(`limit must be an integer between 1 and ${MAX_PAGE_SIZE}`)
-  })
+/** `limit`: an integer from 1 to 500, default 50 (MCP tools: a number argument). */
+export const pageLimitOf = (limit: number | undefined) =>
+  Effect.map(integerInRange("limit", limit, 1, MAX_PAGE_SIZE), (n) => n ?? DEFAULT_PAGE_SIZE)
+
+export const pageLimit = (query: QueryParams) => integerParam(query, "limit", 1, MAX_PAGE_SIZE).pipe(Effect.flatMap(pageLimitOf))
 
 /** A parameter restricted to a list of values. */
 export const oneOf = <const A extends string>(query: QueryParams, name: string, values: ReadonlyArray<A>) =>
@@ -72,7 +82,7 @@ export const booleanParam = (query: QueryParams, name: string) =>
 export const integerParam = (query: QueryParams, name: string, min: number, max: number) =>
   Effect.flatMap(query.get(name), (raw): Effect.Effect<number | undefined, BadRequest> =>
     raw === undefined ? Effect.succeed(undefined)
-    : /^\d+$/.test(raw) && Number(raw) >= min && Number(raw) <= max ? Effect.succeed(Number(raw))
+    : /^\d+$/.test(raw) ? integerInRange(name, Number(raw), min, max)
     : bad(`${name} must be an integer between ${min} and ${max}`))
 
 const JSON_MEDIA_TYPE = "application/json"

@@ -5,10 +5,10 @@ import * as Effect from "effect/Effect"
 import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as ByteSize from "effect/ByteSize"
 import { AppConfig } from "../config.ts"
-import { cancelTrigger, type CancelTarget } from "../commands/cancel.ts"
+import { cancelTrigger } from "../commands/cancel.ts"
 import { scheduleTrigger } from "../commands/schedule.ts"
 import { BadRequest, MalformedRequest } from "../domain/errors.ts"
-import { unstorableCharacter, unstorableMessage } from "../domain/storableText.ts"
+import { cancelTargetOf } from "../domain/scheduleInput.ts"
 import { authenticateKey } from "./auth.ts"
 import { jsonResponse } from "./errors.ts"
 import { handle } from "./handle.ts"
@@ -30,20 +30,15 @@ const cancelHandler = Effect.gen(function*() {
   const { prefix } = yield* AppConfig
   const key = request.headers[`${prefix}-api-key`]
   if (key === undefined) return yield* Effect.fail(new MalformedRequest())
-  const id = request.headers[`${prefix}-trigger-id`]
-  const customKey = request.headers[`${prefix}-custom-key`]
-  if ((id === undefined && customKey === undefined) || id === "" || customKey === "") {
-    return yield* Effect.fail(new BadRequest(`Must provide either ${prefix}-trigger-id or ${prefix}-custom-key header`))
-  }
-  if (id !== undefined && customKey !== undefined) {
-    return yield* Effect.fail(new BadRequest(`Provide either ${prefix}-trigger-id or ${prefix}-custom-key, not both`))
-  }
   // a custom key is looked up as text (Node's parser already refuses NUL in headers; see scheduleRequest.ts)
-  const unstorable = customKey === undefined ? undefined : unstorableCharacter(customKey)
-  if (unstorable !== undefined) return yield* Effect.fail(new BadRequest(unstorableMessage(`${prefix}-custom-key`, unstorable)))
-  const target: CancelTarget = id !== undefined ? { _tag: "Id", id } : { _tag: "CustomKey", customKey: customKey! }
+  const target = cancelTargetOf(request.headers[`${prefix}-trigger-id`], request.headers[`${prefix}-custom-key`], {
+    id: `${prefix}-trigger-id`,
+    customKey: `${prefix}-custom-key`,
+    noun: "header"
+  })
+  if (target._tag === "Err") return yield* Effect.fail(new BadRequest(target.message))
   const principal = yield* authenticateKey(key)
-  yield* cancelTrigger(principal.projectId, target, yield* Clock.currentTimeMillis)
+  yield* cancelTrigger(principal.projectId, target.value, yield* Clock.currentTimeMillis)
   return HttpServerResponse.empty({ status: 204 })
 })
 

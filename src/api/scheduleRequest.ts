@@ -1,5 +1,6 @@
 // Reads a /schedule request in the order of SPEC's check table: missing key or URL (empty 400),
-// body, URL, tags, key (401), then the scheduling value and the other headers. The result is a
+// body, URL, tags, key (401), then the scheduling value and the other headers (the checks and
+// messages shared with the MCP tool are domain/scheduleInput.ts). The result is a
 // command for commands/schedule.ts; every rejection is the spec's exact status and message. Last, a
 // header (name or value) holding a character PostgreSQL cannot store is a 400 naming the header:
 // Node's HTTP parser already refuses NUL and other control characters in headers and decodes other
@@ -9,10 +10,10 @@ import type { HttpServerRequest } from "effect/http"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { BadRequest, MalformedRequest } from "../domain/errors.ts"
 import { parseRetryHeaders } from "../domain/retry.ts"
-import { parseScheduleValue, type ScheduleCommand } from "../domain/schedule.ts"
+import type { ScheduleCommand } from "../domain/schedule.ts"
+import { type Checked, checkScheduleTarget, scheduleCommandOf } from "../domain/scheduleInput.ts"
 import { unstorableCharacter, unstorableMessage } from "../domain/storableText.ts"
-import { parseTagsHeader } from "../domain/tags.ts"
-import type { HeaderPairs, TriggerDefinition } from "../domain/trigger.ts"
+import type { HeaderPairs } from "../domain/trigger.ts"
 import { authenticateKey } from "./auth.ts"
 
 /** Request headers that describe the call to timewheel itself, never stored (DECISIONS). */
@@ -38,23 +39,12 @@ export const forwardedHeaders = (rawHeaders: ReadonlyArray<string>, prefix: stri
   return pairs
 }
 
-const isAbsoluteHttpUrl = (value: string) => {
-  try {
-    const url = new URL(value)
-    return (url.protocol === "http:" || url.protocol === "https:") && url.hostname !== ""
-  } catch {
-    return false
-  }
-}
-
-const PRINTABLE_ASCII = /^[\x20-\x7e]*$/
-
-const booleanHeader = (name: string, value: string | undefined) => {
-  if (value === undefined) return Effect.succeed(false)
+const booleanHeader = (name: string, value: string | undefined): Checked<boolean> => {
+  if (value === undefined) return { _tag: "Ok", value: false }
   const lower = value.trim().toLowerCase()
-  if (lower === "true") return Effect.succeed(true)
-  if (lower === "false" || lower === "") return Effect.succeed(false)
-  return Effect.fail(new BadRequest(`Invalid ${name}: ${value} (true or false)`))
+  if (lower === "true") return { _tag: "Ok", value: true }
+  if (lower === "false" || lower === "") return { _tag: "Ok", value: false }
+  return { _tag: "Err", message: `Invalid ${name}: ${value} (true or false)` }
 }
 
 const readBody = (request: HttpServerRequest.HttpServerRequest) =>
@@ -82,45 +72,29 @@ export const readScheduleRequest = (request: HttpServerRequest.HttpServerRequest
     const url = header("url")
     if (key === undefined || url === undefined) return yield* Effect.fail(new MalformedRequest())
     const body = yield* readBody(request)
-    if (!isAbsoluteHttpUrl(url.trim())) return yield* Effect.fail(new BadRequest(`Invalid URL: ${url}`))
-    const tags = parseTagsHeader(header("tags"))
-    if (tags._tag === "Err") return yield* Effect.fail(new BadRequest(tags.message))
+    const target = checkScheduleTarget(url, (header("tags") ?? "").split(","))
+    if (target._tag === "Err") return yield* Effect.fail(new BadRequest(target.message))
     const principal = yield* authenticateKey(key)
-
-    const parsedValue = parseScheduleValue(header("scheduled-at") ?? "", nowMs)
-    if (parsedValue._tag === "Err") return yield* Effect.fail(new BadRequest(parsedValue.message))
-    const value = parsedValue.value
-
-    const retry = parseRetryHeaders((name) => request.headers[name.toLowerCase()], prefix)
-    if (retry._tag === "Err") return yield* Effect.fail(new BadRequest(retry.message))
-    // svc-title and svc-run-missed have no effect on recurring triggers: not even read for cron
-    const recurring = value._tag === "Cron"
-    const title = recurring ? undefined : header("title")
-    if (title !== undefined && !PRINTABLE_ASCII.test(title)) {
-      return yield* Effect.fail(new BadRequest(`Invalid ${prefix}-title: ASCII text only`))
-    }
-    const runMissed = recurring ? false : yield* booleanHeader(`${prefix}-run-missed`, header("run-missed"))
-    const customKey = header("custom-key")
-    const triggerId = header("trigger-id")
     const rawHeaders = NodeHttpServerRequest.toIncomingMessage(request).rawHeaders
-    const unstorable = unstorableHeader(rawHeaders)
-    if (unstorable !== undefined) return yield* Effect.fail(new BadRequest(unstorable))
-    const definition: TriggerDefinition = {
-      url: url.trim(),
+    const command = scheduleCommandOf({
+      projectId: principal.projectId,
+      target: target.value,
+      scheduledAt: header("scheduled-at") ?? "",
+      retry: () => {
+        const retry = parseRetryHeaders((name) => request.headers[name.toLowerCase()], prefix)
+        return retry._tag === "Err" ? retry : { _tag: "Ok", value: retry.policy }
+      },
+      title: header("title"),
+      titleName: `${prefix}-title`,
+      runMissed: () => booleanHeader(`${prefix}-run-missed`, header("run-missed")),
+      customKey: header("custom-key"),
+      triggerId: header("trigger-id"),
+      unstorable: () => unstorableHeader(rawHeaders),
       method: request.method,
       headers: forwardedHeaders(rawHeaders, prefix),
       body,
-      contentType: request.headers["content-type"] ?? null,
-      title: title === undefined || title === "" ? null : title,
-      tags: tags.tags,
-      customKey: customKey === undefined || customKey === "" ? null : customKey,
-      retry: retry.policy
-    }
-    return {
-      projectId: principal.projectId,
-      value,
-      definition,
-      triggerId: triggerId === undefined || triggerId === "" ? null : triggerId,
-      runMissed
-    } satisfies ScheduleCommand
+      contentType: request.headers["content-type"] ?? null
+    }, nowMs)
+    if (command._tag === "Err") return yield* Effect.fail(new BadRequest(command.message))
+    return command.value satisfies ScheduleCommand
   })

@@ -3,7 +3,7 @@
 // The CLI entry point prints `stdout`/`stderr` and exits with `exitCode`.
 
 import { daysInMonth, localMs } from "../domain/cron/calendar.ts"
-import { isCronValue, nextFireAfter, parseCronValue, SEARCH_YEARS } from "../domain/cron/index.ts"
+import { isCronValue, nextFires, parseCronValue, SEARCH_YEARS } from "../domain/cron/index.ts"
 
 export type CronNextResult =
   | { readonly exitCode: 0; readonly stdout: string }
@@ -72,14 +72,7 @@ export const cronNext = (args: ReadonlyArray<string>, nowMs: number): CronNextRe
   const parsed = parseCronValue(value)
   if (parsed._tag === "Err") return { exitCode: 1, stderr: parsed.message }
 
-  const lines: Array<string> = []
-  let after = from
-  while (lines.length < count) {
-    const next = nextFireAfter(parsed.schedule, after)
-    if (next === null) break
-    lines.push(new Date(next).toISOString())
-    after = next
-  }
+  const lines = nextFires(parsed.schedule, from, count).map((ms) => new Date(ms).toISOString())
   if (lines.length === 0) {
     return { exitCode: 1, stderr: `No fire time within ${SEARCH_YEARS} years after ${new Date(from).toISOString()}` }
   }

@@ -1,6 +1,7 @@
 // Tags rules (SPEC "Tags rules" and the /schedule checks): the `svc-tags` header is a comma-separated
-// list; entries are trimmed, empty ones dropped and repeats removed (first occurrence kept). At most
-// 10 tags; then each tag in listed order: length first, then characters.
+// list (the MCP schedule tool sends its entries as a JSON list); entries are trimmed, empty ones
+// dropped and repeats removed (first occurrence kept). At most 10 tags; then each tag in listed
+// order: length first, then characters.
 
 export type ParsedTags =
   | { readonly _tag: "Ok"; readonly tags: ReadonlyArray<string> }
@@ -18,8 +19,11 @@ const tagLength = (tag: string): number => [...tag].length
 export const isValidTag = (tag: string): boolean => tag.length <= MAX_TAG_LENGTH && TAG_CHARS.test(tag)
 
 /** Parses `svc-tags`; an absent or blank header is no tags. */
-export const parseTagsHeader = (value: string | undefined): ParsedTags => {
-  const tags = [...new Set((value ?? "").split(",").map((entry) => entry.trim()).filter((entry) => entry !== ""))]
+export const parseTagsHeader = (value: string | undefined): ParsedTags => parseTagList((value ?? "").split(","))
+
+/** The same rules over a list of entries (the header's comma-separated ones, or an MCP tool's list). */
+export const parseTagList = (entries: ReadonlyArray<string>): ParsedTags => {
+  const tags = [...new Set(entries.map((entry) => entry.trim()).filter((entry) => entry !== ""))]
   if (tags.length > MAX_TAGS) return { _tag: "Err", message: `Maximum ${MAX_TAGS} tags allowed` }
   for (const tag of tags) {
     if (tagLength(tag) > MAX_TAG_LENGTH) {

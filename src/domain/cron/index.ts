@@ -74,6 +74,19 @@ export const parseCronValue = (value: string, options?: CronParseOptions): CronP
 export const nextFireAfter = (schedule: CronSchedule, afterMs: number): number | null =>
   nextFire(schedule.compiled, getTimeZone(schedule.timeZone), afterMs)
 
+/** Up to `count` fire instants in order, the first strictly after `afterMs` (fewer when the schedule ends). */
+export const nextFires = (schedule: CronSchedule, afterMs: number, count: number): Array<number> => {
+  const fires: Array<number> = []
+  let after = afterMs
+  while (fires.length < count) {
+    const next = nextFireAfter(schedule, after)
+    if (next === null) break
+    fires.push(next)
+    after = next
+  }
+  return fires
+}
+
 /** The two strings to persist; `parseCronValue(formatCronValue(...), { hashSeed })` rebuilds the schedule. */
 export const expressionAndZone = (schedule: CronSchedule): { readonly expression: string; readonly timeZone: string } => ({
   expression: schedule.expression,
