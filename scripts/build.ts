@@ -35,8 +35,16 @@ const isFresh = (): boolean => {
 
 const build = () => {
   const started = new Date() // a source saved during the build is newer than the stamp: rebuilt next time
+  let tsc: string
+  try {
+    tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc")
+  } catch {
+    // a production install (dev dependencies left out) runs a dist/ built beforehand
+    process.stderr.write("timewheel: dist/ is missing or older than src/, and TypeScript (a dev dependency) is not installed: " +
+      "build with `npm ci && npm run build` before `npm prune --omit=dev` (README, \"Production install\")\n")
+    throw new Error("no TypeScript")
+  }
   fs.rmSync(dist, { recursive: true, force: true })
-  const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc")
   // tsc reports on stdout, which is the CLI's output: its messages go to stderr
   execFileSync(process.execPath, [tsc, "-p", path.join(root, "tsconfig.build.json")], { stdio: ["ignore", 2, 2] })
   fs.writeFileSync(stamp, "")
@@ -75,7 +83,7 @@ while (!isFresh()) {
     try {
       if (!isFresh()) build()
     } catch {
-      process.exitCode = 1 // tsc has printed why
+      process.exitCode = 1 // tsc, or the lines above, printed why
       break
     } finally {
       fs.rmSync(lock, { force: true })

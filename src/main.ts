@@ -1,5 +1,6 @@
 // `npm start`: reads the settings (a bad one stops the start with one line, exit 1), then runs every
 // role of timewheel in this process until SIGTERM/SIGINT, which shuts it down gracefully.
+import "./nodeVersion.ts" // first: before any package loads
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"

@@ -185,13 +185,17 @@ export const markdown = (entries: ReadonlyArray<Entry>, machine: Machine): strin
       `; commit ${machine.commit}.`
   ].join("\n\n")
 
+/** A package's installed version: the benchmark's own packages (scripts/bench), else timewheel's. */
 const packageVersion = (name: string): string => {
-  try {
-    const file = path.join(REPO_ROOT, "node_modules", name, "package.json")
-    return (JSON.parse(fs.readFileSync(file, "utf8")) as { version: string }).version
-  } catch {
-    return "?"
+  for (const root of [path.join(REPO_ROOT, "scripts", "bench"), REPO_ROOT]) {
+    try {
+      const file = path.join(root, "node_modules", name, "package.json")
+      return (JSON.parse(fs.readFileSync(file, "utf8")) as { version: string }).version
+    } catch {
+      // not installed there
+    }
   }
+  return "?"
 }
 
 export const describeMachine = (postgres: string, database: string): Machine => {

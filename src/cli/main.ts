@@ -1,6 +1,7 @@
 // Entry point of `npm run --silent cli -- <command>`: parses the arguments, runs the command on the
 // service's database (DATABASE_URL or the embedded server in DATA_DIR) and prints one result.
 // Exit codes: 0 success, 1 usage or failure with one line on stderr.
+import "../nodeVersion.ts" // first: before any package loads
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
