@@ -4,7 +4,8 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import { createAdmin } from "../commands/admins.ts"
 import { createApiKey, listApiKeys, revokeApiKey } from "../commands/apiKeys.ts"
-import { createProject, setProjectQuota } from "../commands/projects.ts"
+import { createProject, rotateSigningSecret, setProjectQuota, showSigningSecret } from "../commands/projects.ts"
+import { MAX_SIGNING_SECRET_OVERLAP_HOURS } from "../domain/signing.ts"
 
 export class CliError extends Data.TaggedError("CliError")<{ readonly message: string }> {}
 
@@ -19,6 +20,18 @@ export const projectCreate = (name: string, monthlyQuota: number | undefined) =>
 
 export const projectSetQuota = (name: string, monthlyQuota: number) =>
   Effect.as(setProjectQuota(name, monthlyQuota), `monthly quota of "${name}" set to ${monthlyQuota}`)
+
+/** Prints the project's current signing secret alone. */
+export const secretShow = (name: string) => Effect.map(showSigningSecret(name), (secrets) => secrets.current)
+
+/** The new signing secret alone; the previous one signs too for the overlap. */
+export const secretRotate = (name: string, overlapHours: number | undefined) =>
+  Effect.map(rotateSigningSecret(name, overlapHours === undefined ? undefined : overlapHours * 3_600_000), (rotated) => rotated.secret)
+
+export const parseOverlapHours = (raw: string | undefined) =>
+  raw !== undefined && /^\d+$/.test(raw) && Number(raw) <= MAX_SIGNING_SECRET_OVERLAP_HOURS
+    ? Effect.succeed(Number(raw))
+    : fail(`--overlap-hours must be a whole number from 0 to ${MAX_SIGNING_SECRET_OVERLAP_HOURS}, got "${raw ?? ""}"`)
 
 export const keyCreate = (projectName: string) => createApiKey(projectName)
 

@@ -10,11 +10,15 @@ import * as References from "effect/References"
 import { AppConfig, ConfigError, loadConfig } from "../config.ts"
 import { isSpecFailure } from "../domain/errors.ts"
 import { type Database, DatabaseLive } from "../store/db.ts"
-import { adminCreate, CliError, keyCreate, keyList, keyRevoke, parseQuota, projectCreate, projectSetQuota } from "./commands.ts"
+import {
+  adminCreate, CliError, keyCreate, keyList, keyRevoke, parseOverlapHours, parseQuota, projectCreate, projectSetQuota, secretRotate, secretShow
+} from "./commands.ts"
 
 export const USAGE = `usage: npm run --silent cli -- <command>
   project create <name> [--monthly-quota N]
   project set-quota <name> <N>
+  project secret show <name>
+  project secret rotate <name> [--overlap-hours N]   (default 24: the old secret signs too until then)
   key create <project-name>
   key list <project-name>
   key revoke <key-id>
@@ -69,6 +73,19 @@ const databaseCommand = (args: ReadonlyArray<string>): Effect.Effect<DatabaseCom
         yield* expect(4, "<name> <N>")
         const quota = yield* parseQuota(second)
         return projectSetQuota(first!, quota)
+      })
+    case "project secret":
+      return Effect.gen(function*() {
+        if (first === "show") {
+          yield* expect(4, "show <name>")
+          return secretShow(second!)
+        }
+        if (first === "rotate") {
+          yield* expect(4, "rotate <name>")
+          const overlap = options.has("overlap-hours") ? yield* parseOverlapHours(options.get("overlap-hours")) : undefined
+          return secretRotate(second!, overlap)
+        }
+        return yield* usage(`project secret expects show <name> or rotate <name>`)
       })
     case "key create":
       return Effect.map(expect(3, "<project-name>"), () => keyCreate(first!))

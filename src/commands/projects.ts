@@ -1,12 +1,15 @@
 // Projects, as an operator manages them (CLI today, dashboard later): create one with the default
-// monthly quota and the project default retry policy, change its quota.
+// monthly quota, the project default retry policy and a signing secret, change its quota, show and
+// rotate its signing secret.
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { AppConfig } from "../config.ts"
 import { BadRequest, Conflict, NotFound } from "../domain/errors.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { PROJECT_DEFAULT_RETRY, projectPolicyView } from "../domain/retry.ts"
+import { generateSigningSecret, SIGNING_SECRET_OVERLAP_MS } from "../domain/signing.ts"
 import { projectsCreate, projectsFindByName, projectsSetQuota } from "../store/projects.ts"
+import { projectsRotateSigningSecret, projectsSigningSecrets } from "../store/signingSecrets.ts"
 
 /** The project with this name; 404 when there is none. */
 export const findProjectByName = (name: string) =>
@@ -20,7 +23,8 @@ export const createProject = Effect.fnUntraced(function*(name: string, monthlyQu
   const nowMs = yield* Clock.currentTimeMillis
   const id = uuidv7(nowMs)
   const created = yield* projectsCreate({
-    id, name, monthlyQuota: monthlyQuota ?? config.defaultMonthlyQuota, retryPolicy: projectPolicyView(PROJECT_DEFAULT_RETRY), nowMs
+    id, name, monthlyQuota: monthlyQuota ?? config.defaultMonthlyQuota, retryPolicy: projectPolicyView(PROJECT_DEFAULT_RETRY),
+    signingSecret: generateSigningSecret(), nowMs
   })
   if (!created) return yield* Effect.fail(new Conflict(`a project named "${name}" already exists`))
   return id
@@ -30,4 +34,24 @@ export const setProjectQuota = Effect.fnUntraced(function*(name: string, monthly
   const nowMs = yield* Clock.currentTimeMillis
   const found = yield* projectsSetQuota({ name, monthlyQuota, nowMs })
   if (!found) return yield* Effect.fail(new NotFound(`no project named "${name}"`))
+})
+
+/** The named project's signing secrets now (the current one, and the previous one while it overlaps). */
+export const showSigningSecret = Effect.fnUntraced(function*(name: string) {
+  const nowMs = yield* Clock.currentTimeMillis
+  const secrets = yield* projectsSigningSecrets({ name, nowMs })
+  if (secrets === undefined) return yield* Effect.fail(new NotFound(`no project named "${name}"`))
+  return secrets
+})
+
+/**
+ * Gives the named project a new signing secret; the one it replaces goes on signing for `overlapMs`
+ * (default 24 h; 0 drops it at once). Running services sign with the new one from their next claim.
+ */
+export const rotateSigningSecret = Effect.fnUntraced(function*(name: string, overlapMs: number = SIGNING_SECRET_OVERLAP_MS) {
+  const nowMs = yield* Clock.currentTimeMillis
+  const secret = generateSigningSecret()
+  const found = yield* projectsRotateSigningSecret({ name, secret, overlapMs, nowMs })
+  if (!found) return yield* Effect.fail(new NotFound(`no project named "${name}"`))
+  return { secret, previousUntilMs: overlapMs > 0 ? nowMs + overlapMs : null }
 })

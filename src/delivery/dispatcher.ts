@@ -126,9 +126,14 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
   const senders = makeSenderPool<Outgoing, DeliveryOutcome>({
     maxInFlight: config.maxInFlight,
     send: ({ row, timeoutSeconds, countsStart }) => {
-      if (countsStart) Queue.offerUnsafe(sentGated, { triggerId: row.id, atMs: clock.currentTimeMillisUnsafe() })
+      const nowMs = clock.currentTimeMillisUnsafe()
+      if (countsStart) Queue.offerUnsafe(sentGated, { triggerId: row.id, atMs: nowMs })
       return executor.send({
-        url: row.url, method: row.method, headers: row.headers, body: row.body, contentType: row.contentType, timeoutSeconds
+        url: row.url, method: row.method, headers: row.headers, body: row.body, contentType: row.contentType, timeoutSeconds,
+        // signed as it leaves (DECISIONS "What a target sees beyond the stored request")
+        identity: {
+          triggerId: row.id, attempt: row.attempt, signingSecrets: row.signingSecrets, timestampSeconds: Math.floor(nowMs / 1000)
+        }
       })
     },
     onOutcome: (row, outcome) => {

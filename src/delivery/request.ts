@@ -1,8 +1,21 @@
 // Turns a stored trigger into what undici sends (SPEC "Item headers rules", DECISIONS "What /schedule stores").
 // Pure: a request that can never be sent (bad URL, method, header) is an InvalidRequestError, not an exception.
+// With an identity, the headers of DECISIONS "What a target sees beyond the stored request" are added
+// (domain/signing.ts), signed over the exact body bytes sent; a stored header of the same name is dropped.
 import { isIP } from "node:net"
 import * as Result from "effect/Result"
+import { ATTEMPT_HEADER, SIGNATURE_HEADER, signatureHeader, SIGNING_HEADERS_LOWER, TRIGGER_ID_HEADER } from "../domain/signing.ts"
 import { InvalidRequestError } from "./classify.ts"
+
+/** Who sends what: the trigger, its attempt, and the project's signing secrets (current first). */
+export interface DeliveryIdentity {
+  readonly triggerId: string
+  /** 1-based. */
+  readonly attempt: number
+  readonly signingSecrets: ReadonlyArray<string>
+  /** The signature's `t`: unix seconds when the request leaves. */
+  readonly timestampSeconds: number
+}
 
 /** A stored request, as the executor receives it. */
 export interface DeliveryRequest {
@@ -14,6 +27,8 @@ export interface DeliveryRequest {
   readonly contentType: string | null
   /** Whole-exchange deadline (head and body); fractions allowed. */
   readonly timeoutSeconds: number
+  /** The trigger id, attempt and signature headers to add (every delivery of the service has one). */
+  readonly identity?: DeliveryIdentity
 }
 
 /** What the executor hands to undici. */
@@ -70,6 +85,7 @@ export const prepareRequest = (req: DeliveryRequest): Result.Result<PreparedRequ
 
   const headers: Array<string> = []
   const seen = new Set<string>()
+  const identity = req.identity
   for (const [name, value] of req.headers) {
     const lower = name.toLowerCase()
     if (!TOKEN.test(name)) return invalid("INVALID_HEADER", `Invalid header name ${JSON.stringify(name)}`)
@@ -81,6 +97,7 @@ export const prepareRequest = (req: DeliveryRequest): Result.Result<PreparedRequ
       return invalid("FORBIDDEN_HEADER", `Header ${name}: ${value} cannot be sent (only close or keep-alive)`)
     }
     if (DROPPED.has(lower)) continue
+    if (identity !== undefined && SIGNING_HEADERS_LOWER.has(lower)) continue // ours replace it
     if (lower === "host" && seen.has("host")) return invalid("INVALID_HEADER", "Header Host is given more than once")
     seen.add(lower)
     headers.push(name, value)
@@ -98,6 +115,13 @@ export const prepareRequest = (req: DeliveryRequest): Result.Result<PreparedRequ
   if ((url.username !== "" || url.password !== "") && !seen.has("authorization")) {
     const credentials = Buffer.from(`${decode(url.username)}:${decode(url.password)}`).toString("base64")
     headers.push("authorization", `Basic ${credentials}`)
+  }
+  if (identity !== undefined) {
+    headers.push(
+      TRIGGER_ID_HEADER, identity.triggerId,
+      ATTEMPT_HEADER, String(identity.attempt),
+      SIGNATURE_HEADER, signatureHeader(identity.signingSecrets, identity.timestampSeconds, body)
+    )
   }
 
   const hostname = url.hostname.replace(/^\[(.*)\]$/, "$1")

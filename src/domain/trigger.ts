@@ -55,6 +55,8 @@ export interface DeliveryRow {
   /** The project default retry policy as stored. */
   readonly projectRetry: unknown
   readonly triggeredBy: string | null
+  /** The project's signing secrets now: the current one, then the previous one during a rotation. */
+  readonly signingSecrets: ReadonlyArray<string>
   /**
    * Its tags whose policy gates it (concurrency or throughput): it was admitted by their gates and
    * holds a place in each until its outcome is recorded. Empty for an ungated trigger.

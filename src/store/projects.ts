@@ -20,13 +20,16 @@ export const projectsCreate = Effect.fnUntraced(function*(input: {
   readonly name: string
   readonly monthlyQuota: number
   readonly retryPolicy: unknown
+  /** Absent: the database draws one (the column's default). */
+  readonly signingSecret?: string
   readonly nowMs: number
 }) {
   const sql = yield* SqlClient.SqlClient
   const now = new Date(input.nowMs)
   const rows = yield* sql<{ id: string }>`
-    INSERT INTO projects (id, name, monthly_quota, retry_policy, created_at, updated_at)
-    VALUES (${input.id}, ${input.name}, ${input.monthlyQuota}, ${JSON.stringify(input.retryPolicy)}::jsonb, ${now}, ${now})
+    INSERT INTO projects (id, name, monthly_quota, retry_policy, signing_secret, created_at, updated_at)
+    VALUES (${input.id}, ${input.name}, ${input.monthlyQuota}, ${JSON.stringify(input.retryPolicy)}::jsonb, ${input.signingSecret ?? sql`DEFAULT`},
+      ${now}, ${now})
     ON CONFLICT (name) DO NOTHING
     RETURNING id`
   return rows.length === 1

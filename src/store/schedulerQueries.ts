@@ -6,6 +6,7 @@ import { SqlClient } from "effect/sql"
 import { type ClaimedRow, CLAIMED_STATUSES, type DeliveryRow, DUE_STATUSES, type HeaderPairs } from "../domain/trigger.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { GATED_SQL, GATED_TAGS_SQL } from "./gates.ts"
+import { signingSecretsOf } from "./signingSecrets.ts"
 import { statusList } from "./sqlLists.ts"
 
 export interface DueRow {
@@ -42,13 +43,13 @@ export const triggersLoadDue = Effect.fnUntraced(function*(input: {
 interface DeliveryRecord {
   id: string; shard: number; generator_id: string | null; project_id: string; url: string; method: string
   headers: HeaderPairs; body: Uint8Array | null; content_type: string | null; tags: Array<string>; attempts: number
-  retry: unknown; retry_policy: unknown; triggered_by: string | null
+  retry: unknown; retry_policy: unknown; triggered_by: string | null; signing_secrets: Array<string>
 }
 
 const toDeliveryRow = (row: DeliveryRecord, gateTags: ReadonlyArray<string> = []): DeliveryRow => ({
   id: row.id, shard: row.shard, generatorId: row.generator_id, projectId: row.project_id, url: row.url, method: row.method,
   headers: row.headers, body: row.body, contentType: row.content_type, tags: row.tags, attempt: row.attempts,
-  retry: row.retry, projectRetry: row.retry_policy, triggeredBy: row.triggered_by, gateTags
+  retry: row.retry, projectRetry: row.retry_policy, triggeredBy: row.triggered_by, signingSecrets: row.signing_secrets, gateTags
 })
 
 /**
@@ -79,7 +80,8 @@ export const triggersClaim = Effect.fnUntraced(function*(input: {
       WHERE t.id = ANY(${input.ids}::uuid[]) AND t.status IN ${statusList(sql, DUE_STATUSES)}
         AND t.due_at <= ${new Date(input.untilMs)} AND p.id = t.project_id
       RETURNING t.id, t.shard, t.generator_id, t.project_id, t.url, t.method, t.headers, t.body, t.content_type, t.tags,
-        t.attempts, t.retry, p.retry_policy, t.triggered_by, ${sql.unsafe(GATED_TAGS_SQL)} AS gate_tags, t.scheduled_at, t.due_at
+        t.attempts, t.retry, p.retry_policy, t.triggered_by, ${sql.unsafe(GATED_TAGS_SQL)} AS gate_tags, t.scheduled_at, t.due_at,
+        ${signingSecretsOf(sql, new Date(input.nowMs))} AS signing_secrets
     ), held AS (
       INSERT INTO gate_slots (trigger_id, tag, project_id, scheduled_at, not_before)
       SELECT c.id, g.tag, c.project_id, coalesce(c.scheduled_at, c.due_at), c.due_at
@@ -104,7 +106,7 @@ export const triggersStartDelivery = Effect.fnUntraced(function*(input: {
     FROM projects p
     WHERE t.id = ANY(${input.ids}::uuid[]) AND t.status = 'queued' AND p.id = t.project_id
     RETURNING t.id, t.shard, t.generator_id, t.project_id, t.url, t.method, t.headers, t.body, t.content_type, t.tags,
-      t.attempts, t.retry, p.retry_policy, t.triggered_by`
+      t.attempts, t.retry, p.retry_policy, t.triggered_by, ${signingSecretsOf(sql, new Date(input.nowMs))} AS signing_secrets`
   return rows.map((row) => toDeliveryRow(row))
 })
 

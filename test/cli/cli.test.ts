@@ -86,6 +86,35 @@ layer(CliDatabase, { timeout: "120 seconds" })("cli on DATABASE_URL", (it) => {
         assert.deepStrictEqual(yield* quotaOf("beta"), ["42"])
         failsWith(yield* cli(["project", "set-quota", "nope", "42"]), `no project named "nope"`)
       }), SPAWNS_TIMEOUT)
+
+    it.effect("secret show prints the signing secret alone; rotate prints a new one, the old one signing for the overlap", () =>
+      Effect.gen(function*() {
+        const SECRET = /^whsec_[0-9a-f]{64}$/
+        const secretsOf = (name: string) =>
+          Effect.map(query<{ current: string; previous: string | null; overlap_h: string | null }>(
+            `SELECT signing_secret AS current, previous_signing_secret AS previous,
+              round(extract(epoch FROM previous_signing_secret_until - updated_at) / 3600)::text AS overlap_h
+            FROM projects WHERE name = $1`, [name]
+          ), (rows) => rows[0]!)
+        succeeds(yield* cli(["project", "create", "signed"]))
+        const first = succeeds(yield* cli(["project", "secret", "show", "signed"]))
+        assert.match(first, SECRET)
+        assert.deepStrictEqual(yield* secretsOf("signed"), { current: first, previous: null, overlap_h: null })
+        const second = succeeds(yield* cli(["project", "secret", "rotate", "signed"]))
+        assert.match(second, SECRET)
+        assert.notStrictEqual(second, first)
+        assert.strictEqual(succeeds(yield* cli(["project", "secret", "show", "signed"])), second)
+        assert.deepStrictEqual(yield* secretsOf("signed"), { current: second, previous: first, overlap_h: "24" })
+        const third = succeeds(yield* cli(["project", "secret", "rotate", "signed", "--overlap-hours", "0"]))
+        assert.deepStrictEqual(yield* secretsOf("signed"), { current: third, previous: null, overlap_h: null })
+        failsWith(yield* cli(["project", "secret", "show", "nope"]), `no project named "nope"`)
+        failsWith(yield* cli(["project", "secret", "rotate", "nope"]), `no project named "nope"`)
+        failsWith(
+          yield* cli(["project", "secret", "rotate", "signed", "--overlap-hours", "721"]),
+          `--overlap-hours must be a whole number from 0 to 720, got "721"`
+        )
+        failsWith(yield* cli(["project", "secret", "print", "signed"]), "project secret expects show <name> or rotate <name>")
+      }), SPAWNS_TIMEOUT)
   })
 
   describe("key", () => {
