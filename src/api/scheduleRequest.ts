@@ -24,6 +24,9 @@ const NOT_STORED = new Set([
 
 const NO_BODY_METHODS = new Set(["GET", "HEAD", "OPTIONS"])
 
+/** SPEC "/schedule" other request parts 1: for GET, HEAD and OPTIONS no body is read or stored. */
+export const storesBody = (method: string): boolean => !NO_BODY_METHODS.has(method)
+
 export const MAX_BODY_BYTES = 10 * 1024 * 1024
 
 /** The headers to store and forward: every header without the prefix, in wire order, repeats kept. */
@@ -48,12 +51,12 @@ const booleanHeader = (name: string, value: string | undefined): Checked<boolean
 }
 
 const readBody = (request: HttpServerRequest.HttpServerRequest) =>
-  NO_BODY_METHODS.has(request.method)
-    ? Effect.succeed(null)
-    : request.arrayBuffer.pipe(
+  storesBody(request.method)
+    ? request.arrayBuffer.pipe(
       Effect.map((buffer) => (buffer.byteLength === 0 ? null : new Uint8Array(buffer))),
       Effect.mapError(() => new BadRequest("Failed to read request body"))
     )
+    : Effect.succeed(null)
 
 /** The 400 message for the first header (name or value) holding a character PostgreSQL cannot store. */
 export const unstorableHeader = (rawHeaders: ReadonlyArray<string>): string | undefined => {

@@ -11,6 +11,7 @@ import { DocsRoutes } from "./docs.ts"
 import { HealthRoutes, healthPaths } from "./health.ts"
 import { LogRoutes } from "./logs.ts"
 import { logPaths } from "./logsOpenApi.ts"
+import { McpRoutes, mcpPaths } from "./mcpServer.ts"
 import { openApiDocument, OpenApiRoutes, openApiPaths } from "./openapi.ts"
 import { RetryPolicyRoutes, retryPolicyPaths } from "./retryPolicy.ts"
 import { ScheduleRoutes } from "./schedule.ts"
@@ -23,10 +24,10 @@ export const MAX_HEADER_BYTES = 16 * 1024
 /** Every route of the API, and the OpenAPI document describing them. */
 export const apiRoutes = (prefix: string) => {
   const document = openApiDocument([
-    schedulePaths(prefix), healthPaths(prefix), logPaths(prefix), retryPolicyPaths(prefix), tagPolicyPaths(prefix), openApiPaths()
+    schedulePaths(prefix), healthPaths(prefix), logPaths(prefix), retryPolicyPaths(prefix), tagPolicyPaths(prefix), mcpPaths(prefix), openApiPaths()
   ])
   return Layer.mergeAll(
-    ScheduleRoutes, HealthRoutes, LogRoutes, RetryPolicyRoutes, TagPolicyRoutes, OpenApiRoutes(document), DocsRoutes(document)
+    ScheduleRoutes, HealthRoutes, LogRoutes, RetryPolicyRoutes, TagPolicyRoutes, McpRoutes(prefix), OpenApiRoutes(document), DocsRoutes(document)
   )
 }
 

@@ -1,0 +1,127 @@
+// POST /mcp (SPEC "Other endpoints", DECISIONS "Other endpoints", issue 14): a Model Context Protocol
+// server over the streamable HTTP transport (protocol versions 2025-06-18 and 2025-03-26, effect/ai's
+// McpServer.layerHttp) whose tools (mcpTools.ts, mcpHandlers.ts) call the same commands as the HTTP
+// endpoints. Every request to /mcp is checked here first, in this order: the exact path (else the
+// router's empty 404), no `Origin` header (a browser's request: empty 403, the API is for servers
+// only), then the credentials — the key header, else `Authorization: Bearer <key>` (the key header
+// wins when both are sent; no dashboard session) — as every endpoint answers them: 401
+// `Unauthorized` without one, 401 `Invalid api key` for an unknown one, 503 while the database
+// cannot be reached. The key's project is then the McpCaller of that request's tool calls, so a
+// session started with one key never acts for another. Bodies over MAX_MCP_BODY_BYTES are refused.
+import * as ByteSize from "effect/ByteSize"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { McpProtocol, McpServer } from "effect/ai"
+import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { ApiKeyCache } from "../commands/apiKeyCache.ts"
+import { AppConfig } from "../config.ts"
+import { authenticateKeyOrBearer } from "./auth.ts"
+import { renderApiError } from "./errors.ts"
+import { mcpHandlers } from "./mcpHandlers.ts"
+import { McpCaller, mcpInstructions, mcpToolkit } from "./mcpTools.ts"
+import { emptyResponse, keyOrBearer, type Paths, unauthorized } from "./openapiParts.ts"
+
+export const MCP_PATH = "/mcp"
+
+/** The largest JSON-RPC message read (as /declare and /bulk bodies). */
+export const MAX_MCP_BODY_BYTES = 16 * 1024 * 1024
+
+/** Path, origin and credentials before the MCP transport sees the request; see the header comment. */
+const McpAuthentication = HttpRouter.middleware<{ provides: McpCaller }>()(Effect.gen(function*() {
+  const config = yield* AppConfig
+  const keys = yield* ApiKeyCache
+  return (httpEffect) =>
+    Effect.gen(function*() {
+      const request = yield* HttpServerRequest.HttpServerRequest
+      if (request.url.split("?", 1)[0] !== MCP_PATH) return HttpServerResponse.empty({ status: 404 })
+      if (request.headers["origin"] !== undefined) return HttpServerResponse.empty({ status: 403 })
+      const principal = yield* authenticateKeyOrBearer(request).pipe(
+        Effect.provideService(AppConfig, config),
+        Effect.provideService(ApiKeyCache, keys),
+        Effect.result
+      )
+      if (principal._tag === "Failure") return renderApiError(principal.failure)
+      return yield* httpEffect.pipe(
+        Effect.provideService(McpCaller, { projectId: principal.success.projectId }),
+        Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MAX_MCP_BODY_BYTES))
+      )
+    })
+}))
+
+/** The /mcp routes; needs the services of the commands, like the other route layers. */
+export const McpRoutes = (prefix: string) => {
+  const tools = mcpToolkit(prefix)
+  return McpServer.layerHttp({
+    name: "timewheel",
+    version: "0.1.0",
+    instructions: mcpInstructions(prefix),
+    path: MCP_PATH,
+    protocols: [McpProtocol.v2025_06_18, McpProtocol.v2025_03_26],
+    allowSessionTermination: true,
+    registrations: McpServer.toolkit(tools).pipe(Layer.provide(mcpHandlers(tools)))
+  }).pipe(Layer.provide(McpAuthentication.layer))
+}
+
+const jsonRpcMessage = {
+  type: "object",
+  description: "A JSON-RPC 2.0 request, notification or response of the Model Context Protocol (or a list of them)."
+}
+
+const mcpHeaders = [
+  {
+    name: "Mcp-Session-Id",
+    in: "header",
+    required: false,
+    description: "The session id the `initialize` answer gave; required on every later request of the session.",
+    schema: { type: "string" }
+  },
+  {
+    name: "MCP-Protocol-Version",
+    in: "header",
+    required: false,
+    description: "`2025-06-18` or `2025-03-26`, as negotiated by `initialize`.",
+    schema: { type: "string" }
+  }
+]
+
+export const mcpPaths = (prefix: string): Paths => ({
+  [MCP_PATH]: {
+    post: {
+      operationId: "mcp",
+      summary: "MCP tool server for AI assistants",
+      description:
+        "Model Context Protocol over the streamable HTTP transport (protocol versions 2025-06-18 and 2025-03-26). " +
+        "Point an MCP client at this URL with the API key in the key header or as a Bearer token; its tools " +
+        "(`tools/list`) schedule, cancel, declare and bulk-change triggers, read jobs and executions, replay, manage " +
+        "tag policies and the project retry policy, and preview cron values. `Accept` must list `application/json` " +
+        "and `text/event-stream`. Requests with an `Origin` header (browsers) are refused.",
+      parameters: [...keyOrBearer(prefix), ...mcpHeaders],
+      requestBody: { required: true, content: { "application/json": { schema: jsonRpcMessage } } },
+      responses: {
+        200: {
+          description: "The JSON-RPC answer: JSON, or a `text/event-stream` of messages ending with the answer. " +
+            "A failed tool call is a result with `isError: true` carrying `{\"_tag\",\"message\"}` as the HTTP endpoint would answer.",
+          content: { "application/json": { schema: jsonRpcMessage }, "text/event-stream": { schema: { type: "string" } } }
+        },
+        202: emptyResponse("A notification or response, accepted."),
+        400: emptyResponse("A JSON-RPC error: invalid message, unsupported protocol version or missing session id."),
+        401: unauthorized,
+        403: emptyResponse("The request has an `Origin` header: browsers are not allowed."),
+        404: emptyResponse("Unknown or ended `Mcp-Session-Id`: initialize again."),
+        406: emptyResponse("`Accept` does not list both `application/json` and `text/event-stream`."),
+        415: emptyResponse("A Content-Type other than application/json.")
+      }
+    },
+    delete: {
+      operationId: "mcpEndSession",
+      summary: "End an MCP session",
+      parameters: [...keyOrBearer(prefix), ...mcpHeaders],
+      responses: {
+        204: emptyResponse("The session (`Mcp-Session-Id`) is ended."),
+        401: unauthorized,
+        403: emptyResponse("The request has an `Origin` header: browsers are not allowed."),
+        404: emptyResponse("Unknown or ended session.")
+      }
+    }
+  }
+})
