@@ -1,0 +1,40 @@
+# timewheel's container image: compiled JavaScript (dist/) and the runtime packages only, on Node 24,
+# run as the unprivileged `node` user. Three stages: build (every package, tsc: src/ → dist/), runtime
+# packages (`npm ci --omit=dev` from the lockfile, as README "Production install"), and the image.
+# docker-compose.yml runs three of these on one PostgreSQL; without DATABASE_URL a container runs an
+# embedded PostgreSQL in its DATA_DIR volume instead.
+FROM node:24-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+# no install scripts: the build needs TypeScript, not the Node 24 binary or the PostgreSQL binaries
+RUN npm ci --ignore-scripts --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN node node_modules/typescript/bin/tsc -p tsconfig.build.json
+
+FROM node:24-bookworm-slim AS runtime-packages
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+
+FROM node:24-bookworm-slim
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=8443 \
+    DATA_DIR=/var/lib/timewheel
+WORKDIR /app
+# package.json says "type": "module", which makes dist/*.js ES modules
+COPY --from=runtime-packages /app/package.json ./
+COPY --from=runtime-packages /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+RUN mkdir -p /var/lib/timewheel && chown node:node /var/lib/timewheel
+USER node
+VOLUME /var/lib/timewheel
+EXPOSE 8443
+# started: the HTTPS listener answers the public OpenAPI document (it listens once migrations ran)
+HEALTHCHECK --interval=5s --timeout=3s --start-period=60s --retries=3 \
+  CMD ["node", "-e", "require('node:https').get({host:'127.0.0.1',port:process.env.PORT,path:'/openapi/json',rejectUnauthorized:false},(r)=>process.exit(r.statusCode===200?0:1)).on('error',()=>process.exit(1))"]
+# SIGTERM (docker stop) drains: give it DRAIN_TIMEOUT_SECONDS (30 s by default) plus a margin,
+# e.g. `docker stop -t 45` or compose's stop_grace_period
+STOPSIGNAL SIGTERM
+CMD ["node", "dist/main.js"]

@@ -1,0 +1,132 @@
+// docker-compose.yml and the Dockerfile agree with the service (no container runtime runs here, so
+// this reads them): every variable the compose file gives a node is a setting of src/config.ts with a
+// value loadConfig accepts, the nodes reach the compose file's PostgreSQL with its credentials, listen
+// where their ports and health checks point, get a stop grace period longer than their drain, and the
+// image is multi-stage, non-root and runs the compiled JavaScript only.
+import { describe, expect, it } from "vitest"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { parse } from "yaml"
+import { DEFAULTS, loadConfig } from "../../src/config.ts"
+
+const ROOT = path.resolve(import.meta.dirname, "../..")
+
+interface Service {
+  readonly build?: unknown
+  readonly image?: string
+  readonly environment?: Record<string, unknown> | ReadonlyArray<string>
+  readonly ports?: ReadonlyArray<string>
+  readonly healthcheck?: { readonly test: ReadonlyArray<string> | string }
+  readonly depends_on?: Record<string, { readonly condition: string }>
+  readonly stop_grace_period?: string
+}
+
+const compose = parse(fs.readFileSync(path.join(ROOT, "docker-compose.yml"), "utf8"), { merge: true }) as {
+  readonly services: Record<string, Service>
+}
+const nodes = Object.entries(compose.services).filter(([, service]) => service.build !== undefined)
+const postgres = compose.services.postgres!
+
+/** A service's environment as name → value, from either compose form (map or NAME=value list). */
+const environmentOf = (service: Service): Record<string, unknown> => {
+  const environment = service.environment ?? {}
+  if (!Array.isArray(environment)) return environment as Record<string, unknown>
+  return Object.fromEntries((environment as ReadonlyArray<string>).map((entry) => {
+    const at = entry.indexOf("=")
+    return at < 0 ? [entry, undefined] : [entry.slice(0, at), entry.slice(at + 1)]
+  }))
+}
+
+const seconds = (duration: string): number => {
+  const match = /^(\d+)(s|m)$/.exec(duration)
+  if (match === null) throw new Error(`unexpected duration ${duration}`)
+  return Number(match[1]) * (match[2] === "m" ? 60 : 1)
+}
+
+describe("docker-compose.yml", () => {
+  it("runs PostgreSQL and three timewheel nodes built from the Dockerfile, each with a health check", () => {
+    expect(nodes.map(([name]) => name)).toEqual(["node-1", "node-2", "node-3"])
+    expect(postgres.healthcheck).toBeDefined()
+    for (const [, node] of nodes) {
+      expect(node.build).toBe(".")
+      expect(node.healthcheck).toBeDefined()
+      expect(node.depends_on).toEqual({ postgres: { condition: "service_healthy" } })
+    }
+  })
+
+  it("gives the nodes only settings of src/config.ts, as strings loadConfig accepts", () => {
+    const settings = Object.keys(DEFAULTS)
+    for (const [name, node] of nodes) {
+      const environment = environmentOf(node)
+      expect(Object.keys(environment).filter((variable) => !settings.includes(variable)), name).toEqual([])
+      for (const [variable, value] of Object.entries(environment)) expect(typeof value, `${name} ${variable}`).toBe("string")
+      expect(() => loadConfig(environment as Record<string, string>), name).not.toThrow()
+    }
+  })
+
+  it("points every node at the compose file's PostgreSQL with its credentials", () => {
+    const database = environmentOf(postgres)
+    for (const [name, node] of nodes) {
+      const url = new URL(loadConfig(environmentOf(node) as Record<string, string>).databaseUrl!)
+      expect({ host: url.hostname, user: url.username, password: url.password, database: url.pathname.slice(1) }, name).toEqual({
+        host: "postgres",
+        user: database.POSTGRES_USER,
+        password: database.POSTGRES_PASSWORD,
+        database: database.POSTGRES_DB
+      })
+    }
+  })
+
+  it("publishes each node's listening port on its own host port, and checks its health there", () => {
+    const hostPorts = new Set<string>()
+    for (const [name, node] of nodes) {
+      const config = loadConfig(environmentOf(node) as Record<string, string>)
+      expect(config.host, name).toBe("0.0.0.0")
+      expect(node.ports, name).toHaveLength(1)
+      const [hostPort, containerPort] = node.ports![0]!.split(":")
+      expect(Number(containerPort), name).toBe(config.port)
+      hostPorts.add(hostPort!)
+      expect(JSON.stringify(node.healthcheck!.test), name).toContain(`port:${config.port}`)
+    }
+    expect(hostPorts.size).toBe(nodes.length)
+  })
+
+  it("lets a stopping node drain before it is killed (stop_grace_period > DRAIN_TIMEOUT_SECONDS)", () => {
+    for (const [name, node] of nodes) {
+      const config = loadConfig(environmentOf(node) as Record<string, string>)
+      expect(seconds(node.stop_grace_period ?? "10s"), name).toBeGreaterThan(config.drainTimeoutSeconds)
+    }
+  })
+})
+
+describe("Dockerfile", () => {
+  const dockerfile = fs.readFileSync(path.join(ROOT, "Dockerfile"), "utf8")
+  const instructions = dockerfile.replace(/\\\n/g, " ").split("\n").filter((line) => line.trim() !== "" && !line.startsWith("#"))
+  const stages = instructions.reduce<Array<Array<string>>>((all, line) => {
+    if (line.startsWith("FROM ")) all.push([])
+    all[all.length - 1]?.push(line)
+    return all
+  }, [])
+  const final = stages[stages.length - 1]!
+
+  it("is multi-stage, and its image runs node dist/main.js as a non-root user", () => {
+    expect(stages.length).toBeGreaterThanOrEqual(2)
+    expect(final[0]).toMatch(/^FROM node:(2[4-9]|[3-9]\d)\b/)
+    const user = final.find((line) => line.startsWith("USER "))
+    expect(user).toBeDefined()
+    expect(user).not.toMatch(/^USER (root|0)\b/)
+    expect(final[final.length - 1]).toBe(`CMD ["node", "dist/main.js"]`)
+  })
+
+  it("copies only the compiled JavaScript, the runtime packages and package.json into the image", () => {
+    const copied = final.filter((line) => line.startsWith("COPY ")).map((line) => line.split(/\s+/).slice(-2)[0])
+    expect(copied.sort()).toEqual(["/app/dist", "/app/node_modules", "/app/package.json"])
+    // the packages come from a production install (no TypeScript, vitest, benchmark peers)
+    expect(instructions.some((line) => /npm ci --omit=dev\b/.test(line))).toBe(true)
+  })
+
+  it("listens where the compose file publishes it", () => {
+    expect(final).toContain("EXPOSE 8443")
+    expect(final.some((line) => /ENV .*PORT=8443\b/.test(line))).toBe(true)
+  })
+})
