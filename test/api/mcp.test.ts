@@ -6,12 +6,14 @@
 // the same messages as the HTTP endpoints). Then the auth matrix of /mcp — key header, Bearer, both,
 // none, unknown key, a browser's Origin — and another project's ids never visible, not even through a
 // session another key started.
-import { assert, describe, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { assert, describe, it, layer } from "@effect/vitest"
+import { Cause, Effect, Exit } from "effect"
 import type * as Scope from "effect/Scope"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
 import { fetch as undiciFetch } from "undici"
+import { toolCall } from "../../src/api/mcpResults.ts"
+import { MalformedRequest, ServiceUnavailable } from "../../src/domain/errors.ts"
 import { insecureAgent, TestServer, testServerLayer, type TestResponse } from "../support/server.ts"
 import { headerValues, target } from "../support/target.ts"
 import { pollUntil } from "../support/wait.ts"
@@ -565,5 +567,18 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /mcp", (it) => {
       const paths = response.json().paths
       assert.strictEqual(paths["/mcp"].post.operationId, "mcp")
       assert.deepStrictEqual(Object.keys(paths["/mcp"].post.responses).sort(), ["200", "202", "400", "401", "403", "404", "406", "415", "503"])
+    }))
+})
+
+describe("tool errors", () => {
+  it.effect("a spec failure keeps its _tag and message, the empty 400 is a BadRequest, anything else a defect", () =>
+    Effect.gen(function*() {
+      assert.deepStrictEqual(
+        yield* Effect.flip(toolCall(Effect.fail(new ServiceUnavailable("Database unavailable")))),
+        { _tag: "ServiceUnavailable", message: "Database unavailable" }
+      )
+      assert.deepStrictEqual(yield* Effect.flip(toolCall(Effect.fail(new MalformedRequest()))), { _tag: "BadRequest", message: "Malformed arguments" })
+      const unexpected = yield* Effect.exit(toolCall(Effect.fail(new Error("boom"))))
+      assert.isTrue(Exit.isFailure(unexpected) && Cause.hasDies(unexpected.cause))
     }))
 })
