@@ -558,6 +558,11 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /mcp", (it) => {
           { jsonrpc: "2.0", id: 8, method: "tools/list" }
         )
         assert.strictEqual(unknownSession.response.status, 404, unknownSession.response.text)
+        // a session ends with DELETE (authenticated like every request), then its id is unknown
+        assert.strictEqual((yield* server.call("DELETE", "/mcp", { headers: session })).status, 401)
+        assert.strictEqual((yield* server.call("DELETE", "/mcp", { headers: { ...keyHeader(keyA), ...session } })).status, 204)
+        const ended = yield* rawMcp({ ...keyHeader(keyA), ...session }, { jsonrpc: "2.0", id: 9, method: "tools/list" })
+        assert.strictEqual(ended.response.status, 404)
       }).pipe(Effect.scoped))
   })
 
