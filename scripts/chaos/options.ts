@@ -1,0 +1,57 @@
+// `npm run chaos` options: which scenarios, how many triggers, how many nodes, which commit.
+import { SCENARIOS, type ScenarioName } from "./scenarios.ts"
+
+export const USAGE = `usage: npm run chaos -- [--only kill9,sigterm,sigterm-fast,pg-restart-fast,pg-restart-immediate]
+                        [--n 1500] [--nodes N] [--commit REV]
+  --only    scenarios to run, comma-separated (default: all, in this order)
+  --n       triggers per scenario (default 1500): kill9/sigterm a burst of n at one instant plus n/5 after it,
+            pg-restart-* n spread over 15 s (20 s)
+  --nodes   nodes per scenario (default 3 for kill9/sigterm, 2 for pg-restart-*)
+  --commit  build and run this commit (exported with git archive into a temporary directory)
+            instead of the working tree`
+
+export interface Options {
+  readonly scenarios: ReadonlyArray<ScenarioName>
+  readonly n: number
+  readonly nodes: number | undefined
+  readonly commit: string | undefined
+}
+
+const fail = (message: string): never => {
+  process.stderr.write(`${message}\n${USAGE}\n`)
+  process.exit(1)
+}
+
+const bounded = (raw: string, name: string, min: number, max: number): number =>
+  /^\d+$/.test(raw) && Number(raw) >= min && Number(raw) <= max ? Number(raw) : fail(`${name} must be an integer from ${min} to ${max}, got "${raw}"`)
+
+export const parseOptions = (args: ReadonlyArray<string>): Options => {
+  const values = new Map<string, string>()
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!
+    if (arg === "--help" || arg === "-h") {
+      process.stdout.write(`${USAGE}\n`)
+      process.exit(0)
+    }
+    if (!arg.startsWith("--")) fail(`unexpected argument "${arg}"`)
+    const eq = arg.indexOf("=")
+    const key = eq > 0 ? arg.slice(2, eq) : arg.slice(2)
+    if (!["only", "n", "nodes", "commit"].includes(key)) fail(`unknown option --${key}`)
+    values.set(key, eq > 0 ? arg.slice(eq + 1) : (args[++i] ?? fail(`--${key} needs a value`)))
+  }
+  let scenarios: ReadonlyArray<ScenarioName> = SCENARIOS
+  const only = values.get("only")
+  if (only !== undefined) {
+    const items = only.split(",").map((item) => item.trim()).filter((item) => item !== "")
+    for (const item of items) if (!SCENARIOS.includes(item as ScenarioName)) fail(`unknown scenario "${item}" (expected ${SCENARIOS.join(", ")})`)
+    if (items.length === 0) fail("--only needs at least one scenario")
+    scenarios = SCENARIOS.filter((name) => items.includes(name))
+  }
+  const nodes = values.get("nodes")
+  return {
+    scenarios,
+    n: bounded(values.get("n") ?? "1500", "--n", 10, 5_000),
+    nodes: nodes === undefined ? undefined : bounded(nodes, "--nodes", 2, 8),
+    commit: values.get("commit")
+  }
+}
