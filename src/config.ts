@@ -16,12 +16,16 @@ export const DEFAULTS = {
   DEFAULT_MONTHLY_QUOTA: 1_000_000,
   BLOCK_PRIVATE_TARGETS: false,
   LOG_LEVEL: "info",
+  LOG_FORMAT: "text",
   MAX_IN_FLIGHT: 256,
   DRAIN_TIMEOUT_SECONDS: 30
 } as const
 
 export const LOG_LEVELS = ["all", "trace", "debug", "info", "warn", "error", "fatal", "none"] as const
 export type LogLevelName = (typeof LOG_LEVELS)[number]
+
+export const LOG_FORMATS = ["text", "json"] as const
+export type LogFormatName = (typeof LOG_FORMATS)[number]
 
 export interface TlsFiles {
   readonly cert: string
@@ -40,6 +44,8 @@ export interface AppConfigShape {
   readonly defaultMonthlyQuota: number
   readonly blockPrivateTargets: boolean
   readonly logLevel: LogLevelName
+  /** `text`: one human-readable (logfmt) line per event; `json`: one JSON object per line, with the node id. */
+  readonly logFormat: LogFormatName
   readonly maxInFlight: number
   /** How long a stopping node may take to finish and record the deliveries it holds. */
   readonly drainTimeoutSeconds: number
@@ -124,6 +130,10 @@ export const loadConfig = (env: Env): AppConfigShape => {
   if (!(LOG_LEVELS as ReadonlyArray<string>).includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got "${logLevel}"`)
   }
+  const logFormat = (setting(env, "LOG_FORMAT") ?? DEFAULTS.LOG_FORMAT).toLowerCase()
+  if (!(LOG_FORMATS as ReadonlyArray<string>).includes(logFormat)) {
+    throw new ConfigError(`LOG_FORMAT must be "text" or "json", got "${logFormat}"`)
+  }
   return {
     databaseUrl: databaseUrl(env),
     dataDir: path.resolve(setting(env, "DATA_DIR") ?? DEFAULTS.DATA_DIR),
@@ -135,6 +145,7 @@ export const loadConfig = (env: Env): AppConfigShape => {
     defaultMonthlyQuota: integer(env, "DEFAULT_MONTHLY_QUOTA", DEFAULTS.DEFAULT_MONTHLY_QUOTA, 0, Number.MAX_SAFE_INTEGER),
     blockPrivateTargets: boolean(env, "BLOCK_PRIVATE_TARGETS", DEFAULTS.BLOCK_PRIVATE_TARGETS),
     logLevel: logLevel as LogLevelName,
+    logFormat: logFormat as LogFormatName,
     maxInFlight: integer(env, "MAX_IN_FLIGHT", DEFAULTS.MAX_IN_FLIGHT, 1, 100_000),
     drainTimeoutSeconds: integer(env, "DRAIN_TIMEOUT_SECONDS", DEFAULTS.DRAIN_TIMEOUT_SECONDS, 0, 3600)
   }

@@ -7,10 +7,11 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Runtime from "effect/Runtime"
+import * as crypto from "node:crypto"
 import { HttpServer } from "effect/http"
 import { loadTls } from "./api/tls.ts"
 import { ConfigError, loadConfig } from "./config.ts"
-import { ServiceLive } from "./service.ts"
+import { loggingLayer, ServiceLive } from "./service.ts"
 
 const fatal = (message: string): never => {
   process.stderr.write(`timewheel: ${message}\n`)
@@ -27,14 +28,33 @@ const config = (() => {
 
 const tls = await loadTls(config).catch((error: unknown) => fatal(`cannot prepare TLS in ${config.dataDir}/tls: ${String(error)}`))
 
+/** This node's id: every connection announces it (node presence), and every JSON log line carries it. */
+const node = crypto.randomUUID()
+
+/** The start line once the API listens; the stop begins when it is released (first, before the service). */
 const announce = Layer.effectDiscard(Effect.gen(function*() {
   const server = yield* HttpServer.HttpServer
   const port = "port" in server.address ? server.address.port : config.port
-  yield* Effect.log(`timewheel listening on https://${config.host}:${port}`)
+  yield* Effect.log(`timewheel listening on https://${config.host}:${port}`).pipe(
+    Effect.annotateLogs({ event: "start", host: config.host, port })
+  )
+  yield* Effect.addFinalizer(() =>
+    Effect.log("timewheel stopping: no new claims, shards handed over, deliveries in flight finished").pipe(
+      Effect.annotateLogs({ event: "stop" })
+    )
+  )
 }))
 
 /** A shutdown asked for by SIGTERM/SIGINT that completed cleanly is a success (exit 0). */
 const teardown: Runtime.Teardown = (exit, onExit) =>
   Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? onExit(0) : Runtime.defaultTeardown(exit, onExit)
 
-NodeRuntime.runMain(Layer.launch(announce.pipe(Layer.provideMerge(ServiceLive(config, tls)))), { teardown })
+const stopped = Effect.log("timewheel stopped").pipe(Effect.annotateLogs({ event: "stopped" }))
+
+NodeRuntime.runMain(
+  Layer.launch(announce.pipe(Layer.provideMerge(ServiceLive(config, tls, { nodeId: node })))).pipe(
+    Effect.ensuring(stopped),
+    Effect.provide(loggingLayer(config, node))
+  ),
+  { teardown }
+)

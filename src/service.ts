@@ -1,6 +1,7 @@
 // The whole service as one layer: configuration, database (migrated), heartbeats, the HTTPS API and
 // the background roles (shard manager with its actors, delivery). `npm start` launches it; the test
 // helpers build it in-process.
+import * as Formatter from "effect/Formatter"
 import * as Layer from "effect/Layer"
 import * as crypto from "node:crypto"
 import * as Logger from "effect/Logger"
@@ -29,12 +30,25 @@ const LOG_LEVEL: Record<LogLevelName, LogLevel> = {
 }
 
 /**
- * Logging at the configured level; tracing spans off: nothing exports them, and every HTTP request
- * and SQL statement would otherwise build one.
+ * LOG_FORMAT=json: one JSON object per line on stdout — `timestamp`, `level`, `node` (this node's
+ * id), `message`, then the line's annotations (`event` and its fields, e.g. `shards`), and `cause`
+ * when there is one (its text, newlines escaped).
  */
-export const loggingLayer = (config: AppConfigShape) =>
+const jsonLogger = (node: string) =>
+  Logger.withConsoleLog(Logger.map(Logger.formatStructured, (entry) => {
+    const line: Record<string, unknown> = { timestamp: entry.timestamp, level: entry.level, node, message: entry.message }
+    for (const [key, value] of Object.entries(entry.annotations)) if (!(key in line)) line[key] = value
+    if (entry.cause !== undefined) line.cause = entry.cause
+    return Formatter.formatJson(line)
+  }))
+
+/**
+ * Logging at the configured level and format (logfmt text, or JSON lines carrying `node`); tracing
+ * spans off: nothing exports them, and every HTTP request and SQL statement would otherwise build one.
+ */
+export const loggingLayer = (config: AppConfigShape, node: string) =>
   Layer.mergeAll(
-    Logger.layer([Logger.consoleLogFmt]),
+    Logger.layer([config.logFormat === "json" ? jsonLogger(node) : Logger.consoleLogFmt]),
     Layer.succeed(References.MinimumLogLevel)(LOG_LEVEL[config.logLevel]),
     Layer.succeed(References.TracerEnabled)(false)
   )
@@ -42,6 +56,8 @@ export const loggingLayer = (config: AppConfigShape) =>
 export interface ServiceOptions {
   /** Connect timeout of deliveries (SPEC: a fixed 10 s); tests may shorten it. */
   readonly connectTimeoutMs?: number
+  /** This node's id (else a random UUID): main.ts passes it to log its own lines with it. */
+  readonly nodeId?: string
 }
 
 export const ServiceLive = (
@@ -49,7 +65,7 @@ export const ServiceLive = (
   tls: { readonly cert: string; readonly key: string },
   options: ServiceOptions = {}
 ) => {
-  const node = crypto.randomUUID()
+  const node = options.nodeId ?? crypto.randomUUID()
   // every connection of the node announces it (store/nodePresence.ts)
   const database = DatabaseLive(config, { applicationName: nodeApplicationName(node), maxConnections: 20 }).pipe(
     Layer.provideMerge(Layer.succeed(AppConfig)(config))
@@ -72,5 +88,5 @@ export const ServiceLive = (
   ).pipe(Layer.provideMerge(notifications))
   const delivery = Layer.mergeAll(DispatcherLive, ClaimBatcher.layer).pipe(Layer.provideMerge(core))
   const scheduler = ShardManagerLive.pipe(Layer.provideMerge(delivery))
-  return HttpsServerLive(tls).pipe(Layer.provideMerge(scheduler), Layer.provide(loggingLayer(config)))
+  return HttpsServerLive(tls).pipe(Layer.provideMerge(scheduler), Layer.provide(loggingLayer(config, node)))
 }

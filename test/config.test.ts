@@ -43,6 +43,7 @@ describe("loadConfig", () => {
       defaultMonthlyQuota: 1_000_000,
       blockPrivateTargets: false,
       logLevel: "info",
+      logFormat: "text",
       maxInFlight: 256,
       drainTimeoutSeconds: 30
     }
@@ -68,6 +69,8 @@ describe("loadConfig", () => {
       ["BLOCK_PRIVATE_TARGETS=false", { BLOCK_PRIVATE_TARGETS: "false" }, { blockPrivateTargets: false }],
       ["LOG_LEVEL in any case", { LOG_LEVEL: "DEBUG" }, { logLevel: "debug" }],
       ["LOG_LEVEL=none", { LOG_LEVEL: "none" }, { logLevel: "none" }],
+      ["LOG_FORMAT=text", { LOG_FORMAT: "text" }, { logFormat: "text" }],
+      ["LOG_FORMAT in any case", { LOG_FORMAT: "JSON" }, { logFormat: "json" }],
       ["PREFIX of letters and digits", { PREFIX: "svc2" }, { prefix: "svc2" }],
       ["PREFIX of 16 characters", { PREFIX: "a".repeat(16) }, { prefix: "a".repeat(16) }],
       ["MAX_IN_FLIGHT", { MAX_IN_FLIGHT: "1000" }, { maxInFlight: 1000 }],
@@ -112,6 +115,7 @@ describe("loadConfig", () => {
         { LOG_LEVEL: "verbose" },
         `LOG_LEVEL must be one of all, trace, debug, info, warn, error, fatal, none, got "verbose"`
       ],
+      ["LOG_FORMAT unknown", { LOG_FORMAT: "logfmt" }, `LOG_FORMAT must be "text" or "json", got "logfmt"`],
       [
         "PREFIX in upper case",
         { PREFIX: "TTR" },

@@ -101,6 +101,20 @@ export const completionOf = (sent: Outgoing, outcome: DeliveryOutcome, random: n
   }
 }
 
+/** One line per dead letter, once recorded (with LOG_FORMAT=json: `event` `dead_letter` and the attempt's fields). */
+const logDeadLetter = (execution: ExecutionRecord) =>
+  Effect.logWarning(
+    `trigger ${execution.triggerId} dead-lettered after attempt ${execution.attempt}: ` +
+      (execution.errorKind === null ? `HTTP ${execution.httpStatus}` : `${execution.errorKind} (${execution.errorCode ?? "no code"})`)
+  ).pipe(Effect.annotateLogs({
+    event: "dead_letter",
+    triggerId: execution.triggerId,
+    projectId: execution.projectId,
+    attempt: execution.attempt,
+    httpStatus: execution.httpStatus,
+    errorKind: execution.errorKind
+  }))
+
 /** How often a draining dispatcher looks whether it is done. */
 const DRAIN_POLL_MS = 20
 /** How long a drain waits past its deadline for the interrupted attempts to be recorded. */
@@ -186,6 +200,7 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
       })
     )
     unrecorded -= batch.length
+    for (const { execution } of batch) if (execution.isDeadLetter) yield* logDeadLetter(execution)
     yield* wakeups.wake([
       ...batch.flatMap((c) => c.outcome.retryAtMs === null ? [] : [{ shard: c.row.shard, id: c.outcome.id, dueAtMs: c.outcome.retryAtMs }]),
       // a place came free in each gate of a gated trigger

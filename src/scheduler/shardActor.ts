@@ -173,7 +173,9 @@ export const runShardActor = (options: ShardActorOptions) =>
         nextRecoverAt = nowMs + timing.recoverEveryMs
         const { ids, gated } = yield* triggersRecover({ shard: options.shard, node: options.node, liveNodes: presence.nodes, nowMs })
         if (ids.length + gated.length > 0) {
-          yield* Effect.logInfo(`shard ${options.shard}: recovered ${ids.length + gated.length} triggers left by a stopped node`)
+          yield* Effect.logInfo(`shard ${options.shard}: recovered ${ids.length + gated.length} triggers left by a stopped node`).pipe(
+            Effect.annotateLogs({ event: "recovered", shard: options.shard, triggers: ids.length + gated.length })
+          )
           yield* dispatcher.submit(ids)
           yield* kickGates(gated)
           yield* report({ _tag: "Recovered", ids })

@@ -85,6 +85,10 @@ export const ShardManagerLive = Layer.effectDiscard(Effect.gen(function*() {
 
   const stopAllActors = Effect.suspend(() => Effect.forEach([...actors.keys()], stopActor, { discard: true }))
 
+  /** One log line per change of ownership (with LOG_FORMAT=json: `event`, `shards`, `owned`). */
+  const logShards = (event: string, message: string, moved: ReadonlyArray<number>) =>
+    Effect.log(message).pipe(Effect.annotateLogs({ event, shards: [...moved].sort((a, b) => a - b), owned: actors.size }))
+
   /** The session is gone, and the locks with it: this node owns nothing until it has a new one. */
   const loseSession = (lost: LockSession) =>
     Effect.gen(function*() {
@@ -98,21 +102,32 @@ export const ShardManagerLive = Layer.effectDiscard(Effect.gen(function*() {
     const checked = yield* Effect.exit(current.locks.check)
     if (Exit.isFailure(checked)) {
       yield* heartbeats.databaseReached(false)
+      const lost = [...actors.keys()]
       yield* loseSession(current)
-      yield* Effect.logWarning("the shard-lock session was lost; shards released, reconnecting", checked.cause)
+      yield* Effect.logWarning("the shard-lock session was lost; shards released, reconnecting", checked.cause).pipe(
+        Effect.annotateLogs({ event: "shards_lost", shards: lost.sort((a, b) => a - b), owned: 0 })
+      )
       return
     }
     const { nodes } = yield* presence
     const target = Math.ceil(shards / Math.max(1, nodes.length))
     const offset = Math.floor(Math.random() * shards)
+    const taken: Array<number> = []
     for (let i = 0; i < shards && actors.size < target; i++) {
       const shard = (offset + i) % shards
-      if (!actors.has(shard) && (yield* current.locks.tryLock(shard))) yield* startActor(shard)
+      if (!actors.has(shard) && (yield* current.locks.tryLock(shard))) {
+        yield* startActor(shard)
+        taken.push(shard)
+      }
     }
-    for (const shard of [...actors.keys()].slice(0, Math.max(0, actors.size - target))) {
+    const extras = [...actors.keys()].slice(0, Math.max(0, actors.size - target))
+    for (const shard of extras) {
       yield* stopActor(shard)
       yield* current.locks.unlock(shard)
     }
+    const present = `${nodes.length} ${nodes.length === 1 ? "node" : "nodes"} present`
+    if (taken.length > 0) yield* logShards("shards_taken", `took ${taken.length} shards (owns ${actors.size} of ${shards}, ${present})`, taken)
+    if (extras.length > 0) yield* logShards("shards_released", `released ${extras.length} shards to other nodes (owns ${actors.size} of ${shards}, ${present})`, extras)
     yield* heartbeats.beat("scheduler")
     yield* heartbeats.databaseReached(true)
   }).pipe(
@@ -141,8 +156,10 @@ export const ShardManagerLive = Layer.effectDiscard(Effect.gen(function*() {
 
   /** Graceful stop, in this order: stop claiming, hand the shards over, finish and record, leave. */
   const stop = Effect.gen(function*() {
+    const owned = [...actors.keys()]
     yield* stopAllActors
     if (session !== undefined) yield* Effect.ignore(session.locks.unlockAll)
+    if (owned.length > 0) yield* logShards("shards_released", `released all ${owned.length} shards: stopping`, owned)
     yield* FiberSet.awaitEmpty(handOvers)
     yield* dispatcher.drain(config.drainTimeoutSeconds * 1000)
     if (session !== undefined) yield* Scope.close(session.scope, Exit.void)
