@@ -7,6 +7,8 @@ import * as Layer from "effect/Layer"
 import { HttpRouter } from "effect/http"
 import * as https from "node:https"
 import { AppConfig } from "../config.ts"
+import { DeclareRoutes } from "./declare.ts"
+import { declarePaths } from "./declareOpenApi.ts"
 import { DocsRoutes } from "./docs.ts"
 import { HealthRoutes, healthPaths } from "./health.ts"
 import { LogRoutes } from "./logs.ts"
@@ -24,10 +26,12 @@ export const MAX_HEADER_BYTES = 16 * 1024
 /** Every route of the API, and the OpenAPI document describing them. */
 export const apiRoutes = (prefix: string) => {
   const document = openApiDocument([
-    schedulePaths(prefix), healthPaths(prefix), logPaths(prefix), retryPolicyPaths(prefix), tagPolicyPaths(prefix), mcpPaths(prefix), openApiPaths()
+    schedulePaths(prefix), declarePaths(prefix), healthPaths(prefix), logPaths(prefix), retryPolicyPaths(prefix), tagPolicyPaths(prefix), mcpPaths(prefix),
+    openApiPaths()
   ])
   return Layer.mergeAll(
-    ScheduleRoutes, HealthRoutes, LogRoutes, RetryPolicyRoutes, TagPolicyRoutes, McpRoutes(prefix), OpenApiRoutes(document), DocsRoutes(document)
+    ScheduleRoutes, DeclareRoutes, HealthRoutes, LogRoutes, RetryPolicyRoutes, TagPolicyRoutes, McpRoutes(prefix), OpenApiRoutes(document),
+    DocsRoutes(document)
   )
 }
 
