@@ -5,6 +5,7 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { HttpRouter } from "effect/http"
+import type { ServerResponse } from "node:http"
 import * as https from "node:https"
 import { AppConfig } from "../config.ts"
 import { DeclareRoutes } from "./declare.ts"
@@ -35,11 +36,28 @@ export const apiRoutes = (prefix: string) => {
   )
 }
 
+/**
+ * The HTTPS listener. When the service stops it first sends its keep-alive clients away: idle
+ * connections are closed at once and every response from then on carries `Connection: close`, so the
+ * server closes as soon as the requests in flight are answered, however busy its clients keep it.
+ */
 export const httpsListener = (options: { readonly host: string; readonly port: number; readonly cert: string; readonly key: string }) =>
-  NodeHttpServer.layer(
-    () => https.createServer({ cert: options.cert, key: options.key, maxHeaderSize: MAX_HEADER_BYTES, keepAliveTimeout: 65_000 }),
-    { host: options.host, port: options.port, gracefulShutdownTimeout: "10 seconds" }
-  )
+  Layer.unwrap(Effect.sync(() => {
+    let stopping = false
+    const server = https.createServer({ cert: options.cert, key: options.key, maxHeaderSize: MAX_HEADER_BYTES, keepAliveTimeout: 65_000 })
+    // registered before the router's own listener, so it runs first
+    server.on("request", (_request, response: ServerResponse) => {
+      if (stopping) response.setHeader("connection", "close")
+    })
+    const sendClientsAway = Layer.effectDiscard(Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        stopping = true
+        server.closeIdleConnections()
+      })))
+    return sendClientsAway.pipe(Layer.provideMerge(
+      NodeHttpServer.layer(() => server, { host: options.host, port: options.port, gracefulShutdownTimeout: "10 seconds" })
+    ))
+  }))
 
 /** Serves the API over HTTPS; needs the database, heartbeats and the other services of the routes. */
 export const HttpsServerLive = (tls: { readonly cert: string; readonly key: string }) =>

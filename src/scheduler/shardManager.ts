@@ -24,6 +24,7 @@ import { decodeWake, type ShardMessage, Wakeups } from "../cluster/wakeups.ts"
 import { AppConfig } from "../config.ts"
 import { Dispatcher } from "../delivery/dispatch.ts"
 import { forkLoop } from "../lib/backgroundLoop.ts"
+import { Metrics } from "../ops/metrics.ts"
 import { gateKicks } from "../gates/kicks.ts"
 import { type Database, ShardCount } from "../store/db.ts"
 import { gatesWaiting } from "../store/gates.ts"
@@ -52,8 +53,10 @@ export const ShardManagerLive = Layer.effectDiscard(Effect.gen(function*() {
   const services = yield* Effect.context<Database>()
   const presence = Effect.provideContext(presenceRead, services)
   const handOvers = yield* FiberSet.make<void, never>()
+  const metrics = yield* Metrics
 
   const actors = new Map<number, Fiber.Fiber<unknown, unknown>>()
+  metrics.watch("shardsOwned", () => actors.size)
   let session: LockSession | undefined
 
   const openSession = Effect.gen(function*() {
@@ -109,8 +112,8 @@ export const ShardManagerLive = Layer.effectDiscard(Effect.gen(function*() {
       )
       return
     }
-    const { nodes } = yield* presence
-    const target = Math.ceil(shards / Math.max(1, nodes.length))
+    const { nodes, draining } = yield* presence
+    const target = Math.ceil(shards / Math.max(1, nodes.length - draining.length))
     const offset = Math.floor(Math.random() * shards)
     const taken: Array<number> = []
     for (let i = 0; i < shards && actors.size < target; i++) {
@@ -158,7 +161,7 @@ export const ShardManagerLive = Layer.effectDiscard(Effect.gen(function*() {
   const stop = Effect.gen(function*() {
     const owned = [...actors.keys()]
     yield* stopAllActors
-    if (session !== undefined) yield* Effect.ignore(session.locks.unlockAll)
+    if (session !== undefined) yield* Effect.ignore(session.locks.releaseAllAndDrain)
     if (owned.length > 0) yield* logShards("shards_released", `released all ${owned.length} shards: stopping`, owned)
     yield* FiberSet.awaitEmpty(handOvers)
     yield* dispatcher.drain(config.drainTimeoutSeconds * 1000)

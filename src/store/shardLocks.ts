@@ -4,7 +4,7 @@
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import { SqlClient } from "effect/sql"
-import { nodeApplicationName } from "./nodePresence.ts"
+import { drainingApplicationName, nodeApplicationName } from "./nodePresence.ts"
 
 /** First key of the two-int advisory locks ("tw"). */
 const LOCK_NAMESPACE = 0x7477
@@ -13,8 +13,8 @@ export interface ShardLockSession {
   /** Takes the shard's lock if no other session holds it; whether this session holds it now. */
   readonly tryLock: (shard: number) => Effect.Effect<boolean, unknown>
   readonly unlock: (shard: number) => Effect.Effect<void, unknown>
-  /** Gives up every shard at once; the session (and the node's presence) stays. */
-  readonly unlockAll: Effect.Effect<void, unknown>
+  /** Gives up every shard at once, and says the node is stopping; the session (and the node's presence) stays. */
+  readonly releaseAllAndDrain: Effect.Effect<void, unknown>
   /** Fails when the session is gone (its locks with it). */
   readonly check: Effect.Effect<void, unknown>
 }
@@ -33,7 +33,10 @@ export const shardLocksOpen = (node: string): Effect.Effect<ShardLockSession, un
           (rows) => (rows as ReadonlyArray<{ ok: boolean }>)[0]?.ok === true
         ),
       unlock: (shard) => Effect.asVoid(session.execute("SELECT pg_advisory_unlock($1, $2)", [LOCK_NAMESPACE, shard], undefined)),
-      unlockAll: Effect.asVoid(session.execute("SELECT pg_advisory_unlock_all()", [], undefined)),
+      releaseAllAndDrain: Effect.andThen(
+        session.execute("SELECT pg_advisory_unlock_all()", [], undefined),
+        session.execute(`SET application_name = '${drainingApplicationName(node).replace(/'/g, "")}'`, [], undefined)
+      ),
       check: Effect.asVoid(session.execute("SELECT 1", [], undefined))
     } satisfies ShardLockSession
   })

@@ -71,7 +71,7 @@ const startActor = Effect.gen(function*() {
       node: "node-a",
       mailbox,
       // node-a alone is connected, to a database up for an hour (past the grace after a restart)
-      presence: Effect.succeed({ nodes: ["node-a"], serverUpMs: 3_600_000 }),
+      presence: Effect.succeed({ nodes: ["node-a"], draining: [], serverUpMs: 3_600_000 }),
       handOvers: yield* FiberSet.make<void, never>(),
       onEvent: (event) => Queue.offer(events, event).pipe(Effect.asVoid)
     }).pipe(
