@@ -18,7 +18,9 @@ export const DEFAULTS = {
   LOG_LEVEL: "info",
   LOG_FORMAT: "text",
   MAX_IN_FLIGHT: 256,
-  DRAIN_TIMEOUT_SECONDS: 30
+  DRAIN_TIMEOUT_SECONDS: 30,
+  OPS_HOST: "127.0.0.1",
+  OPS_PORT: 9464
 } as const
 
 export const LOG_LEVELS = ["all", "trace", "debug", "info", "warn", "error", "fatal", "none"] as const
@@ -49,6 +51,15 @@ export interface AppConfigShape {
   readonly maxInFlight: number
   /** How long a stopping node may take to finish and record the deliveries it holds. */
   readonly drainTimeoutSeconds: number
+  /** Address of the plain-HTTP ops listener (/metrics, /livez, /readyz). */
+  readonly opsHost: string
+  /** Its port (0: a free one); null when OPS_PORT is `off`. */
+  readonly opsPort: number | null
+  /**
+   * Whether OPS_PORT was set: then failing to listen stops the start, like PORT; the default port
+   * already taken (several nodes on one host) only leaves this node without an ops listener.
+   */
+  readonly opsPortRequired: boolean
 }
 
 export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("timewheel/AppConfig") {}
@@ -80,6 +91,16 @@ const boolean = (env: Env, name: string, fallback: boolean): boolean => {
   if (raw === "true") return true
   if (raw === "false") return false
   throw new ConfigError(`${name} must be "true" or "false", got "${raw}"`)
+}
+
+const opsPort = (env: Env): number | null => {
+  const raw = setting(env, "OPS_PORT")
+  if (raw === undefined) return DEFAULTS.OPS_PORT
+  if (raw === "off") return null
+  if (!/^\d+$/.test(raw) || Number(raw) > 65535) {
+    throw new ConfigError(`OPS_PORT must be an integer between 0 and 65535 or "off", got "${raw}"`)
+  }
+  return Number(raw)
 }
 
 const databaseUrl = (env: Env): string | undefined => {
@@ -147,7 +168,10 @@ export const loadConfig = (env: Env): AppConfigShape => {
     logLevel: logLevel as LogLevelName,
     logFormat: logFormat as LogFormatName,
     maxInFlight: integer(env, "MAX_IN_FLIGHT", DEFAULTS.MAX_IN_FLIGHT, 1, 100_000),
-    drainTimeoutSeconds: integer(env, "DRAIN_TIMEOUT_SECONDS", DEFAULTS.DRAIN_TIMEOUT_SECONDS, 0, 3600)
+    drainTimeoutSeconds: integer(env, "DRAIN_TIMEOUT_SECONDS", DEFAULTS.DRAIN_TIMEOUT_SECONDS, 0, 3600),
+    opsHost: setting(env, "OPS_HOST") ?? DEFAULTS.OPS_HOST,
+    opsPort: opsPort(env),
+    opsPortRequired: setting(env, "OPS_PORT") !== undefined
   }
 }
 

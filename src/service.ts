@@ -21,6 +21,8 @@ import { Heartbeats } from "./scheduler/heartbeats.ts"
 import { TagPolicyCache } from "./gates/tagPolicyCache.ts"
 import { ShardManagerLive } from "./scheduler/shardManager.ts"
 import { WakeRouterLive } from "./scheduler/wakeRouter.ts"
+import { Metrics, makeMetrics } from "./ops/metrics.ts"
+import { OpsServerLive } from "./ops/opsServer.ts"
 import { DatabaseLive, ShardCount } from "./store/db.ts"
 import { nodeApplicationName } from "./store/nodePresence.ts"
 import { Notifications } from "./store/notifications.ts"
@@ -53,6 +55,9 @@ export const loggingLayer = (config: AppConfigShape, node: string) =>
     Layer.succeed(References.TracerEnabled)(false)
   )
 
+/** Connections of a node's pool (its shard-lock session and LISTENs included). */
+const POOL_CONNECTIONS = 20
+
 export interface ServiceOptions {
   /** Connect timeout of deliveries (SPEC: a fixed 10 s); tests may shorten it. */
   readonly connectTimeoutMs?: number
@@ -67,7 +72,7 @@ export const ServiceLive = (
 ) => {
   const node = options.nodeId ?? crypto.randomUUID()
   // every connection of the node announces it (store/nodePresence.ts)
-  const database = DatabaseLive(config, { applicationName: nodeApplicationName(node), maxConnections: 20 }).pipe(
+  const database = DatabaseLive(config, { applicationName: nodeApplicationName(node), maxConnections: POOL_CONNECTIONS }).pipe(
     Layer.provideMerge(Layer.succeed(AppConfig)(config))
   )
   const notifications = Notifications.layer.pipe(Layer.provideMerge(database))
@@ -78,6 +83,7 @@ export const ServiceLive = (
     ApiKeyCache.layer,
     TagPolicyCache.layer,
     Layer.succeed(NodeIdentity)({ id: node }),
+    Layer.succeed(Metrics)(makeMetrics()),
     QuotaBatcher.layer,
     InsertBatcher.layer,
     WakeRouterLive,
@@ -88,5 +94,8 @@ export const ServiceLive = (
   ).pipe(Layer.provideMerge(notifications))
   const delivery = Layer.mergeAll(DispatcherLive, ClaimBatcher.layer).pipe(Layer.provideMerge(core))
   const scheduler = ShardManagerLive.pipe(Layer.provideMerge(delivery))
-  return HttpsServerLive(tls).pipe(Layer.provideMerge(scheduler), Layer.provide(loggingLayer(config, node)))
+  return Layer.mergeAll(HttpsServerLive(tls), OpsServerLive({ poolConnections: POOL_CONNECTIONS })).pipe(
+    Layer.provideMerge(scheduler),
+    Layer.provide(loggingLayer(config, node))
+  )
 }

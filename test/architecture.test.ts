@@ -59,7 +59,7 @@ describe("import rules between the layers", () => {
     expect(violations("api", (imported) => imported.layer !== "store")).toEqual([])
   })
 
-  for (const layer of ["commands", "scheduler", "delivery", "domain", "store", "cluster", "lib"]) {
+  for (const layer of ["commands", "scheduler", "delivery", "domain", "store", "cluster", "lib", "ops"]) {
     it(`${layer}/ imports nothing from api/`, () => {
       expect(violations(layer, (imported) => imported.layer !== "api")).toEqual([])
     })
@@ -75,6 +75,11 @@ describe("import rules between the layers", () => {
 
   it("delivery/ imports nothing from scheduler/ (the scheduler hands work to delivery, not the other way)", () => {
     expect(violations("delivery", (imported) => imported.layer !== "scheduler")).toEqual([])
+  })
+
+  it("ops/metrics.ts, which every layer records into, imports only domain/ and libraries", () => {
+    const metrics = sources.find((source) => source.file === path.join("ops", "metrics.ts"))!
+    expect(metrics.imports.filter((imported) => imported.layer !== undefined && imported.layer !== "domain").map((i) => i.spec)).toEqual([])
   })
 
   it("lib/ and cluster/ import only themselves and libraries", () => {

@@ -45,7 +45,10 @@ describe("loadConfig", () => {
       logLevel: "info",
       logFormat: "text",
       maxInFlight: 256,
-      drainTimeoutSeconds: 30
+      drainTimeoutSeconds: 30,
+      opsHost: "127.0.0.1",
+      opsPort: 9464,
+      opsPortRequired: false
     }
     assert.deepStrictEqual(config, expected)
     assert.strictEqual(DEFAULTS.DATA_DIR, "./data")
@@ -75,6 +78,10 @@ describe("loadConfig", () => {
       ["PREFIX of 16 characters", { PREFIX: "a".repeat(16) }, { prefix: "a".repeat(16) }],
       ["MAX_IN_FLIGHT", { MAX_IN_FLIGHT: "1000" }, { maxInFlight: 1000 }],
       ["DRAIN_TIMEOUT_SECONDS", { DRAIN_TIMEOUT_SECONDS: "5" }, { drainTimeoutSeconds: 5 }],
+      ["OPS_PORT set: required", { OPS_PORT: "9100" }, { opsPort: 9100, opsPortRequired: true }],
+      ["OPS_PORT=0 (any free port)", { OPS_PORT: "0" }, { opsPort: 0, opsPortRequired: true }],
+      ["OPS_PORT=off (no ops listener)", { OPS_PORT: "off" }, { opsPort: null }],
+      ["OPS_HOST", { OPS_HOST: "0.0.0.0" }, { opsHost: "0.0.0.0" }],
       ["postgres:// URL", { DATABASE_URL: "postgres://u:p@db.example:5433/tw" }, { databaseUrl: "postgres://u:p@db.example:5433/tw" }],
       ["postgresql:// URL", { DATABASE_URL: "postgresql://db.example/tw" }, { databaseUrl: "postgresql://db.example/tw" }],
       ["both TLS files: their PEM contents", { TLS_CERT_FILE: CERT, TLS_KEY_FILE: KEY }, { tls: { cert: pems.cert, key: pems.key } }]
@@ -138,6 +145,8 @@ describe("loadConfig", () => {
       ],
       ["MAX_IN_FLIGHT 0", { MAX_IN_FLIGHT: "0" }, `MAX_IN_FLIGHT must be an integer between 1 and 100000, got "0"`],
       ["DRAIN_TIMEOUT_SECONDS over an hour", { DRAIN_TIMEOUT_SECONDS: "3601" }, `DRAIN_TIMEOUT_SECONDS must be an integer between 0 and 3600, got "3601"`],
+      ["OPS_PORT above range", { OPS_PORT: "65536" }, `OPS_PORT must be an integer between 0 and 65535 or "off", got "65536"`],
+      ["OPS_PORT of words", { OPS_PORT: "none" }, `OPS_PORT must be an integer between 0 and 65535 or "off", got "none"`],
       ["TLS_CERT_FILE unreadable", { TLS_CERT_FILE: MISSING, TLS_KEY_FILE: KEY }, `TLS_CERT_FILE cannot be read: ${MISSING} (ENOENT)`],
       ["TLS_KEY_FILE unreadable", { TLS_CERT_FILE: CERT, TLS_KEY_FILE: MISSING }, `TLS_KEY_FILE cannot be read: ${MISSING} (ENOENT)`],
       ["TLS_CERT_FILE is a directory", { TLS_CERT_FILE: dir, TLS_KEY_FILE: KEY }, `TLS_CERT_FILE cannot be read: ${dir} (EISDIR)`],

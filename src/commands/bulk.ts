@@ -20,7 +20,8 @@ import { itemsReadForBulk } from "../store/itemReads.ts"
 import { isUniqueViolation } from "../store/projects.ts"
 import { withTransaction } from "../store/transaction.ts"
 import { orUnavailable } from "../store/unavailable.ts"
-import { applyItemWrites } from "./itemWrites.ts"
+import { Metrics } from "../ops/metrics.ts"
+import { applyItemWrites, countCreated } from "./itemWrites.ts"
 
 export interface BulkResult {
   readonly summary: Summary
@@ -55,6 +56,7 @@ const bulkOnce = (projectId: string, call: Valid, nowMs: number) =>
     const insertsOnly = plan.cancelIds.length === 0 && plan.itemWrites.every((write) => write._tag === "Insert")
     const applied = yield* (insertsOnly ? apply : withTransaction(apply))
     yield* (yield* Wakeups).wake(applied.wake)
+    countCreated(yield* Metrics, "bulk", plan.operations)
     return { summary: plan.summary, operations: plan.operations } satisfies BulkResult
   })
 

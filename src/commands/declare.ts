@@ -20,7 +20,8 @@ import { itemTriggersCancel } from "../store/itemWrites.ts"
 import { isUniqueViolation } from "../store/projects.ts"
 import { withTransaction } from "../store/transaction.ts"
 import { orUnavailable } from "../store/unavailable.ts"
-import { applyItemWrites, cancelRows, cancelWakeups } from "./itemWrites.ts"
+import { Metrics } from "../ops/metrics.ts"
+import { applyItemWrites, cancelRows, cancelWakeups, countCreated } from "./itemWrites.ts"
 
 export interface DeclareResult {
   readonly tag: string
@@ -73,6 +74,7 @@ const declareOnce = (projectId: string, call: Valid, nowMs: number) =>
     const operations = plan.operations.flatMap((entry) =>
       entry.operation === "cancelled" ? (missed.has(entry.id) ? [] : [entry]) : [changed.get(entry.id) ?? entry]
     )
+    countCreated(yield* Metrics, "declare", operations)
     return { tag: call.tag, summary: summarize(operations), operations } satisfies DeclareResult
   })
 

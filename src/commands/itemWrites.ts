@@ -4,12 +4,21 @@
 // items. Updates and cancels are compare-and-sets on the status the plan was made from; what they
 // missed (a claim or another request came first) is reported, and the caller decides: /bulk starts
 // over, /declare carries on with SPEC's reading of the new state (rule 8: a key whose trigger is no
-// longer pending gets a new trigger). Also the wake-ups a commit owes the shard actors.
+// longer pending gets a new trigger). Also the wake-ups a commit owes the shard actors, and the
+// count of the triggers a call created (metrics).
 import * as Effect from "effect/Effect"
 import type { WakeItem } from "../cluster/wakeups.ts"
 import type { ItemWrite, OperationEntry, PlannedTrigger, StoredTrigger } from "../domain/itemMatch.ts"
 import { shardOf } from "../domain/trigger.ts"
+import type { MetricsShape } from "../ops/metrics.ts"
 import { type ItemTriggerRow, itemTriggersCancel, itemTriggersInsert, itemTriggersUpdate } from "../store/itemWrites.ts"
+
+/** Counts the triggers a call created (entries `added`, or `skipped` for a new one in the past). */
+export const countCreated = (metrics: MetricsShape, source: "declare" | "bulk", operations: ReadonlyArray<OperationEntry>) => {
+  for (const entry of operations) {
+    if (entry.operation === "added" || entry.operation === "skipped") metrics.triggersCreated(source, entry.kind, 1)
+  }
+}
 
 export const rowOf = (trigger: PlannedTrigger, shards: number): ItemTriggerRow => ({
   id: trigger.id,

@@ -9,6 +9,7 @@ import { isUuid, uuidv7 } from "../domain/ids.ts"
 import type { ScheduleCommand, ScheduleValue } from "../domain/schedule.ts"
 import { isPast } from "../domain/scheduledAt.ts"
 import { shardOf } from "../domain/trigger.ts"
+import { Metrics } from "../ops/metrics.ts"
 import { ShardCount } from "../store/db.ts"
 import { isUniqueViolation } from "../store/projects.ts"
 import { withTransaction } from "../store/transaction.ts"
@@ -103,6 +104,8 @@ const insertPlain = (command: ScheduleCommand, value: OnceValue, nowMs: number) 
       id, projectId: command.projectId, shard, status, scheduledAtMs: fireAtMs, definition: command.definition, nowMs
     })
     if (quota._tag === "Exceeded") return yield* Effect.fail(quotaExceeded(quota.limit))
+    const metrics = yield* Metrics
+    metrics.triggersCreated("schedule", "job", 1)
     // a trigger due well beyond the shard actors' lookahead (by another lookahead, for nodes whose
     // clocks run ahead) is read by their loader in time: no wake-up
     if (status === "registered" && fireAtMs < nowMs + 2 * (yield* SchedulerTiming).lookaheadMs) {
@@ -132,6 +135,8 @@ export const scheduleTrigger = (command: ScheduleCommand, nowMs: number) =>
       Effect.catchIf((error) => isUniqueViolation(error), () => transaction)
     )
     if (upserted._tag === "Failed") return yield* Effect.fail(upserted.error)
+    const metrics = yield* Metrics
+    if (upserted.operation === "schedule") metrics.triggersCreated("schedule", value._tag === "Once" ? "job" : "generator", 1)
     yield* wakeups.wake(upserted.wake)
     return {
       triggerId: upserted.id,

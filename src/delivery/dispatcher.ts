@@ -16,8 +16,9 @@ import { uuidv7 } from "../domain/ids.ts"
 import { type AttemptResult, decideOutcome, effectivePolicy, projectPolicyFromStored, type RetryPolicy } from "../domain/retry.ts"
 import { requestTimeoutFor, type StoredTagPolicy, tagRetryPolicies } from "../domain/tagPolicy.ts"
 import { gateKicks } from "../gates/kicks.ts"
+import { Metrics } from "../ops/metrics.ts"
 import { TagPolicyCache } from "../gates/tagPolicyCache.ts"
-import type { DeliveryRow } from "../domain/trigger.ts"
+import type { ClaimedRow, DeliveryRow } from "../domain/trigger.ts"
 import { forkLoop, retryUntilDone } from "../lib/backgroundLoop.ts"
 import { type Database, ShardCount } from "../store/db.ts"
 import { type ExecutionRecord, executionsRecord, type TriggerOutcome } from "../store/executions.ts"
@@ -133,6 +134,7 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
   const completions = yield* Queue.unbounded<Completion>()
   const sentGated = yield* Queue.unbounded<{ readonly triggerId: string; readonly atMs: number }>()
   const clock = yield* Clock.Clock
+  const metrics = yield* Metrics
   /** Submitted ids not yet started, and outcomes not yet recorded: what a drain waits for. */
   let unstarted = 0
   let unrecorded = 0
@@ -142,6 +144,9 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
     send: ({ row, timeoutSeconds, countsStart }) => {
       const nowMs = clock.currentTimeMillisUnsafe()
       if (countsStart) Queue.offerUnsafe(sentGated, { triggerId: row.id, atMs: nowMs })
+      // lateness of a trigger handed over at its due time by its shard (not gated, replayed or recovered)
+      const dueAtMs = (row as Partial<ClaimedRow>).dueAtMs
+      if (dueAtMs !== undefined) metrics.observeLateness((nowMs - dueAtMs) / 1000)
       return executor.send({
         url: row.url, method: row.method, headers: row.headers, body: row.body, contentType: row.contentType, timeoutSeconds,
         // signed as it leaves (DECISIONS "What a target sees beyond the stored request")
@@ -152,11 +157,19 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
     },
     onOutcome: (row, outcome) => {
       unrecorded++
-      Queue.offerUnsafe(completions, completionOf(row, outcome, random.nextDoubleUnsafe(), uuidv7(outcome.finishedAtMs)))
+      const completion = completionOf(row, outcome, random.nextDoubleUnsafe(), uuidv7(outcome.finishedAtMs))
+      const execution = completion.execution
+      metrics.delivered(
+        execution.succeeded ? "succeeded" : execution.isDeadLetter ? "dead_letter" : "retrying", outcome.errorKind, outcome.httpStatus
+      )
+      metrics.observeDuration(outcome.durationMs / 1000)
+      Queue.offerUnsafe(completions, completion)
     },
     onCrash: (error) => Effect.runForkWith(services)(Effect.logError("delivery failed unexpectedly", error))
   })
   yield* Effect.addFinalizer(() => Effect.sync(senders.close))
+  metrics.watch("inFlight", senders.inFlight)
+  metrics.watch("waiting", () => senders.size() + unstarted)
 
   /** Hands rows to the senders with what their tags' policies say (a cache read per project, none untagged). */
   const deliver = (rows: ReadonlyArray<DeliveryRow>): Effect.Effect<void> =>

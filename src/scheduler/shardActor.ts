@@ -22,6 +22,7 @@ import { nextInstanceAfter } from "../domain/generator.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import type { ClaimedRow } from "../domain/trigger.ts"
 import { gateKicks } from "../gates/kicks.ts"
+import { Metrics } from "../ops/metrics.ts"
 import { ShardCount } from "../store/db.ts"
 import { generatorsWithoutUpcoming, instancesInsert } from "../store/generators.ts"
 import type { Presence } from "../store/nodePresence.ts"
@@ -87,6 +88,7 @@ export const runShardActor = (options: ShardActorOptions) =>
     const claims = yield* ClaimBatcher
     const heartbeats = yield* Heartbeats
     const timing = yield* SchedulerTiming
+    const metrics = yield* Metrics
     const report = options.onEvent ?? (() => Effect.void)
     const startMs = yield* Clock.currentTimeMillis
     const wheel = new TimerWheel({ nowMs: startMs })
@@ -133,6 +135,7 @@ export const runShardActor = (options: ShardActorOptions) =>
             return scheduledAtMs === null ? [] : [{ generatorId: generator.id, instanceId: uuidv7(nowMs), scheduledAtMs }]
           })
           const created = yield* instancesInsert({ instances, nowMs })
+          metrics.triggersCreated("materializer", "job", created.length)
           if (created.length > 0) yield* report({ _tag: "Materialized", ids: created.map((row) => row.id) })
           const times = new Map(instances.map((instance) => [instance.instanceId, instance.scheduledAtMs]))
           for (const row of created) {

@@ -12,7 +12,8 @@ export const REPO_ROOT = path.resolve(import.meta.dirname, "../..")
 /** Every operator setting: removed from the inherited environment so a child sees only what a test sets. */
 const SETTINGS = [
   "DATABASE_URL", "DATA_DIR", "HOST", "PORT", "TLS_CERT_FILE", "TLS_KEY_FILE", "PREFIX", "SHARDS",
-  "DEFAULT_MONTHLY_QUOTA", "BLOCK_PRIVATE_TARGETS", "LOG_LEVEL", "LOG_FORMAT", "MAX_IN_FLIGHT", "DRAIN_TIMEOUT_SECONDS"
+  "DEFAULT_MONTHLY_QUOTA", "BLOCK_PRIVATE_TARGETS", "LOG_LEVEL", "LOG_FORMAT", "MAX_IN_FLIGHT", "DRAIN_TIMEOUT_SECONDS",
+  "OPS_HOST", "OPS_PORT", "RETENTION_DAYS"
 ]
 
 export type ChildEnv = Readonly<Record<string, string | undefined>>

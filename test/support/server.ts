@@ -64,6 +64,7 @@ export const testServerLayer = (env: Record<string, string> = {}) =>
       HOST: "127.0.0.1",
       SHARDS: String(SHARDS_IN_TESTS),
       LOG_LEVEL: "error",
+      OPS_PORT: "0",
       ...env,
       DATABASE_URL: databaseUrl,
       DATA_DIR: dataDir
