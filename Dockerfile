@@ -21,6 +21,7 @@ FROM node:24-bookworm-slim
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=8443 \
+    OPS_PORT=9464 \
     DATA_DIR=/var/lib/timewheel
 WORKDIR /app
 # package.json says "type": "module", which makes dist/*.js ES modules
@@ -30,10 +31,12 @@ COPY --from=build /app/dist ./dist
 RUN mkdir -p /var/lib/timewheel && chown node:node /var/lib/timewheel
 USER node
 VOLUME /var/lib/timewheel
-EXPOSE 8443
-# started: the HTTPS listener answers the public OpenAPI document (it listens once migrations ran)
+# 8443: the HTTPS API; 9464: the operators' plain-HTTP listener (bound to the container's loopback
+# unless OPS_HOST=0.0.0.0), whose GET /readyz is the health check (with OPS_PORT=off there is no
+# such listener: replace the HEALTHCHECK)
+EXPOSE 8443 9464
 HEALTHCHECK --interval=5s --timeout=3s --start-period=60s --retries=3 \
-  CMD ["node", "-e", "require('node:https').get({host:'127.0.0.1',port:process.env.PORT,path:'/openapi/json',rejectUnauthorized:false},(r)=>process.exit(r.statusCode===200?0:1)).on('error',()=>process.exit(1))"]
+  CMD ["node", "-e", "require('node:http').get({host:'127.0.0.1',port:process.env.OPS_PORT,path:'/readyz'},(r)=>process.exit(r.statusCode===200?0:1)).on('error',()=>process.exit(1))"]
 # SIGTERM (docker stop) drains: give it DRAIN_TIMEOUT_SECONDS (30 s by default) plus a margin,
 # e.g. `docker stop -t 45` or compose's stop_grace_period
 STOPSIGNAL SIGTERM

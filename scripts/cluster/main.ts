@@ -2,8 +2,9 @@
 // docker-compose.yml as local processes: one PostgreSQL and N timewheel nodes (`node dist/main.js`,
 // built first like `npm start`) sharing it. The database is DATABASE_URL when set, else a private
 // embedded PostgreSQL in <data dir>/pg held by a detached helper (database.ts). Node i listens on
-// --port + i - 1 (0: free ports), with its own DATA_DIR <data dir>/node-i for its certificate; every
-// other setting comes from the environment. Prints each node's output prefixed with its name, then
+// --port + i - 1 (0: free ports) and its ops listener on OPS_PORT + i - 1 (default 9464; 0 and off
+// as given), with its own DATA_DIR <data dir>/node-i for its certificate; every other setting comes
+// from the environment. Prints each node's output prefixed with its name, then
 // each node's URL once all listen. Ctrl-C (SIGINT) or SIGTERM stops every node (each drains, at most
 // DRAIN_TIMEOUT_SECONDS), then the database; a second one kills them at once.
 import { type ChildProcess, spawn } from "node:child_process"
@@ -59,6 +60,15 @@ const settings = (() => {
   }
 })()
 const host = settings.host === "0.0.0.0" && process.env.HOST === undefined ? "127.0.0.1" : settings.host
+if (settings.opsPort !== null && settings.opsPort !== 0 && settings.opsPort + options.nodes - 1 > 65535) {
+  fail(`OPS_PORT ${settings.opsPort} leaves no room for ${options.nodes} nodes`)
+}
+
+/** Node i's OPS_PORT: one port each from OPS_PORT (free ports with --port 0 or OPS_PORT=0), or off. */
+const opsPortOf = (index: number): string =>
+  settings.opsPort === null ? "off"
+  : options.port === 0 || settings.opsPort === 0 ? "0"
+  : String(settings.opsPort + index - 1)
 
 /** Copies a child's output line by line, each prefixed with the child's name. */
 const relay = (name: string, child: ChildProcess, onLine: (line: string) => void = () => {}) => {
@@ -74,6 +84,8 @@ const relay = (name: string, child: ChildProcess, onLine: (line: string) => void
 interface Node {
   readonly name: string
   readonly child: ChildProcess
+  /** Its ops listener's URL, once it logged it (none with OPS_PORT=off). */
+  readonly ops: () => string | undefined
   readonly listening: Promise<string>
   readonly exited: Promise<number | null>
 }
@@ -151,6 +163,7 @@ const displayPath = (dir: string) => {
 }
 
 const LISTENING = /timewheel listening on https:\/\/([^\s:]+):(\d+)/
+const OPS_LISTENING = /timewheel ops listening on (http:\/\/[^\s"]+)/
 
 const startNode = (index: number, url: string): Node => {
   const name = `node-${index}`
@@ -161,21 +174,24 @@ const startNode = (index: number, url: string): Node => {
       DATABASE_URL: url,
       DATA_DIR: path.join(options.dataDir, name),
       HOST: host,
-      PORT: String(options.port === 0 ? 0 : options.port + index - 1)
+      PORT: String(options.port === 0 ? 0 : options.port + index - 1),
+      OPS_PORT: opsPortOf(index)
     },
     stdio: ["ignore", "pipe", "pipe"]
   })
   let resolveListening: (origin: string) => void = () => {}
   const listening = new Promise<string>((resolve) => (resolveListening = resolve))
+  let ops: string | undefined
   relay(name, child, (line) => {
     const match = LISTENING.exec(line)
     if (match !== null) resolveListening(`https://${host === "0.0.0.0" ? "127.0.0.1" : host}:${match[2]}`)
+    ops ??= OPS_LISTENING.exec(line)?.[1]
   })
   const exited = exitOf(child)
   void exited.then((code) => {
     if (!stopping) say(`cluster: ${name} exited with code ${code}; the other nodes take its shards over`)
   })
-  return { name, child, listening, exited }
+  return { name, child, ops: () => ops, listening, exited }
 }
 
 const databaseLabel = settings.databaseUrl === undefined
@@ -199,7 +215,10 @@ const origins = await Promise.all(nodes.map((node) =>
 
 if (!stopping) {
   say(`cluster: ${nodes.length} timewheel nodes on one database (${databaseLabel}):`)
-  nodes.forEach((node, i) => say(`cluster:   ${node.name}  ${origins[i]}`))
+  nodes.forEach((node, i) => {
+    const ops = node.ops()
+    say(`cluster:   ${node.name}  ${origins[i]}${ops === undefined ? "" : `  (ops ${ops})`}`)
+  })
   say(settings.databaseUrl === undefined
     ? `cluster: the CLI reaches it with DATA_DIR=${displayPath(options.dataDir)} npm run --silent cli -- <command>`
     : "cluster: the CLI reaches it with the same DATABASE_URL")

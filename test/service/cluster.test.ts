@@ -1,7 +1,7 @@
 // `npm run cluster` as an operator runs it (a child process group, bounded times): three nodes on one
 // database (the cluster's own embedded PostgreSQL, or a fresh database on DATABASE_URL's server), a
-// project and key made with the CLI, one trigger scheduled through each node and delivered, then a
-// terminal's Ctrl-C (SIGINT to the whole process group): every node drains and exits, then the
+// project and key made with the CLI, each node taking shards and ready on its own ops listener, one
+// trigger scheduled through each node and delivered, then a terminal's Ctrl-C (SIGINT to the whole process group): every node drains and exits, then the
 // database, and npm exits with code 0.
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Scope } from "effect"
@@ -14,7 +14,7 @@ import { insecureAgent } from "../support/server.ts"
 import { target } from "../support/target.ts"
 
 const NODES = 3
-const NODE_LINE = /^cluster: {3}(node-\d+) {2}(https:\/\/\S+)$/gm
+const NODE_LINE = /^cluster: {3}(node-\d+) {2}(https:\/\/\S+) {2}\(ops (http:\/\/\S+)\)$/gm
 
 describe("npm run cluster", () => {
   it("starts three nodes on one database, delivers what each one schedules, and stops them all on Ctrl-C", { timeout: 240_000 }, async () => {
@@ -40,9 +40,22 @@ describe("npm run cluster", () => {
       child.on("exit", (code) => (exitCode = code))
 
       await waitUntil(() => output.includes("cluster: Ctrl-C stops every node") || exitCode !== undefined, 180_000, `the cluster to start\n${output}`)
-      const nodes = [...output.matchAll(NODE_LINE)].map((match) => ({ name: match[1]!, origin: match[2]! }))
+      const nodes = [...output.matchAll(NODE_LINE)].map((match) => ({ name: match[1]!, origin: match[2]!, ops: match[3]! }))
       assert.deepStrictEqual(nodes.map((node) => node.name), ["node-1", "node-2", "node-3"], output)
       assert.strictEqual(new Set(nodes.map((node) => node.origin)).size, NODES)
+      assert.strictEqual(new Set(nodes.map((node) => node.ops)).size, NODES)
+
+      // the shards spread over the nodes (each logs the shards it takes), and each node gets ready
+      await waitUntil(
+        () => nodes.every((node) => output.split("\n").some((line) => line.startsWith(`${node.name} `) && line.includes("event=shards_taken"))),
+        30_000,
+        `every node to take shards\n${output}`
+      )
+      for (const node of nodes) {
+        const ready = await request(`${node.ops}/readyz`)
+        assert.strictEqual(ready.statusCode, 200, `${node.name}: ${await ready.body.text()}`)
+        await ready.body.dump()
+      }
 
       // the CLI on the same database: the cluster's data directory (embedded), or DATABASE_URL
       const cli: ChildEnv = database.DATABASE_URL === undefined ? { DATA_DIR: dataDir } : database

@@ -77,7 +77,7 @@ describe("docker-compose.yml", () => {
     }
   })
 
-  it("publishes each node's listening port on its own host port, and checks its health there", () => {
+  it("publishes each node's API port on its own host port, and checks readiness on its ops listener", () => {
     const hostPorts = new Set<string>()
     for (const [name, node] of nodes) {
       const config = loadConfig(environmentOf(node) as Record<string, string>)
@@ -86,7 +86,9 @@ describe("docker-compose.yml", () => {
       const [hostPort, containerPort] = node.ports![0]!.split(":")
       expect(Number(containerPort), name).toBe(config.port)
       hostPorts.add(hostPort!)
-      expect(JSON.stringify(node.healthcheck!.test), name).toContain(`port:${config.port}`)
+      const check = JSON.stringify(node.healthcheck!.test)
+      expect(check, name).toContain(`port:${config.opsPort}`)
+      expect(check, name).toContain("path:'/readyz'")
     }
     expect(hostPorts.size).toBe(nodes.length)
   })
@@ -125,8 +127,12 @@ describe("Dockerfile", () => {
     expect(instructions.some((line) => /npm ci --omit=dev\b/.test(line))).toBe(true)
   })
 
-  it("listens where the compose file publishes it", () => {
-    expect(final).toContain("EXPOSE 8443")
-    expect(final.some((line) => /ENV .*PORT=8443\b/.test(line))).toBe(true)
+  it("exposes the API port and the ops port its health check reads /readyz on", () => {
+    expect(final).toContain("EXPOSE 8443 9464")
+    const env = final.find((line) => line.startsWith("ENV "))!
+    const config = loadConfig(Object.fromEntries([...env.matchAll(/(\w+)=(\S+)/g)].map((match) => [match[1]!, match[2]!])))
+    expect([config.port, config.opsPort]).toEqual([8443, 9464])
+    const healthcheck = final.find((line) => line.startsWith("HEALTHCHECK "))!
+    expect(healthcheck).toContain("port:process.env.OPS_PORT,path:'/readyz'")
   })
 })
