@@ -1,0 +1,73 @@
+// The documentation a clone holds stands on its own: every relative link of README.md, BENCHMARKS.md
+// and docs/*.md leads to a file of the repository (never to ../shared, which a clone lacks) and,
+// with an anchor, to a heading of that file (GitHub's anchors); every page of docs/ is listed in
+// docs/README.md and starts with its header comment.
+import { describe, expect, it } from "vitest"
+import * as fs from "node:fs"
+import * as path from "node:path"
+
+const ROOT = path.resolve(import.meta.dirname, "..")
+const DOCS = path.join(ROOT, "docs")
+const pages = [
+  "README.md",
+  "BENCHMARKS.md",
+  ...fs.readdirSync(DOCS).filter((name) => name.endsWith(".md")).map((name) => path.join("docs", name))
+]
+
+/** GitHub's anchor of a heading: lowercase, punctuation dropped (hyphens and underscores kept), spaces as hyphens. */
+const slug = (heading: string) =>
+  heading.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, "").replace(/\s/g, "-")
+
+/** The anchors of a Markdown file's headings, repeats numbered as GitHub does (`x`, `x-1`, …). */
+const anchorsOf = (file: string): Set<string> => {
+  const text = fs.readFileSync(file, "utf8").replace(/^```[\s\S]*?^```/gm, "")
+  const seen = new Map<string, number>()
+  const anchors = new Set<string>()
+  for (const match of text.matchAll(/^#{1,6}\s+(.+)$/gm)) {
+    const base = slug(match[1]!)
+    const count = seen.get(base) ?? 0
+    seen.set(base, count + 1)
+    anchors.add(count === 0 ? base : `${base}-${count}`)
+  }
+  return anchors
+}
+
+/** Every inline link target of a Markdown file outside code blocks. */
+const linksOf = (file: string): Array<string> => {
+  const text = fs.readFileSync(file, "utf8").replace(/^```[\s\S]*?^```/gm, "").replace(/`[^`\n]*`/g, "")
+  return [...text.matchAll(/\]\(([^)\s]+)\)/g)].map((match) => match[1]!)
+}
+
+describe("documentation links", () => {
+  for (const page of pages) {
+    it(`${page}: relative links lead to files and headings of the repository`, () => {
+      const file = path.join(ROOT, page)
+      const broken: Array<string> = []
+      for (const link of linksOf(file)) {
+        if (/^[a-z]+:/i.test(link)) continue // https:, mailto:
+        const [target, anchor] = link.split("#") as [string, string | undefined]
+        const resolved = target === "" ? file : path.resolve(path.dirname(file), target)
+        if (!resolved.startsWith(ROOT + path.sep) && resolved !== ROOT) {
+          broken.push(`${link} (outside the repository)`)
+          continue
+        }
+        if (!fs.existsSync(resolved)) {
+          broken.push(`${link} (no such file)`)
+          continue
+        }
+        if (anchor !== undefined && resolved.endsWith(".md") && !anchorsOf(resolved).has(anchor)) {
+          broken.push(`${link} (no such heading)`)
+        }
+      }
+      expect(broken).toEqual([])
+    })
+  }
+
+  it("docs/README.md lists every page of docs/, and each page starts with its header comment", () => {
+    const index = fs.readFileSync(path.join(DOCS, "README.md"), "utf8")
+    for (const name of fs.readdirSync(DOCS).filter((entry) => entry.endsWith(".md"))) {
+      if (name !== "README.md") expect(index, name).toContain(`](${name})`)
+      expect(fs.readFileSync(path.join(DOCS, name), "utf8"), name).toMatch(new RegExp(`^<!-- docs/${name.replace(".", "\\.")}: `))
+    }
+  })
+})
