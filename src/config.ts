@@ -20,7 +20,11 @@ export const DEFAULTS = {
   MAX_IN_FLIGHT: 256,
   DRAIN_TIMEOUT_SECONDS: 30,
   OPS_HOST: "127.0.0.1",
-  OPS_PORT: 9464
+  OPS_PORT: 9464,
+  SESSION_IDLE_MINUTES: 30,
+  SESSION_MAX_HOURS: 12,
+  SMTP_URL: undefined,
+  SMTP_FROM: "timewheel <timewheel@localhost>"
 } as const
 
 export const LOG_LEVELS = ["all", "trace", "debug", "info", "warn", "error", "fatal", "none"] as const
@@ -60,6 +64,14 @@ export interface AppConfigShape {
    * already taken (several nodes on one host) only leaves this node without an ops listener.
    */
   readonly opsPortRequired: boolean
+  /** A dashboard session unused this long ends. */
+  readonly sessionIdleMinutes: number
+  /** A dashboard session ends this long after sign-in, used or not. */
+  readonly sessionMaxHours: number
+  /** smtp:// or smtps:// URL of the server sending alert e-mails; undefined: no e-mail alerts. */
+  readonly smtpUrl: string | undefined
+  /** The From of alert e-mails. */
+  readonly smtpFrom: string
 }
 
 export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("timewheel/AppConfig") {}
@@ -119,6 +131,30 @@ const databaseUrl = (env: Env): string | undefined => {
   return raw
 }
 
+const smtpUrl = (env: Env): string | undefined => {
+  const raw = setting(env, "SMTP_URL")
+  if (raw === undefined) return undefined
+  let url: URL
+  try {
+    url = new URL(raw)
+  } catch {
+    throw new ConfigError(`SMTP_URL is not a valid URL (expected smtp://user:password@host:port or smtps://…)`)
+  }
+  if (url.protocol !== "smtp:" && url.protocol !== "smtps:") {
+    throw new ConfigError(`SMTP_URL must start with smtp:// or smtps://, got "${raw}"`)
+  }
+  if (url.hostname === "") throw new ConfigError(`SMTP_URL has no host`)
+  return raw
+}
+
+const smtpFrom = (env: Env): string => {
+  const raw = setting(env, "SMTP_FROM") ?? DEFAULTS.SMTP_FROM
+  if (!/^[^\s@<>]+@[^\s@<>]+$|^[^<>]*<[^\s@<>]+@[^\s@<>]+>$/.test(raw)) {
+    throw new ConfigError(`SMTP_FROM must be an e-mail address or "Name <address>", got "${raw}"`)
+  }
+  return raw
+}
+
 const readPem = (name: string, file: string): string => {
   try {
     return fs.readFileSync(file, "utf8")
@@ -171,7 +207,11 @@ export const loadConfig = (env: Env): AppConfigShape => {
     drainTimeoutSeconds: integer(env, "DRAIN_TIMEOUT_SECONDS", DEFAULTS.DRAIN_TIMEOUT_SECONDS, 0, 3600),
     opsHost: setting(env, "OPS_HOST") ?? DEFAULTS.OPS_HOST,
     opsPort: opsPort(env),
-    opsPortRequired: setting(env, "OPS_PORT") !== undefined
+    opsPortRequired: setting(env, "OPS_PORT") !== undefined,
+    sessionIdleMinutes: integer(env, "SESSION_IDLE_MINUTES", DEFAULTS.SESSION_IDLE_MINUTES, 1, 10_080),
+    sessionMaxHours: integer(env, "SESSION_MAX_HOURS", DEFAULTS.SESSION_MAX_HOURS, 1, 8_760),
+    smtpUrl: smtpUrl(env),
+    smtpFrom: smtpFrom(env)
   }
 }
 

@@ -7,7 +7,7 @@ import * as crypto from "node:crypto"
 import * as Logger from "effect/Logger"
 import * as References from "effect/References"
 import type { LogLevel } from "effect/LogLevel"
-import { DashboardSessions } from "./api/auth.ts"
+import { DashboardSessionsLive } from "./api/dashboardSessions.ts"
 import { HttpsServerLive } from "./api/server.ts"
 import { NodeIdentity } from "./cluster/node.ts"
 import { ApiKeyCache } from "./commands/apiKeyCache.ts"
@@ -16,6 +16,7 @@ import { QuotaBatcher } from "./commands/quotaBatcher.ts"
 import { AppConfig, type AppConfigShape, type LogLevelName } from "./config.ts"
 import { DispatcherLive } from "./delivery/dispatcher.ts"
 import { Executor } from "./delivery/executor.ts"
+import { DashboardJobs } from "./dashboard/jobs.ts"
 import { ClaimBatcher } from "./scheduler/claimBatcher.ts"
 import { Heartbeats } from "./scheduler/heartbeats.ts"
 import { TagPolicyCache } from "./gates/tagPolicyCache.ts"
@@ -79,7 +80,8 @@ export const ServiceLive = (
   const core = Layer.mergeAll(
     ShardCount.layer,
     Heartbeats.layer,
-    DashboardSessions.none,
+    DashboardSessionsLive,
+    DashboardJobs.layer,
     ApiKeyCache.layer,
     TagPolicyCache.layer,
     Layer.succeed(NodeIdentity)({ id: node }),

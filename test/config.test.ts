@@ -48,7 +48,11 @@ describe("loadConfig", () => {
       drainTimeoutSeconds: 30,
       opsHost: "127.0.0.1",
       opsPort: 9464,
-      opsPortRequired: false
+      opsPortRequired: false,
+      sessionIdleMinutes: 30,
+      sessionMaxHours: 12,
+      smtpUrl: undefined,
+      smtpFrom: "timewheel <timewheel@localhost>"
     }
     assert.deepStrictEqual(config, expected)
     assert.strictEqual(DEFAULTS.DATA_DIR, "./data")
@@ -82,6 +86,12 @@ describe("loadConfig", () => {
       ["OPS_PORT=0 (any free port)", { OPS_PORT: "0" }, { opsPort: 0, opsPortRequired: true }],
       ["OPS_PORT=off (no ops listener)", { OPS_PORT: "off" }, { opsPort: null }],
       ["OPS_HOST", { OPS_HOST: "0.0.0.0" }, { opsHost: "0.0.0.0" }],
+      ["SESSION_IDLE_MINUTES", { SESSION_IDLE_MINUTES: "5" }, { sessionIdleMinutes: 5 }],
+      ["SESSION_MAX_HOURS", { SESSION_MAX_HOURS: "72" }, { sessionMaxHours: 72 }],
+      ["SMTP_URL smtp://", { SMTP_URL: "smtp://user:pw@mail.example:587" }, { smtpUrl: "smtp://user:pw@mail.example:587" }],
+      ["SMTP_URL smtps://", { SMTP_URL: "smtps://mail.example" }, { smtpUrl: "smtps://mail.example" }],
+      ["SMTP_FROM an address", { SMTP_FROM: "alerts@example.com" }, { smtpFrom: "alerts@example.com" }],
+      ["SMTP_FROM a name and an address", { SMTP_FROM: "Alerts <alerts@example.com>" }, { smtpFrom: "Alerts <alerts@example.com>" }],
       ["postgres:// URL", { DATABASE_URL: "postgres://u:p@db.example:5433/tw" }, { databaseUrl: "postgres://u:p@db.example:5433/tw" }],
       ["postgresql:// URL", { DATABASE_URL: "postgresql://db.example/tw" }, { databaseUrl: "postgresql://db.example/tw" }],
       ["both TLS files: their PEM contents", { TLS_CERT_FILE: CERT, TLS_KEY_FILE: KEY }, { tls: { cert: pems.cert, key: pems.key } }]
@@ -147,6 +157,12 @@ describe("loadConfig", () => {
       ["DRAIN_TIMEOUT_SECONDS over an hour", { DRAIN_TIMEOUT_SECONDS: "3601" }, `DRAIN_TIMEOUT_SECONDS must be an integer between 0 and 3600, got "3601"`],
       ["OPS_PORT above range", { OPS_PORT: "65536" }, `OPS_PORT must be an integer between 0 and 65535 or "off", got "65536"`],
       ["OPS_PORT of words", { OPS_PORT: "none" }, `OPS_PORT must be an integer between 0 and 65535 or "off", got "none"`],
+      ["SESSION_IDLE_MINUTES 0", { SESSION_IDLE_MINUTES: "0" }, `SESSION_IDLE_MINUTES must be an integer between 1 and 10080, got "0"`],
+      ["SESSION_MAX_HOURS of words", { SESSION_MAX_HOURS: "day" }, `SESSION_MAX_HOURS must be an integer between 1 and 8760, got "day"`],
+      ["SMTP_URL of another scheme", { SMTP_URL: "http://mail.example" }, `SMTP_URL must start with smtp:// or smtps://, got "http://mail.example"`],
+      ["SMTP_URL not a URL", { SMTP_URL: "mail.example:25" }, `SMTP_URL must start with smtp:// or smtps://, got "mail.example:25"`],
+      ["SMTP_URL without a host", { SMTP_URL: "smtp://" }, `SMTP_URL has no host`],
+      ["SMTP_FROM without an address", { SMTP_FROM: "timewheel" }, `SMTP_FROM must be an e-mail address or "Name <address>", got "timewheel"`],
       ["TLS_CERT_FILE unreadable", { TLS_CERT_FILE: MISSING, TLS_KEY_FILE: KEY }, `TLS_CERT_FILE cannot be read: ${MISSING} (ENOENT)`],
       ["TLS_KEY_FILE unreadable", { TLS_CERT_FILE: CERT, TLS_KEY_FILE: MISSING }, `TLS_KEY_FILE cannot be read: ${MISSING} (ENOENT)`],
       ["TLS_CERT_FILE is a directory", { TLS_CERT_FILE: dir, TLS_KEY_FILE: KEY }, `TLS_CERT_FILE cannot be read: ${dir} (EISDIR)`],

@@ -4,28 +4,78 @@
 //   handler in the spec's order), an empty or unknown key is 401 `Invalid api key`.
 // - everything else: the key header (wins when both are sent), or `Authorization: Bearer <key>`
 //   (scheme case-insensitive), or a dashboard session (not on `/mcp`); nothing usable is 401
-//   `Unauthorized`.
+//   `Unauthorized`. A session (DECISIONS "Dashboard sessions") acts on the project its
+//   `Timewheel-Project` header names (missing or unknown: 400), and its mutations must carry this
+//   host's `Origin` (else 403).
+// - the dashboard's own endpoints: only a session; an API key in either header is 401.
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { HttpServerRequest } from "effect/http"
 import { projectOfApiKey } from "../commands/apiKeys.ts"
 import { AppConfig } from "../config.ts"
-import { Unauthorized } from "../domain/errors.ts"
+import { BadRequest, Forbidden, type ServiceUnavailable, Unauthorized } from "../domain/errors.ts"
 
 export interface Principal {
   readonly projectId: string
 }
 
+/** The administrator a dashboard session belongs to. */
+export interface SessionAdmin {
+  readonly adminId: string
+  readonly email: string
+  /** When the session ends at the latest (ISO). */
+  readonly expiresAt: string
+}
+
 /**
- * The seam for the dashboard: resolves a signed-in session (cookie) to its project. Until the
- * dashboard exists, no request carries a session.
+ * The seam for the dashboard (api/dashboardSessions.ts is the live one): the signed-in admin of a
+ * request's session cookie, and the project its `Timewheel-Project` header names.
  */
 export class DashboardSessions extends Context.Service<DashboardSessions, {
-  readonly projectOf: (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<string | undefined>
+  /** The admin of the request's live session, if any. */
+  readonly sessionOf: (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<SessionAdmin | undefined, ServiceUnavailable>
+  /** The project id of the `Timewheel-Project` header; 400 when it is missing or names no project. */
+  readonly projectOf: (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<string, BadRequest | ServiceUnavailable>
 }>()("timewheel/DashboardSessions") {
-  static readonly none = Layer.succeed(DashboardSessions)({ projectOf: () => Effect.succeed(undefined) })
+  /** No request carries a session (tests of the API alone). */
+  static readonly none = Layer.succeed(DashboardSessions)({
+    sessionOf: () => Effect.succeed(undefined),
+    projectOf: () => Effect.fail(new BadRequest("No dashboard"))
+  })
 }
+
+const SAFE_METHODS = new Set(["GET", "HEAD", "OPTIONS"])
+
+/**
+ * A session's mutation must come from the dashboard's own pages: an `Origin` header naming this
+ * very host over HTTPS (browsers send it with every POST, PUT and DELETE), else 403.
+ */
+export const checkOrigin = (request: HttpServerRequest.HttpServerRequest) => {
+  if (SAFE_METHODS.has(request.method)) return Effect.void
+  const origin = request.headers["origin"]
+  const host = request.headers["host"]
+  return origin !== undefined && host !== undefined && origin === `https://${host}`
+    ? Effect.void
+    : Effect.fail(new Forbidden("Cross-origin request refused"))
+}
+
+/** A signed-in session's admin (401 `Unauthorized` without one) whose mutations pass the Origin check. */
+export const requireSession = (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.gen(function*() {
+    const admin = yield* (yield* DashboardSessions).sessionOf(request)
+    if (admin === undefined) return yield* Effect.fail(new Unauthorized("Unauthorized"))
+    yield* checkOrigin(request)
+    return admin
+  })
+
+/** A session acting on the project its `Timewheel-Project` header names (400 when missing or unknown). */
+const sessionPrincipal = (request: HttpServerRequest.HttpServerRequest, admin: SessionAdmin) =>
+  Effect.gen(function*() {
+    yield* checkOrigin(request)
+    const projectId = yield* (yield* DashboardSessions).projectOf(request)
+    return { projectId, admin } satisfies Principal & { readonly admin: SessionAdmin }
+  })
 
 export const keyHeaderName = Effect.map(AppConfig, (config) => `${config.prefix}-api-key`)
 
@@ -53,8 +103,23 @@ export const authenticate = (request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function*() {
     const key = yield* requestKey(request)
     if (key !== undefined) return yield* authenticateKey(key)
-    const sessions = yield* DashboardSessions
-    const projectId = yield* sessions.projectOf(request)
-    if (projectId !== undefined) return { projectId } satisfies Principal
+    const admin = yield* (yield* DashboardSessions).sessionOf(request)
+    if (admin !== undefined) return (yield* sessionPrincipal(request, admin)) as Principal
     return yield* Effect.fail(new Unauthorized("Unauthorized"))
+  })
+
+/**
+ * The dashboard's own endpoints (`/keys`, `/alerts`, …): a dashboard session only. An API key, in
+ * the key header or as Bearer, is refused with 401 whatever else the request carries (SPEC "Other
+ * endpoints"); then the session (401), the Origin of a mutation (403) and, unless `project` is
+ * false, the `Timewheel-Project` header (400).
+ */
+export const authenticateSession = (request: HttpServerRequest.HttpServerRequest, options: { readonly project?: boolean } = {}) =>
+  Effect.gen(function*() {
+    if ((yield* requestKey(request)) !== undefined) {
+      return yield* Effect.fail(new Unauthorized("API keys are not accepted here: sign in to the dashboard"))
+    }
+    const admin = yield* requireSession(request)
+    if (options.project === false) return { projectId: "", admin }
+    return yield* sessionPrincipal(request, admin)
   })

@@ -1,7 +1,8 @@
 // The spec's errors as HTTP responses (SPEC "Errors"): a domain failure with a message becomes
 // `{"_tag","message"}` JSON with the status its tag stands for; the empty-body 400 (MalformedRequest)
 // and 404 (EmptyNotFound), and the plain-text 415, have no JSON. A 503 (the database cannot be
-// reached, DECISIONS "Faults") also says `Retry-After: 1`. Unexpected failures become a 500 carrying
+// reached, DECISIONS "Faults") also says `Retry-After: 1`, a 429 (dashboard sign-in
+// throttling) its own Retry-After. Unexpected failures become a 500 carrying
 // only a request id.
 import * as Data from "effect/Data"
 import { HttpServerResponse } from "effect/http"
@@ -16,13 +17,14 @@ export class ContentTooLarge extends Data.TaggedError("ContentTooLarge")<{ reado
 
 export type ApiError = SpecFailure | EmptyNotFound | UnsupportedContentType | ContentTooLarge
 
-const STATUS: Record<Exclude<SpecFailure["_tag"], "MalformedRequest">, number> = {
+const STATUS: Record<Exclude<SpecFailure["_tag"], "MalformedRequest" | "TooManyRequests">, number> = {
   BadRequest: 400,
   Unauthorized: 401,
   QuotaExceeded: 402,
   NotFound: 404,
   Conflict: 409,
   Gone: 410,
+  Forbidden: 403,
   ServiceUnavailable: 503
 }
 
@@ -46,6 +48,10 @@ export const renderApiError = (error: ApiError): HttpServerResponse.HttpServerRe
       return HttpServerResponse.text(`Unsupported content-type: ${error.contentType}`, { status: 415 })
     case "ContentTooLarge":
       return jsonResponse(413, { _tag: error._tag, message: `Request body larger than ${error.maxBytes} bytes` })
+    case "TooManyRequests":
+      return jsonResponse(429, { _tag: error._tag, message: error.message }).pipe(
+        HttpServerResponse.setHeader("retry-after", String(error.retryAfterSeconds))
+      )
     case "ServiceUnavailable":
       return jsonResponse(503, { _tag: error._tag, message: error.message }).pipe(
         HttpServerResponse.setHeader("retry-after", String(RETRY_AFTER_SECONDS))

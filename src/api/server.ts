@@ -8,6 +8,7 @@ import { HttpRouter } from "effect/http"
 import type { ServerResponse } from "node:http"
 import * as https from "node:https"
 import { AppConfig } from "../config.ts"
+import { DashboardRoutes } from "./dashboardRoutes.ts"
 import { DeclareRoutes } from "./declare.ts"
 import { declarePaths } from "./declareOpenApi.ts"
 import { DocsRoutes } from "./docs.ts"
@@ -32,7 +33,7 @@ export const apiRoutes = (prefix: string) => {
   ])
   return Layer.mergeAll(
     ScheduleRoutes, DeclareRoutes, HealthRoutes, LogRoutes, RetryPolicyRoutes, TagPolicyRoutes, McpRoutes(prefix), OpenApiRoutes(document),
-    DocsRoutes(document)
+    DocsRoutes(document), DashboardRoutes
   )
 }
 

@@ -5,19 +5,23 @@
 // lost (the LISTEN connection reconnecting). Unknown keys are never remembered. Entries are keyed by
 // the key's hash, so no clear key stays in memory after its request. A lookup while the database
 // cannot be reached fails with ServiceUnavailable (a remembered key still authenticates).
+// "Last used" (the dashboard's key list) costs no write per request: the cache notes which keys
+// authenticated and writes them in one statement at most once a minute (and when the node stops).
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { ServiceUnavailable } from "../domain/errors.ts"
 import { forkLoop } from "../lib/backgroundLoop.ts"
-import { apiKeysFindProject } from "../store/apiKeys.ts"
+import { apiKeysFindProject, apiKeysNoteUsed } from "../store/apiKeys.ts"
 import type { Database } from "../store/db.ts"
 import { KEY_REVOKED_CHANNEL, Notifications } from "../store/notifications.ts"
 import { orUnavailable } from "../store/unavailable.ts"
 
 export const KEY_CACHE_TTL_MS = 10_000
 const MAX_ENTRIES = 10_000
+/** How often the keys used meanwhile get their `last_used_at`. */
+export const LAST_USED_FLUSH_MS = 60_000
 
 interface Entry {
   readonly projectId: string
@@ -44,15 +48,30 @@ export class ApiKeyCache extends Context.Service<ApiKeyCache, {
     }))
     yield* forkLoop("key revocation listener", forgetOnRevocation)
 
+    /** Keys that authenticated since the last flush, by the base64 of their hash. */
+    let used = new Map<string, Uint8Array>()
+    const flushUsed = Effect.suspend(() => {
+      if (used.size === 0) return Effect.void
+      const hashes = [...used.values()]
+      used = new Map()
+      return Effect.provideContext(apiKeysNoteUsed({ hashes, atMs: clock.currentTimeMillisUnsafe() }), services)
+    })
+    yield* forkLoop("key last-used writer", Effect.andThen(Effect.sleep(LAST_USED_FLUSH_MS), flushUsed))
+    yield* Effect.addFinalizer(() => Effect.ignore(flushUsed))
+
     return ApiKeyCache.of({
       projectOf: (hash) => {
         const id = Buffer.from(hash).toString("base64")
         const entry = entries.get(id)
-        if (entry !== undefined && entry.expiresAtMs > clock.currentTimeMillisUnsafe()) return Effect.succeed(entry.projectId)
+        if (entry !== undefined && entry.expiresAtMs > clock.currentTimeMillisUnsafe()) {
+          used.set(id, hash)
+          return Effect.succeed(entry.projectId)
+        }
         const lookup = orUnavailable(Effect.provideContext(apiKeysFindProject(hash), services))
         return Effect.map(Effect.catchIf(lookup, (error) => error._tag !== "ServiceUnavailable", Effect.die), (projectId) => {
           if (projectId === undefined) entries.delete(id)
           else {
+            used.set(id, hash)
             if (entries.size >= MAX_ENTRIES) entries.clear()
             entries.set(id, { projectId, expiresAtMs: clock.currentTimeMillisUnsafe() + KEY_CACHE_TTL_MS })
           }

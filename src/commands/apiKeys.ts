@@ -1,5 +1,6 @@
 // API keys: created for a project (the clear key is returned once and stored only as a hash),
-// listed, revoked (every node forgets it at once), and resolved to their project to authenticate a
+// listed, revoked (every node forgets it at once) — by the CLI (project by name) and the dashboard
+// (the session's project, with last-used times), and resolved to their project to authenticate a
 // request (through the node's ApiKeyCache).
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
@@ -8,6 +9,7 @@ import { apiKeyHint, generateApiKey, hashApiKey } from "../domain/apiKey.ts"
 import { NotFound, type ServiceUnavailable, Unauthorized } from "../domain/errors.ts"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
 import { apiKeysCreate, apiKeysList, apiKeysRevoke } from "../store/apiKeys.ts"
+import { orUnavailable } from "../store/unavailable.ts"
 import { ApiKeyCache } from "./apiKeyCache.ts"
 import { findProjectByName } from "./projects.ts"
 
@@ -33,6 +35,47 @@ export const revokeApiKey = Effect.fnUntraced(function*(keyId: string) {
   const revoked = yield* apiKeysRevoke({ id: keyId, nowMs })
   if (!revoked) return yield* Effect.fail(noSuchKey)
 })
+
+/** A key view of the dashboard: never the key itself, only its hint. */
+export interface ApiKeyView {
+  readonly id: string
+  readonly hint: string
+  readonly createdAt: string
+  readonly lastUsedAt: string | null
+  readonly revokedAt: string | null
+}
+
+const keyView = (key: { readonly id: string; readonly hint: string; readonly createdAt: Date; readonly lastUsedAt: Date | null; readonly revokedAt: Date | null }): ApiKeyView => ({
+  id: key.id,
+  hint: key.hint,
+  createdAt: key.createdAt.toISOString(),
+  lastUsedAt: key.lastUsedAt?.toISOString() ?? null,
+  revokedAt: key.revokedAt?.toISOString() ?? null
+})
+
+/** A new key for a project (dashboard): its view and the clear key, shown this once. */
+export const createProjectApiKey = (projectId: string) =>
+  orUnavailable(Effect.gen(function*() {
+    const config = yield* AppConfig
+    const nowMs = yield* Clock.currentTimeMillis
+    const key = generateApiKey(config.prefix)
+    const id = uuidv7(nowMs)
+    yield* apiKeysCreate({ id, projectId, hash: hashApiKey(key), hint: apiKeyHint(key), nowMs })
+    return { ...keyView({ id, hint: apiKeyHint(key), createdAt: new Date(nowMs), lastUsedAt: null, revokedAt: null }), key }
+  }))
+
+/** The project's keys, oldest first, revoked ones included. */
+export const listProjectApiKeys = (projectId: string) =>
+  orUnavailable(Effect.map(apiKeysList(projectId), (keys) => ({ keys: keys.map(keyView) })))
+
+/** Revokes a key of the project (every node forgets it at once); 404 `Key not found` otherwise. */
+export const revokeProjectApiKey = (projectId: string, keyId: string) =>
+  orUnavailable(Effect.gen(function*() {
+    if (!isUuid(keyId)) return yield* Effect.fail(new NotFound("Key not found"))
+    const nowMs = yield* Clock.currentTimeMillis
+    const revoked = yield* apiKeysRevoke({ id: keyId.toLowerCase(), projectId, nowMs })
+    if (!revoked) return yield* Effect.fail(new NotFound("Key not found"))
+  }))
 
 /** The project of a live key; 401 `Invalid api key` for an empty or unknown one; 503 while the database is away. */
 export const projectOfApiKey = (key: string): Effect.Effect<string, Unauthorized | ServiceUnavailable, ApiKeyCache> =>

@@ -5,10 +5,11 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { AppConfig } from "../config.ts"
 import { BadRequest, Conflict, NotFound } from "../domain/errors.ts"
-import { uuidv7 } from "../domain/ids.ts"
+import { isUuid, uuidv7 } from "../domain/ids.ts"
 import { PROJECT_DEFAULT_RETRY, projectPolicyView } from "../domain/retry.ts"
 import { generateSigningSecret, SIGNING_SECRET_OVERLAP_MS } from "../domain/signing.ts"
-import { projectsCreate, projectsFindByName, projectsSetQuota } from "../store/projects.ts"
+import { projectsCreate, projectsFindByName, projectsList, projectsNameOf, projectsSetQuota } from "../store/projects.ts"
+import { orUnavailable } from "../store/unavailable.ts"
 import { projectsRotateSigningSecret, projectsSigningSecrets } from "../store/signingSecrets.ts"
 
 /** The project with this name; 404 when there is none. */
@@ -55,3 +56,10 @@ export const rotateSigningSecret = Effect.fnUntraced(function*(name: string, ove
   if (!found) return yield* Effect.fail(new NotFound(`no project named "${name}"`))
   return { secret, previousUntilMs: overlapMs > 0 ? nowMs + overlapMs : null }
 })
+
+/** Every project (id and name), by name: an administrator may act on any of them. */
+export const listProjects = orUnavailable(Effect.map(projectsList(), (projects) => ({ projects })))
+
+/** The name of the project with this id; undefined when the id is malformed or unknown. */
+export const projectNameOf = (id: string) =>
+  isUuid(id) ? orUnavailable(projectsNameOf(id.toLowerCase())) : Effect.succeed(undefined)

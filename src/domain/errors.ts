@@ -31,6 +31,19 @@ export class Gone extends SpecError<"Gone"> {
 export class Conflict extends SpecError<"Conflict"> {
   readonly _tag = "Conflict" as const
 }
+/** 403: a dashboard session's mutation from another origin (the `Origin` check). */
+export class Forbidden extends SpecError<"Forbidden"> {
+  readonly _tag = "Forbidden" as const
+}
+/** 429: too many failed dashboard sign-ins for an account or an address; retry after that many seconds. */
+export class TooManyRequests extends SpecError<"TooManyRequests"> {
+  readonly _tag = "TooManyRequests" as const
+  readonly retryAfterSeconds: number
+  constructor(message: string, retryAfterSeconds: number) {
+    super(message)
+    this.retryAfterSeconds = retryAfterSeconds
+  }
+}
 /**
  * 503: something the service needs cannot be reached right now (DECISIONS "Faults": the database);
  * the caller may retry shortly.
@@ -56,11 +69,14 @@ export type SpecFailure =
   | NotFound
   | Gone
   | Conflict
+  | Forbidden
+  | TooManyRequests
   | ServiceUnavailable
   | MalformedRequest
 
 const TAGS: ReadonlySet<string> = new Set([
-  "BadRequest", "Unauthorized", "QuotaExceeded", "NotFound", "Gone", "Conflict", "ServiceUnavailable", "MalformedRequest"
+  "BadRequest", "Unauthorized", "QuotaExceeded", "NotFound", "Gone", "Conflict", "Forbidden", "TooManyRequests", "ServiceUnavailable",
+  "MalformedRequest"
 ])
 
 export const isSpecFailure = (error: unknown): error is SpecFailure =>

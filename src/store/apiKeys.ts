@@ -9,6 +9,8 @@ export interface ApiKeyListing {
   readonly hint: string
   readonly createdAt: Date
   readonly revokedAt: Date | null
+  /** When a request last used it (written at most once a minute per node); null when never. */
+  readonly lastUsedAt: Date | null
 }
 
 export const apiKeysCreate = Effect.fnUntraced(function*(input: {
@@ -25,16 +27,22 @@ export const apiKeysCreate = Effect.fnUntraced(function*(input: {
 
 export const apiKeysList = Effect.fnUntraced(function*(projectId: string) {
   const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql<{ id: string; key_hint: string; created_at: Date; revoked_at: Date | null }>`
-    SELECT id, key_hint, created_at, revoked_at FROM api_keys WHERE project_id = ${projectId} ORDER BY created_at, id`
-  return rows.map((row): ApiKeyListing => ({ id: row.id, hint: row.key_hint, createdAt: row.created_at, revokedAt: row.revoked_at }))
+  const rows = yield* sql<{ id: string; key_hint: string; created_at: Date; revoked_at: Date | null; last_used_at: Date | null }>`
+    SELECT id, key_hint, created_at, revoked_at, last_used_at FROM api_keys WHERE project_id = ${projectId} ORDER BY created_at, id`
+  return rows.map((row): ApiKeyListing => ({
+    id: row.id, hint: row.key_hint, createdAt: row.created_at, revokedAt: row.revoked_at, lastUsedAt: row.last_used_at
+  }))
 })
 
-/** Revokes a key and tells every running node; `false` when no unrevoked key has that id. */
-export const apiKeysRevoke = Effect.fnUntraced(function*(input: { readonly id: string; readonly nowMs: number }) {
+/**
+ * Revokes a key (of `projectId` when given) and tells every running node; `false` when no unrevoked
+ * key has that id.
+ */
+export const apiKeysRevoke = Effect.fnUntraced(function*(input: { readonly id: string; readonly projectId?: string; readonly nowMs: number }) {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql`UPDATE api_keys SET revoked_at = ${new Date(input.nowMs)}
-    WHERE id = ${input.id} AND revoked_at IS NULL RETURNING id`
+    WHERE id = ${input.id} AND revoked_at IS NULL ${input.projectId === undefined ? sql`` : sql`AND project_id = ${input.projectId}`}
+    RETURNING id`
   if (rows.length === 1) yield* sql`SELECT pg_notify(${KEY_REVOKED_CHANNEL}, ${input.id})`
   return rows.length === 1
 })
@@ -45,4 +53,14 @@ export const apiKeysFindProject = Effect.fnUntraced(function*(hash: Uint8Array) 
   const rows = yield* sql<{ project_id: string }>`
     SELECT project_id FROM api_keys WHERE key_hash = ${hash} AND revoked_at IS NULL`
   return rows[0]?.project_id
+})
+
+/** Notes that the keys with these hashes were used (one statement for every key a node saw in a minute). */
+export const apiKeysNoteUsed = Effect.fnUntraced(function*(input: { readonly hashes: ReadonlyArray<Uint8Array>; readonly atMs: number }) {
+  if (input.hashes.length === 0) return
+  const sql = yield* SqlClient.SqlClient
+  const hex = input.hashes.map((hash) => Buffer.from(hash).toString("hex"))
+  yield* sql`UPDATE api_keys SET last_used_at = ${new Date(input.atMs)}
+    WHERE key_hash IN (SELECT decode(h, 'hex') FROM unnest(${hex}::text[]) AS h)
+      AND (last_used_at IS NULL OR last_used_at < ${new Date(input.atMs)})`
 })

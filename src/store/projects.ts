@@ -71,3 +71,17 @@ export const projectsSetRetryPolicy = Effect.fnUntraced(function*(input: {
   yield* sql`UPDATE projects SET retry_policy = ${JSON.stringify(input.retryPolicy)}::jsonb,
     updated_at = ${new Date(input.nowMs)} WHERE id = ${input.projectId}`
 })
+
+/** Every project, by name (the dashboard's project picker). */
+export const projectsList = Effect.fnUntraced(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<{ id: string; name: string }>`SELECT id, name FROM projects ORDER BY name`
+  return rows.map((row) => ({ id: row.id, name: row.name }))
+})
+
+/** The name of the project with this id, if any. */
+export const projectsNameOf = Effect.fnUntraced(function*(id: string) {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<{ name: string }>`SELECT name FROM projects WHERE id = ${id}`
+  return rows[0]?.name
+})
