@@ -2,12 +2,15 @@
 // to plain JavaScript in dist/ (tsc with tsconfig.build.json), so the service runs without Node's
 // type stripping (about 20 MB less resident memory). It compiles only when dist/ is missing or
 // older than a source file, so an unchanged tree starts at once; it prints nothing unless tsc fails.
+// The dashboard's pages (web/) are bundled into dist/dashboard/ by the same build (esbuild,
+// scripts/dashboard/bundle.ts), and a change under web/ also makes dist/ stale.
 // Processes starting at once build only once: the first takes the lock file, the others wait.
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
 import { createRequire } from "node:module"
 import * as path from "node:path"
 import { setTimeout as sleep } from "node:timers/promises"
+import { bundleDashboard, WEB_DIR } from "./dashboard/bundle.ts"
 
 const root = path.resolve(import.meta.dirname, "..")
 const src = path.join(root, "src")
@@ -21,7 +24,8 @@ const newestSource = (): number => {
   const files = fs.readdirSync(src, { recursive: true, encoding: "utf8" })
     .filter((file) => file.endsWith(".ts"))
     .map((file) => path.join(src, file))
-  return Math.max(...[...files, path.join(root, "tsconfig.json"), path.join(root, "tsconfig.build.json")]
+  const web = fs.existsSync(WEB_DIR) ? fs.readdirSync(WEB_DIR, { recursive: true, encoding: "utf8" }).map((file) => path.join(WEB_DIR, file)) : []
+  return Math.max(...[...files, ...web, path.join(root, "tsconfig.json"), path.join(root, "tsconfig.build.json")]
     .map((file) => fs.statSync(file).mtimeMs))
 }
 
@@ -33,7 +37,7 @@ const isFresh = (): boolean => {
   }
 }
 
-const build = () => {
+const build = async () => {
   const started = new Date() // a source saved during the build is newer than the stamp: rebuilt next time
   let tsc: string
   try {
@@ -47,6 +51,7 @@ const build = () => {
   fs.rmSync(dist, { recursive: true, force: true })
   // tsc reports on stdout, which is the CLI's output: its messages go to stderr
   execFileSync(process.execPath, [tsc, "-p", path.join(root, "tsconfig.build.json")], { stdio: ["ignore", 2, 2] })
+  await bundleDashboard()
   fs.writeFileSync(stamp, "")
   fs.utimesSync(stamp, started, started)
 }
@@ -81,7 +86,7 @@ const lockHeld = (): boolean => {
 while (!isFresh()) {
   if (takeLock()) {
     try {
-      if (!isFresh()) build()
+      if (!isFresh()) await build()
     } catch {
       process.exitCode = 1 // tsc, or the lines above, printed why
       break

@@ -13,6 +13,18 @@ import { listTagPolicies } from "./tagPolicies.ts"
 export const OVERVIEW_HOURS = [1, 6, 24] as const
 const DAY_MS = 86_400_000
 
+/** Dead letters per hour over the last 24 h (the last hour ends with the current minute). */
+const deadLettersByHour = (rows: ReadonlyArray<{ readonly minuteMs: number; readonly deadLetters: number }>, endMinute: number) => {
+  const endMs = endMinute + 60_000
+  const t = Array.from({ length: 24 }, (_, i) => (endMs - (24 - i) * 3_600_000) / 1000)
+  const count = t.map(() => 0)
+  for (const row of rows) {
+    const slot = 23 - Math.floor((endMs - 1 - row.minuteMs) / 3_600_000)
+    if (slot >= 0 && slot < 24) count[slot]! += row.deadLetters
+  }
+  return { t, count }
+}
+
 export const projectOverview = (projectId: string, hours: number) =>
   orUnavailable(Effect.gen(function*() {
     const nowMs = yield* Clock.currentTimeMillis
@@ -47,6 +59,7 @@ export const projectOverview = (projectId: string, hours: number) =>
         latenessP99: percentile(all, 0.99)
       },
       deadLetters24h: rows.filter((row) => row.minuteMs > endMinute - DAY_MS).reduce((sum, row) => sum + row.deadLetters, 0),
+      deadLettersByHour: deadLettersByHour(rows, endMinute),
       tagPolicies: policies.map((policy) => {
         const own = samples.filter((sample) => sample.tag === policy.tag)
         return {

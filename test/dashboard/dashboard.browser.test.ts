@@ -1,0 +1,203 @@
+// The dashboard in a real browser (issue 15): headless Chromium (Debian's, driven by playwright-core)
+// against the real service with a local webhook recorder and a local SMTP server. A person's path:
+// wrong password refused, sign in, create a key and use it with /schedule, see the trigger delivered
+// with its response body, replay it, cancel another, create a tag policy (and see a validation
+// message), set alerts and send a test alert, dead-letter a trigger and see the alert arrive by
+// webhook and e-mail, the overview, the retry policy; a cross-origin POST with the browser's cookie
+// refused; an expired session sent back to sign-in; sign out. Every page is photographed into
+// .tmp/screenshots/.
+import { assert, layer } from "@effect/vitest"
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { createAdmin } from "../../src/commands/admins.ts"
+import { createProject } from "../../src/commands/projects.ts"
+import { execFileSync } from "node:child_process"
+import { REPO_ROOT } from "../support/cli.ts"
+import { TestServer, testServerLayer } from "../support/server.ts"
+import { target } from "../support/target.ts"
+import { pollUntil } from "../support/wait.ts"
+import { browserSession, screenshot, step } from "./browser.ts"
+import { type Mailbox, mailbox, mailText } from "./mailbox.ts"
+
+class Mail extends Context.Service<Mail, Mailbox>()("test/Mail") {}
+
+const Env = Layer.unwrap(Effect.gen(function*() {
+  // the pages' bundle, as npm start builds it (under the build's lock: other test files build too)
+  yield* Effect.sync(() => execFileSync("npm", ["run", "--silent", "build"], { cwd: REPO_ROOT, stdio: ["ignore", "ignore", "inherit"] }))
+  const mail = yield* mailbox
+  return Layer.merge(testServerLayer({ SMTP_URL: mail.url }), Layer.succeed(Mail)(mail))
+}))
+
+const EMAIL = "ada@example.com"
+const PASSWORD = "lovelace-1843"
+
+layer(Env, { timeout: "240 seconds", excludeTestServices: true })("dashboard in Chromium", (it) => {
+  it.effect("a person's path through every page", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* TestServer
+      const mail = yield* Mail
+      const sql = yield* SqlClient.SqlClient
+      const hooks = yield* target
+      hooks.reply("/fail", { status: 500 })
+      yield* createAdmin(EMAIL, PASSWORD).pipe(Effect.orDie)
+      const projectId = yield* createProject("shop", undefined).pipe(Effect.orDie)
+      yield* createProject("internal-tools", undefined).pipe(Effect.orDie)
+      const { page, context } = yield* browserSession
+      const base = server.baseUrl
+      const go = (section: string) => step(() => page.goto(`${base}/dashboard/p/${projectId}/${section}`))
+
+      // sign-in: a wrong password is refused with the API's message
+      yield* step(() => page.goto(`${base}/dashboard`))
+      yield* step(() => page.waitForURL(/\/dashboard\/sign-in/))
+      yield* screenshot(page, "01-sign-in")
+      yield* step(() => page.getByLabel("E-mail").fill(EMAIL))
+      yield* step(() => page.getByLabel("Password").fill("not the password"))
+      yield* step(() => page.getByRole("button", { name: "Sign in" }).click())
+      yield* step(() => page.getByText("Wrong e-mail or password").waitFor())
+      yield* screenshot(page, "02-sign-in-refused")
+      yield* step(() => page.getByLabel("Password").fill(PASSWORD))
+      yield* step(() => page.getByRole("button", { name: "Sign in" }).click())
+      yield* step(() => page.getByRole("heading", { name: "Overview" }).waitFor())
+      const cookies = yield* step(() => context.cookies())
+      const session = cookies.find((c) => c.name === "__Host-timewheel-session")!
+      assert.deepStrictEqual([session.httpOnly, session.secure, session.sameSite], [true, true, "Strict"])
+      yield* step(() => page.getByLabel("Project").selectOption({ label: "shop" }))
+      yield* step(() => page.waitForURL(new RegExp(`/dashboard/p/${projectId}/overview`)))
+
+      // keys: create one, its clear key shown once; use it with /schedule
+      yield* go("keys")
+      yield* step(() => page.getByRole("button", { name: "Create key" }).click())
+      const key = (yield* step(() => page.locator("code.clear-key").textContent()))!
+      assert.match(key, /^ttr_[0-9a-f]{48}$/)
+      yield* screenshot(page, "03-keys-created")
+      const schedule = (headers: Record<string, string>, body?: string) =>
+        Effect.map(server.call("POST", "/schedule", { headers: { "ttr-api-key": key, "content-type": "application/json", ...headers }, ...(body === undefined ? {} : { body }) }), (r) => {
+          assert.strictEqual(r.status, 200, r.text)
+          return r.json().triggerId as string
+        })
+      const delivered = yield* schedule({ "ttr-url": `${hooks.origin}/ok`, "ttr-scheduled-at": "now", "ttr-title": "Order 42 shipped", "ttr-tags": "orders" }, `{"order":42}`)
+      const later = yield* schedule({ "ttr-url": `${hooks.origin}/later`, "ttr-scheduled-at": "now | add 1h", "ttr-custom-key": "reminder-7" })
+      yield* pollUntil("the delivery", Effect.sync(() => (hooks.at("/ok").length > 0 ? true : undefined)))
+
+      // triggers list, then the delivered trigger with its response body; replay it
+      yield* go("triggers")
+      yield* step(() => page.locator(`tr[data-trigger="${delivered}"]`).waitFor())
+      yield* step(() => page.locator(`tr[data-trigger="${later}"]`).waitFor())
+      yield* screenshot(page, "04-triggers")
+      yield* step(() => page.locator(`tr[data-trigger="${delivered}"]`).click())
+      yield* step(() => page.locator(".page-header .badge", { hasText: "completed" }).waitFor())
+      yield* step(() => page.locator(".response-body", { hasText: "status 200" }).waitFor())
+      yield* step(() => page.getByText(`{"order":42}`).waitFor())
+      yield* screenshot(page, "05-trigger-delivered")
+      yield* step(() => page.getByRole("button", { name: "Replay" }).click())
+      yield* step(() => page.getByText("Replay queued").waitFor())
+      yield* step(() => page.locator(`details[data-attempt="2"]`).waitFor())
+      yield* pollUntil("the replay", Effect.sync(() => (hooks.at("/ok").length === 2 ? true : undefined)))
+      yield* screenshot(page, "06-trigger-replayed")
+
+      // cancel the other one; its buttons then follow the API's rules
+      page.once("dialog", (dialog) => void dialog.accept())
+      yield* step(() => page.goto(`${base}/dashboard/p/${projectId}/triggers/${later}`))
+      yield* step(() => page.getByRole("button", { name: "Cancel" }).click())
+      yield* step(() => page.getByText("Cancelled.").waitFor())
+      yield* step(() => page.locator(".page-header .badge", { hasText: "cancelled" }).waitFor())
+      assert.isTrue(yield* step(() => page.getByRole("button", { name: "Cancel" }).isDisabled()))
+      yield* screenshot(page, "07-trigger-cancelled")
+      // the same rules and message as DELETE /cancel when asked anyway
+      const again = yield* step(() => page.evaluate(async ([id, project]) => {
+        const response = await fetch(`/jobs/${id}/cancel`, { method: "POST", headers: { "timewheel-project": project! } })
+        return [response.status, await response.text()] as const
+      }, [later, projectId]))
+      assert.deepStrictEqual(again, [410, `{"_tag":"Gone","message":"Job is no longer cancellable (status=cancelled)"}`])
+
+      // tag policies: a validation message, then a policy created with its live counts
+      yield* go("tag-policies")
+      yield* step(() => page.getByLabel("Tag", { exact: true }).fill("Bad Tag"))
+      yield* step(() => page.getByLabel("Max concurrent").fill("2"))
+      yield* step(() => page.getByRole("button", { name: "Create policy" }).click())
+      yield* step(() => page.getByText("Invalid tag (only a-z 0-9 _ - allowed, max 50 chars)").waitFor())
+      yield* step(() => page.getByLabel("Tag", { exact: true }).fill("orders"))
+      yield* step(() => page.getByLabel("Throughput").fill("10/1s, 500/1h"))
+      yield* step(() => page.getByRole("button", { name: "Create policy" }).click())
+      yield* step(() => page.locator(`tr[data-policy="orders"]`).waitFor())
+      assert.include(yield* step(() => page.locator(`tr[data-policy="orders"]`).textContent()), "10/1s, 500/1h")
+      yield* screenshot(page, "08-tag-policies")
+
+      // alerts: webhook and e-mail, a test alert reaching both
+      yield* go("alerts")
+      yield* step(() => page.getByLabel(/Chat webhook URL/).fill(`${hooks.origin}/chat`))
+      yield* step(() => page.getByLabel(/E-mail recipients/).fill("ops@example.com\noncall@example.com"))
+      yield* step(() => page.getByRole("button", { name: "Save" }).click())
+      yield* step(() => page.getByText("Saved.").waitFor())
+      yield* step(() => page.getByRole("button", { name: "Send a test alert" }).click())
+      yield* step(() => page.getByText("webhook sent").waitFor())
+      yield* step(() => page.getByText("email sent").waitFor())
+      assert.match(JSON.parse(hooks.at("/chat")[0]!.body.toString()).text, /test alert for project shop/)
+      assert.include(mailText(mail.mails[0]!), "test alert for project shop")
+
+      // a dead letter: the alert arrives at the webhook recorder and the SMTP server
+      const failing = yield* schedule({ "ttr-url": `${hooks.origin}/fail`, "ttr-scheduled-at": "now", "ttr-retry-strategy": "none" })
+      yield* pollUntil("the dead letter's alert", Effect.sync(() => (hooks.at("/chat").length === 2 && mail.mails.length === 2 ? true : undefined)), { deadlineMs: 20_000 })
+      const alert = JSON.parse(hooks.at("/chat")[1]!.body.toString()).text as string
+      assert.match(alert, /^\[timewheel\] 1 dead letter in project shop/)
+      assert.include(alert, `trigger ${failing} → ${hooks.origin}/fail (HTTP 500)`)
+      assert.deepStrictEqual(mail.mails[1]!.to, ["ops@example.com", "oncall@example.com"])
+      assert.include(mailText(mail.mails[1]!), "1 dead letter in project shop")
+      yield* step(() => page.reload())
+      yield* step(() => page.getByText("1 dead letter", { exact: true }).first().waitFor())
+      yield* screenshot(page, "09-alerts")
+      yield* go("dead-letters")
+      yield* step(() => page.locator(`tr[data-dead-letter="${failing}"]`).waitFor())
+      yield* screenshot(page, "10-dead-letters")
+
+      // overview: the rollup's charts
+      yield* go("overview")
+      yield* step(() => page.locator(".stat", { hasText: "dead letters (24 h)" }).locator(".value", { hasText: "1" }).waitFor())
+      yield* step(() => page.locator(".chart canvas").first().waitFor())
+      yield* screenshot(page, "11-overview")
+
+      // retry policy
+      yield* go("retry-policy")
+      yield* step(() => page.getByLabel(/Max attempts/).fill("5"))
+      yield* step(() => page.getByRole("button", { name: "Save" }).click())
+      yield* step(() => page.getByText("Saved.").waitFor())
+      const policy = yield* server.call("GET", "/project/retry-policy", { headers: { "ttr-api-key": key } })
+      assert.strictEqual(policy.json().retryMaxAttempts, 5)
+      yield* screenshot(page, "12-retry-policy")
+      yield* go("keys")
+      yield* step(() => page.locator("tr[data-key]").first().waitFor())
+      yield* screenshot(page, "13-keys")
+
+      // a cross-origin POST carrying the browser's own cookie is refused, and creates nothing
+      const keysBefore = (yield* step(() => page.locator("tr[data-key]").count()))
+      const cross = yield* step(() => context.request.post(`${base}/keys`, { headers: { origin: "https://evil.example", "timewheel-project": projectId } }))
+      assert.strictEqual(cross.status(), 403)
+      assert.deepStrictEqual(yield* step(() => cross.json()), { _tag: "Forbidden", message: "Cross-origin request refused" })
+      // and /keys refuses an API key in either header
+      for (const headers of [{ "ttr-api-key": key }, { authorization: `Bearer ${key}` }]) {
+        assert.strictEqual((yield* server.call("GET", "/keys", { headers })).status, 401)
+        assert.strictEqual((yield* server.call("GET", "/alerts", { headers })).status, 401)
+      }
+      yield* step(() => page.reload())
+      yield* step(() => page.locator("tr[data-key]").first().waitFor())
+      assert.strictEqual(yield* step(() => page.locator("tr[data-key]").count()), keysBefore)
+
+      // an expired session: the next call sends the person back to sign-in
+      yield* sql`UPDATE admin_sessions SET expires_at = now() - interval '1 second'`
+      yield* go("triggers")
+      yield* step(() => page.waitForURL(/\/dashboard\/sign-in\?next=/))
+      yield* step(() => page.getByRole("button", { name: "Sign in" }).waitFor())
+      yield* screenshot(page, "14-session-expired")
+      yield* step(() => page.getByLabel("E-mail").fill(EMAIL))
+      yield* step(() => page.getByLabel("Password").fill(PASSWORD))
+      yield* step(() => page.getByRole("button", { name: "Sign in" }).click())
+      yield* step(() => page.getByRole("heading", { name: "Triggers" }).waitFor())
+
+      // sign out: back to sign-in, and the session is gone on the server
+      yield* step(() => page.getByRole("button", { name: "Sign out" }).click())
+      yield* step(() => page.waitForURL(/\/dashboard\/sign-in/))
+      const after = yield* step(() => context.request.get(`${base}/session`))
+      assert.strictEqual(after.status(), 401)
+      yield* screenshot(page, "15-signed-out")
+    })))
+})

@@ -1,0 +1,100 @@
+// A time-series chart drawn by uPlot (≈ 50 kB, canvas): the component creates the plot once, gives
+// it new data on each render and follows its container's width. Times are shown in UTC (HH:MM, the
+// date at midnight); stacked bars are drawn from cumulative sums while the legend shows each
+// series' own value; lines show their points too, so a lone minute is visible.
+import { useEffect, useRef } from "preact/hooks"
+import uPlot from "uplot"
+import { html } from "./ui.ts"
+
+export interface Series {
+  readonly label: string
+  readonly color: string
+  /** Bars instead of a line. */
+  readonly bars?: boolean
+  /** Filled under the line. */
+  readonly fill?: boolean
+}
+
+export interface ChartProps {
+  readonly title: string
+  /** Times in seconds. */
+  readonly t: ReadonlyArray<number>
+  readonly values: ReadonlyArray<ReadonlyArray<number | null>>
+  readonly series: ReadonlyArray<Series>
+  /** Bars stacked on one another (the first series at the bottom). */
+  readonly stacked?: boolean
+  readonly height?: number
+  /** Formats a y value in the axis and the legend. */
+  readonly format?: (value: number) => string
+}
+
+const bars = uPlot.paths.bars!({ size: [0.8, 24], gap: 1 })
+
+const utc = (seconds: number) => new Date(seconds * 1000).toISOString()
+const timeLabel = (seconds: number) => {
+  const iso = utc(seconds)
+  return iso.slice(11, 16) === "00:00" ? iso.slice(5, 10) : iso.slice(11, 16)
+}
+
+/** What uPlot draws: for stacked bars the cumulative sums, tallest first (drawn behind the others). */
+const drawn = (props: ChartProps): Array<Array<number | null>> => {
+  if (props.stacked !== true) return props.values.map((v) => [...v])
+  let sum = props.t.map(() => 0)
+  const cumulative = props.values.map((v) => (sum = sum.map((s, i) => s + (v[i] ?? 0))))
+  return cumulative.reverse()
+}
+
+export const Chart = (props: ChartProps) => {
+  const container = useRef<HTMLDivElement>(null)
+  const plot = useRef<uPlot | null>(null)
+  const raw = useRef(props.values)
+  raw.current = props.values
+  const shape = props.series.map((s) => `${s.label}${s.bars === true}`).join("|") + String(props.stacked)
+  const format = props.format ?? ((v: number) => String(Math.round(v * 100) / 100))
+
+  useEffect(() => {
+    const element = container.current!
+    const ordered = props.stacked === true ? [...props.series].reverse() : props.series
+    const rawIndex = (k: number) => (props.stacked === true ? props.series.length - 1 - k : k)
+    const options: uPlot.Options = {
+      width: Math.max(200, element.clientWidth),
+      height: props.height ?? 200,
+      legend: { show: true, live: true },
+      cursor: { drag: { x: false, y: false }, points: { show: false } },
+      scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.15 : 1] } },
+      axes: [
+        { stroke: "#667085", grid: { stroke: "#eef0f3" }, ticks: { stroke: "#eef0f3" }, values: (_u, ticks) => ticks.map(timeLabel) },
+        { stroke: "#667085", grid: { stroke: "#eef0f3" }, ticks: { stroke: "#eef0f3" }, size: 60, values: (_u, ticks) => ticks.map(format) }
+      ],
+      series: [
+        { value: (_u, v) => (v === null ? "—" : `${utc(v).slice(0, 16).replace("T", " ")} UTC`) },
+        ...ordered.map((s, k): uPlot.Series => ({
+          label: s.label,
+          stroke: s.color,
+          width: s.bars === true ? 0 : 2,
+          ...(s.bars === true ? { paths: bars, fill: s.color, points: { show: false } } : { points: { show: true, size: 5, fill: s.color } }),
+          ...(s.fill === true ? { fill: `${s.color}22` } : {}),
+          spanGaps: false,
+          value: (_u, v, _si, i) => {
+            const own = i === null ? v : raw.current[rawIndex(k)]?.[i] ?? null
+            return own === null || own === undefined ? "—" : format(own)
+          }
+        }))
+      ]
+    }
+    plot.current = new uPlot(options, [[...props.t], ...drawn(props)] as uPlot.AlignedData, element)
+    const resize = new ResizeObserver(() => plot.current?.setSize({ width: Math.max(200, element.clientWidth), height: props.height ?? 200 }))
+    resize.observe(element)
+    return () => {
+      resize.disconnect()
+      plot.current?.destroy()
+      plot.current = null
+    }
+  }, [shape])
+
+  useEffect(() => {
+    plot.current?.setData([[...props.t], ...drawn(props)] as uPlot.AlignedData)
+  }, [props.t, props.values])
+
+  return html`<figure class="chart"><figcaption>${props.title}</figcaption><div ref=${container}></div></figure>`
+}

@@ -1,0 +1,2 @@
+// Stylesheets imported for their effect: esbuild puts them into the bundle's CSS file.
+declare module "*.css"

@@ -1,0 +1,138 @@
+// The dashboard (issue 15): signs in, picks a project, and shows its pages. Every read and action
+// goes through the service's endpoints with the session cookie (api.ts); no page keeps any secret.
+import "uplot/dist/uPlot.min.css"
+import "./style.css"
+import { render } from "preact"
+import { useEffect, useState } from "preact/hooks"
+import { api, setProject, whenSignedOut } from "./api.ts"
+import { AlertsPage } from "./pages/alerts.ts"
+import { DeadLettersPage } from "./pages/deadLetters.ts"
+import { KeysPage } from "./pages/keys.ts"
+import { OverviewPage } from "./pages/overview.ts"
+import { RetryPolicyPage } from "./pages/retryPolicy.ts"
+import { SignInPage } from "./pages/signIn.ts"
+import { TagPoliciesPage } from "./pages/tagPolicies.ts"
+import { TriggerPage } from "./pages/trigger.ts"
+import { TriggersPage } from "./pages/triggers.ts"
+import { linkHandler, navigate, useLocation } from "./router.ts"
+import { Empty, html, Notice } from "./ui.ts"
+
+interface Me {
+  readonly email: string
+  readonly expiresAt: string
+}
+interface Project {
+  readonly id: string
+  readonly name: string
+}
+
+const SECTIONS = [
+  ["overview", "Overview"],
+  ["triggers", "Triggers"],
+  ["dead-letters", "Dead letters"],
+  ["tag-policies", "Tag policies"],
+  ["retry-policy", "Retry policy"],
+  ["keys", "API keys"],
+  ["alerts", "Alerts"]
+] as const
+
+const PROJECT_PATH = /^\/dashboard\/p\/([0-9a-f-]{36})\/([a-z-]+)(?:\/([0-9a-f-]{36}))?\/?$/
+
+const Page = ({ section, id, projectId }: { section: string; id: string | undefined; projectId: string }) => {
+  switch (section) {
+    case "overview":
+      return html`<${OverviewPage} key=${projectId} />`
+    case "triggers":
+      return id === undefined ? html`<${TriggersPage} key=${projectId} projectId=${projectId} />` : html`<${TriggerPage} key=${id} id=${id} projectId=${projectId} />`
+    case "dead-letters":
+      return html`<${DeadLettersPage} key=${projectId} projectId=${projectId} />`
+    case "tag-policies":
+      return html`<${TagPoliciesPage} key=${projectId} />`
+    case "retry-policy":
+      return html`<${RetryPolicyPage} key=${projectId} />`
+    case "keys":
+      return html`<${KeysPage} key=${projectId} />`
+    case "alerts":
+      return html`<${AlertsPage} key=${projectId} />`
+    default:
+      return html`<${Empty}>No such page.</${Empty}>`
+  }
+}
+
+const Shell = ({ me, projects, onSignOut }: { me: Me; projects: ReadonlyArray<Project>; onSignOut: () => void }) => {
+  const { path } = useLocation()
+  const match = PROJECT_PATH.exec(path)
+  const projectId = match?.[1]
+  const project = projects.find((p) => p.id === projectId)
+  useEffect(() => {
+    if (project === undefined && projects.length > 0) navigate(`/dashboard/p/${projects[0]!.id}/overview`, true)
+  }, [path, projects.length])
+  setProject(project?.id ?? null)
+  const section = match?.[2] ?? "overview"
+  return html`<div class="shell">
+    <aside class="sidebar">
+      <div class="brand">timewheel</div>
+      <label class="project-picker">
+        <span>Project</span>
+        <select aria-label="Project" onChange=${(e: Event) => navigate(`/dashboard/p/${(e.target as HTMLSelectElement).value}/${section}`)}>
+          ${projects.map((p) => html`<option value=${p.id} selected=${p.id === projectId}>${p.name}</option>`)}
+        </select>
+      </label>
+      <nav>
+        ${SECTIONS.map(([slug, label]) => html`<a href=${`/dashboard/p/${projectId}/${slug}`} onClick=${linkHandler}
+          class=${slug === section ? "active" : ""}>${label}</a>`)}
+      </nav>
+      <div class="who">
+        <span title=${`Session ends at the latest ${me.expiresAt}`}>${me.email}</span>
+        <button class="link" onClick=${onSignOut}>Sign out</button>
+      </div>
+    </aside>
+    <main class="content">
+      ${projects.length === 0
+        ? html`<${Empty}>No project yet: create one with <code>npm run cli -- project create NAME</code>.</${Empty}>`
+        : project === undefined ? null : html`<${Page} section=${section} id=${match?.[3]} projectId=${project.id} />`}
+    </main>
+  </div>`
+}
+
+const App = () => {
+  const [me, setMe] = useState<Me | null | undefined>(undefined)
+  const [projects, setProjects] = useState<ReadonlyArray<Project>>([])
+  const [error, setError] = useState<string | undefined>(undefined)
+  const { path } = useLocation()
+
+  const load = async () => {
+    try {
+      const who = await api<Me>("GET", "/session")
+      const list = await api<{ projects: Array<Project> }>("GET", "/projects")
+      setProjects(list.projects)
+      setMe(who)
+    } catch (e) {
+      if ((e as { status?: number }).status === 401) setMe(null)
+      else setError(e instanceof Error ? e.message : String(e))
+    }
+  }
+  useEffect(() => {
+    whenSignedOut(() => setMe(null))
+    void load()
+  }, [])
+  useEffect(() => {
+    if (me === null && path !== "/dashboard/sign-in") navigate(`/dashboard/sign-in?next=${encodeURIComponent(path)}`, true)
+  }, [me, path])
+
+  if (error !== undefined) return html`<div class="center"><${Notice} kind="error">${error}</${Notice}></div>`
+  if (me === undefined) return html`<div class="center muted">Loading…</div>`
+  if (me === null || path === "/dashboard/sign-in") {
+    return html`<${SignInPage} onSignedIn=${async (next: string) => {
+      await load()
+      navigate(next.startsWith("/dashboard/p/") ? next : "/dashboard", true)
+    }} />`
+  }
+  const signOut = async () => {
+    await api("DELETE", "/session").catch(() => undefined)
+    setMe(null)
+  }
+  return html`<${Shell} me=${me} projects=${projects} onSignOut=${signOut} />`
+}
+
+render(html`<${App} />`, document.getElementById("app")!)

@@ -1,0 +1,135 @@
+// One trigger: its request (method, URL, headers, body), its details, and its executions with
+// status, timing, error kind and the response body; cancel and replay buttons that follow the API's
+// rules (cancel: pending one-shots and active generators; replay: completed ones) and show its
+// answers as they are. Refreshed every 3 s while something may still happen.
+import { useState } from "preact/hooks"
+import { api } from "../api.ts"
+import { Badge, Empty, formatMs, html, Link, messageOf, Notice, PageHeader, Time, useLoad } from "../ui.ts"
+import type { Job } from "./triggers.ts"
+
+interface FullJob extends Job {
+  readonly headers: Record<string, string | Array<string>>
+  readonly body: { encoding: "text" | "base64"; value: string | null; size?: number } | null
+  readonly contentType: string | null
+  readonly retry: unknown
+  readonly createdAt: string
+  readonly updatedAt: string
+}
+
+export interface Execution {
+  readonly id: string
+  readonly jobId: string
+  readonly attempt: number
+  readonly status: "succeeded" | "failed"
+  readonly startedAt: string
+  readonly finishedAt: string
+  readonly durationMs: number
+  readonly httpStatus: number | null
+  readonly responseHeaders: Record<string, string> | null
+  readonly responseBody: string | null
+  readonly errorKind?: string
+  readonly errorCode?: string
+  readonly errorMessage?: string
+  readonly isDeadLetter: boolean
+  readonly triggeredBy: string | null
+  readonly url: string
+}
+
+const PENDING = new Set(["registered", "skipped", "retrying"])
+const SETTLING = new Set(["registered", "queued", "running", "retrying"])
+
+const cancellable = (job: FullJob) => (job.kind === "generator" ? job.status === "active" : PENDING.has(job.status))
+
+const headerRows = (headers: Record<string, string | Array<string>>) =>
+  Object.entries(headers).flatMap(([name, value]) => (Array.isArray(value) ? value : [value]).map((v) => [name, v] as const))
+
+const BodyView = ({ body, contentType }: { body: FullJob["body"]; contentType: string | null }) => {
+  if (body === null) return html`<span class="muted">no body</span>`
+  return html`<div>
+    <div class="muted small">${contentType ?? "no content type"} · ${body.encoding}${body.size === undefined ? "" : ` · ${body.size} bytes`}</div>
+    <pre class="code">${body.value ?? "(too large to show here)"}</pre>
+  </div>`
+}
+
+const ExecutionRow = ({ execution, open }: { execution: Execution; open: boolean }) => html`
+  <details class="execution" open=${open} data-attempt=${execution.attempt}>
+    <summary>
+      <span class="attempt">#${execution.attempt}</span>
+      <${Badge} text=${execution.status} />
+      ${execution.isDeadLetter ? html`<${Badge} text="dead letter" />` : null}
+      ${execution.triggeredBy === null ? null : html`<span class="tag">replay</span>`}
+      <span class="http">${execution.httpStatus === null ? (execution.errorKind ?? "no response") : `HTTP ${execution.httpStatus}`}</span>
+      <${Time} iso=${execution.startedAt} />
+      <span class="muted">${formatMs(execution.durationMs)}</span>
+    </summary>
+    <div class="execution-body">
+      ${execution.errorKind === undefined && execution.errorMessage === undefined ? null : html`
+        <p class="error-line"><strong>${execution.errorKind ?? "error"}</strong>${execution.errorCode === undefined ? "" : ` (${execution.errorCode})`}: ${execution.errorMessage ?? ""}</p>`}
+      <div class="muted small">Response body</div>
+      <pre class="code response-body">${execution.responseBody ?? "(none)"}</pre>
+      ${execution.responseHeaders === null ? null : html`<div class="muted small">Response headers</div>
+        <table class="compact kv">${Object.entries(execution.responseHeaders).map(([k, v]) => html`<tr><td class="mono">${k}</td><td class="mono">${v}</td></tr>`)}</table>`}
+    </div>
+  </details>`
+
+export const TriggerPage = ({ id, projectId }: { id: string; projectId: string }) => {
+  const [answer, setAnswer] = useState<{ kind: "ok" | "error"; text: string } | undefined>(undefined)
+  const job = useLoad(() => api<FullJob>("GET", `/jobs/${id}`), [id], 3_000)
+  const executions = useLoad(() => api<{ executions: Array<Execution> }>("GET", `/jobs/${id}/executions`), [id], 3_000)
+  const act = async (what: "cancel" | "replay") => {
+    if (what === "cancel" && !confirm("Cancel this trigger?")) return
+    try {
+      if (what === "cancel") await api("POST", `/jobs/${id}/cancel`)
+      else await api("POST", `/jobs/${id}/executions`, { triggeredBy: "retry" })
+      setAnswer({ kind: "ok", text: what === "cancel" ? "Cancelled." : "Replay queued: a new attempt is on its way." })
+    } catch (e) {
+      setAnswer({ kind: "error", text: messageOf(e) })
+    }
+    await Promise.all([job.reload(), executions.reload()])
+  }
+  if (job.error !== undefined && job.data === undefined) return html`<${Notice} kind="error">${job.error}</${Notice}>`
+  const data = job.data
+  if (data === undefined) return html`<div class="muted">Loading…</div>`
+  const list = executions.data?.executions ?? []
+  return html`<div>
+    <div class="crumbs"><${Link} href=${`/dashboard/p/${projectId}/triggers`}>← Triggers</${Link}></div>
+    <${PageHeader} title=${data.title ?? `${data.method} ${data.url}`} subtitle=${html`<span class="mono">${data.id}</span>`}>
+      <${Badge} text=${data.status} />
+      <button onClick=${() => act("replay")} disabled=${data.kind !== "job" || data.status !== "completed"}
+        title="Replay: a completed trigger gets a new attempt">Replay</button>
+      <button class="danger" onClick=${() => act("cancel")} disabled=${!cancellable(data)}
+        title="Cancel: pending triggers and active generators">Cancel</button>
+    </${PageHeader}>
+    ${answer === undefined ? null : html`<${Notice} kind=${answer.kind}>${answer.text}</${Notice}>`}
+    <div class="grid two">
+      <section class="card">
+        <h2 class="card-title">Request</h2>
+        <p class="request-line"><span class="method">${data.method}</span> <span class="mono break">${data.url}</span></p>
+        <div class="muted small">Headers</div>
+        ${headerRows(data.headers).length === 0 ? html`<p class="muted">none</p>` : html`
+          <table class="compact kv">${headerRows(data.headers).map(([k, v]) => html`<tr><td class="mono">${k}</td><td class="mono break">${v}</td></tr>`)}</table>`}
+        <div class="muted small">Body</div>
+        <${BodyView} body=${data.body} contentType=${data.contentType} />
+      </section>
+      <section class="card">
+        <h2 class="card-title">Details</h2>
+        <table class="compact kv">
+          <tr><td>Kind</td><td>${data.kind}${data.generatorId === null ? "" : html` (instance of <${Link} href=${`/dashboard/p/${projectId}/triggers/${data.generatorId}`}>its generator</${Link}>)`}</td></tr>
+          <tr><td>Scheduled</td><td><${Time} iso=${data.scheduledAt} /></td></tr>
+          <tr><td>Attempts</td><td>${data.attempts}</td></tr>
+          <tr><td>Tags</td><td>${data.tags.length === 0 ? html`<span class="muted">none</span>` : data.tags.map((t) => html`<span class="tag">${t}</span>`)}</td></tr>
+          <tr><td>Custom key</td><td>${data.customKey ?? html`<span class="muted">none</span>`}</td></tr>
+          <tr><td>Retry policy</td><td>${data.retry === null ? html`<span class="muted">project or tag default</span>` : html`<code>${JSON.stringify(data.retry)}</code>`}</td></tr>
+          <tr><td>Created</td><td><${Time} iso=${data.createdAt} /></td></tr>
+          <tr><td>Updated</td><td><${Time} iso=${data.updatedAt} /></td></tr>
+        </table>
+      </section>
+    </div>
+    <section class="card">
+      <h2 class="card-title">Executions</h2>
+      ${list.length === 0 ? html`<${Empty}>No attempt yet.</${Empty}>` : list.map((execution, i) =>
+        html`<${ExecutionRow} key=${execution.id} execution=${execution} open=${i === list.length - 1} />`)}
+    </section>
+    ${SETTLING.has(data.status) ? html`<p class="muted small">Refreshing every 3 s while it settles.</p>` : null}
+  </div>`
+}

@@ -1,0 +1,94 @@
+// Triggers of the project, newest first: filters (status, kind, tag, custom key) and cursor paging
+// through GET /jobs; a row opens the trigger's page.
+import { useState } from "preact/hooks"
+import { api } from "../api.ts"
+import { navigate } from "../router.ts"
+import { Badge, Empty, html, Notice, PageHeader, shortId, Time, useLoad } from "../ui.ts"
+
+export interface Job {
+  readonly id: string
+  readonly kind: "job" | "generator"
+  readonly status: string
+  readonly scheduledAt: string | null
+  readonly url: string
+  readonly method: string
+  readonly title: string | null
+  readonly tags: Array<string>
+  readonly customKey: string | null
+  readonly attempts: number
+  readonly generatorId: string | null
+}
+
+const STATUSES = ["registered", "skipped", "queued", "running", "retrying", "completed", "cancelled", "active"]
+
+interface Filters {
+  readonly status: string
+  readonly kind: string
+  readonly tag: string
+  readonly customKey: string
+}
+
+const EMPTY: Filters = { status: "", kind: "", tag: "", customKey: "" }
+
+const queryOf = (filters: Filters, cursor: string | null) => {
+  const query = new URLSearchParams({ limit: "25" })
+  for (const [name, value] of Object.entries(filters)) if (value !== "") query.set(name, value)
+  if (cursor !== null) query.set("cursor", cursor)
+  return query.toString()
+}
+
+export const TriggersPage = ({ projectId }: { projectId: string }) => {
+  const [filters, setFilters] = useState<Filters>(EMPTY)
+  /** Cursors of the pages seen so far: the last one is the current page's. */
+  const [cursors, setCursors] = useState<Array<string | null>>([null])
+  const cursor = cursors.at(-1)!
+  const { data, error } = useLoad(
+    () => api<{ jobs: Array<Job>; nextCursor: string | null }>("GET", `/jobs?${queryOf(filters, cursor)}`),
+    [filters, cursor],
+    10_000
+  )
+  const apply = (event: Event) => {
+    event.preventDefault()
+    const form = new FormData(event.target as HTMLFormElement)
+    setFilters({
+      status: String(form.get("status") ?? ""), kind: String(form.get("kind") ?? ""),
+      tag: String(form.get("tag") ?? "").trim(), customKey: String(form.get("customKey") ?? "").trim()
+    })
+    setCursors([null])
+  }
+  return html`<div>
+    <${PageHeader} title="Triggers" subtitle="One-shot triggers, generators and their instances, newest first." />
+    <form class="filters card" onSubmit=${apply}>
+      <label>Status<select name="status"><option value="">any</option>${STATUSES.map((s) => html`<option value=${s}>${s}</option>`)}</select></label>
+      <label>Kind<select name="kind"><option value="">any</option><option value="job">job</option><option value="generator">generator</option></select></label>
+      <label>Tag<input name="tag" placeholder="billing" /></label>
+      <label>Custom key<input name="customKey" placeholder="order-42" /></label>
+      <div class="filter-actions">
+        <button class="primary" type="submit">Apply</button>
+        <button type="reset" onClick=${() => { setFilters(EMPTY); setCursors([null]) }}>Clear</button>
+      </div>
+    </form>
+    ${error === undefined ? null : html`<${Notice} kind="error">${error}</${Notice}>`}
+    ${data === undefined ? html`<div class="muted">Loading…</div>` : data.jobs.length === 0 ? html`<${Empty}>No trigger matches.</${Empty}>` : html`
+      <div class="card flush"><table class="rows">
+        <thead><tr><th>Trigger</th><th>Status</th><th>Kind</th><th>Scheduled (UTC)</th><th class="num">Attempts</th><th>Tags</th></tr></thead>
+        <tbody>${data.jobs.map((job) => html`<tr key=${job.id} class="clickable" data-trigger=${job.id}
+            onClick=${() => navigate(`/dashboard/p/${projectId}/triggers/${job.id}`)}>
+          <td class="trigger-cell">
+            <div class="ellipsis strong">${job.title ?? `${job.method} ${job.url}`}</div>
+            <div class="muted small mono">${shortId(job.id)}${job.customKey === null ? "" : ` · key ${job.customKey}`}</div>
+          </td>
+          <td><${Badge} text=${job.status} /></td>
+          <td>${job.kind}${job.generatorId === null ? "" : html` <span class="muted small">instance</span>`}</td>
+          <td><${Time} iso=${job.scheduledAt} /></td>
+          <td class="num">${job.attempts}</td>
+          <td>${job.tags.map((tag) => html`<span class="tag">${tag}</span>`)}</td>
+        </tr>`)}</tbody>
+      </table></div>`}
+    <div class="pager">
+      <button disabled=${cursors.length === 1} onClick=${() => setCursors(cursors.slice(0, -1))}>← Newer</button>
+      <span class="muted">Page ${cursors.length}</span>
+      <button disabled=${data?.nextCursor == null} onClick=${() => setCursors([...cursors, data!.nextCursor])}>Older →</button>
+    </div>
+  </div>`
+}
