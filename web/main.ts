@@ -99,6 +99,8 @@ const App = () => {
   const [me, setMe] = useState<Me | null | undefined>(undefined)
   const [projects, setProjects] = useState<ReadonlyArray<Project>>([])
   const [error, setError] = useState<string | undefined>(undefined)
+  /** The session ended under the person's feet (expired, signed out elsewhere): say so at sign-in. */
+  const [ended, setEnded] = useState(false)
   const { path } = useLocation()
 
   const load = async () => {
@@ -113,7 +115,10 @@ const App = () => {
     }
   }
   useEffect(() => {
-    whenSignedOut(() => setMe(null))
+    whenSignedOut(() => {
+      setEnded(true)
+      setMe(null)
+    })
     void load()
   }, [])
   useEffect(() => {
@@ -123,7 +128,8 @@ const App = () => {
   if (error !== undefined) return html`<div class="center"><${Notice} kind="error">${error}</${Notice}></div>`
   if (me === undefined) return html`<div class="center muted">Loading…</div>`
   if (me === null || path === "/dashboard/sign-in") {
-    return html`<${SignInPage} onSignedIn=${async (next: string) => {
+    return html`<${SignInPage} ended=${ended} onSignedIn=${async (next: string) => {
+      setEnded(false)
       await load()
       navigate(next.startsWith("/dashboard/p/") ? next : "/dashboard", true)
     }} />`

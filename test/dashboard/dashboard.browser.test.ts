@@ -186,7 +186,7 @@ layer(Env, { timeout: "240 seconds", excludeTestServices: true })("dashboard in 
       yield* sql`UPDATE admin_sessions SET expires_at = now() - interval '1 second'`
       yield* go("triggers")
       yield* step(() => page.waitForURL(/\/dashboard\/sign-in\?next=/))
-      yield* step(() => page.getByRole("button", { name: "Sign in" }).waitFor())
+      yield* step(() => page.getByText("Your session has ended: sign in again.").waitFor())
       yield* screenshot(page, "14-session-expired")
       yield* step(() => page.getByLabel("E-mail").fill(EMAIL))
       yield* step(() => page.getByLabel("Password").fill(PASSWORD))

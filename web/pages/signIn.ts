@@ -4,7 +4,7 @@ import { useState } from "preact/hooks"
 import { api } from "../api.ts"
 import { html, messageOf, Notice } from "../ui.ts"
 
-export const SignInPage = ({ onSignedIn }: { onSignedIn: (next: string) => Promise<void> }) => {
+export const SignInPage = ({ ended, onSignedIn }: { ended: boolean; onSignedIn: (next: string) => Promise<void> }) => {
   const [error, setError] = useState<string | undefined>(undefined)
   const [busy, setBusy] = useState(false)
   const submit = async (event: Event) => {
@@ -26,6 +26,7 @@ export const SignInPage = ({ onSignedIn }: { onSignedIn: (next: string) => Promi
       <div class="brand large">timewheel</div>
       <h1>Sign in</h1>
       ${error === undefined ? null : html`<${Notice} kind="error">${error}</${Notice}>`}
+      ${error === undefined && ended ? html`<${Notice} kind="info">Your session has ended: sign in again.</${Notice}>` : null}
       <label>E-mail<input name="email" type="email" autocomplete="username" required autofocus /></label>
       <label>Password<input name="password" type="password" autocomplete="current-password" required /></label>
       <button class="primary" type="submit" disabled=${busy}>${busy ? "Signing in…" : "Sign in"}</button>
