@@ -95,6 +95,9 @@ const Shell = ({ me, projects, onSignOut }: { me: Me; projects: ReadonlyArray<Pr
   </div>`
 }
 
+/** Set while this browser is signed in: a page loaded without a session then knows it ended. */
+const SIGNED_IN = "timewheel.signedIn"
+
 const App = () => {
   const [me, setMe] = useState<Me | null | undefined>(undefined)
   const [projects, setProjects] = useState<ReadonlyArray<Project>>([])
@@ -109,13 +112,18 @@ const App = () => {
       const list = await api<{ projects: Array<Project> }>("GET", "/projects")
       setProjects(list.projects)
       setMe(who)
+      localStorage.setItem(SIGNED_IN, "1")
     } catch (e) {
-      if ((e as { status?: number }).status === 401) setMe(null)
-      else setError(e instanceof Error ? e.message : String(e))
+      if ((e as { status?: number }).status === 401) {
+        setEnded(localStorage.getItem(SIGNED_IN) !== null)
+        localStorage.removeItem(SIGNED_IN)
+        setMe(null)
+      } else setError(e instanceof Error ? e.message : String(e))
     }
   }
   useEffect(() => {
     whenSignedOut(() => {
+      localStorage.removeItem(SIGNED_IN)
       setEnded(true)
       setMe(null)
     })
@@ -136,6 +144,7 @@ const App = () => {
   }
   const signOut = async () => {
     await api("DELETE", "/session").catch(() => undefined)
+    localStorage.removeItem(SIGNED_IN)
     setMe(null)
   }
   return html`<${Shell} me=${me} projects=${projects} onSignOut=${signOut} />`
