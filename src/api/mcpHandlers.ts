@@ -118,6 +118,7 @@ export const mcpHandlers = (tools: McpTools) =>
             },
             title: args.title,
             titleName: "title",
+            customKeyName: "customKey",
             runMissed: () => ({ _tag: "Ok", value: args.runMissed ?? false }),
             customKey: args.customKey,
             triggerId: args.triggerId,

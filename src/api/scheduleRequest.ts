@@ -89,6 +89,7 @@ export const readScheduleRequest = (request: HttpServerRequest.HttpServerRequest
       },
       title: header("title"),
       titleName: `${prefix}-title`,
+      customKeyName: `${prefix}-custom-key`,
       runMissed: () => booleanHeader(`${prefix}-run-missed`, header("run-missed")),
       customKey: header("custom-key"),
       triggerId: header("trigger-id"),

@@ -13,6 +13,7 @@ import {
 } from "./retry.ts"
 import type { RetryOn, RetryPolicy, RetryStrategy } from "./retry.ts"
 import { parseScheduleValue, type ScheduleValue } from "./schedule.ts"
+import { tooLongToIndex } from "./storableText.ts"
 import type { HeaderPairs, TriggerDefinition, TriggerKind } from "./trigger.ts"
 
 /** When an item fires: a one-shot time, or a generator's normalised cron expression and zone. */
@@ -201,18 +202,6 @@ export const unstorableText = (field: string, text: string): string | undefined 
   if (!text.isWellFormed()) return `${field} must not contain unpaired surrogates`
   return undefined
 }
-
-/**
- * Custom keys and tags are index keys (schema.ts migration 3: the key indexes; the tags' GIN index),
- * and PostgreSQL refuses an index entry over about 2.7 kB: longer ones are a 400 (DECISIONS
- * "Faults"), `customKey must be at most 1024 bytes`, `tags must be at most 1024 bytes each`.
- */
-export const MAX_INDEXED_BYTES = 1024
-
-export const tooLongToIndex = (field: string, text: string, each = ""): string | undefined =>
-  text.length * 3 > MAX_INDEXED_BYTES && Buffer.byteLength(text, "utf8") > MAX_INDEXED_BYTES
-    ? `${field} must be at most ${MAX_INDEXED_BYTES} bytes${each}`
-    : undefined
 
 /** NUL or a surrogate: only then is unstorableText's exact check needed (a quick scan for the common case). */
 const MAYBE_UNSTORABLE = /[\u0000\ud800-\udfff]/

@@ -8,7 +8,7 @@
 // name what the front end calls it. Pure: the request moment is a parameter.
 import type { RetryPolicy } from "./retry.ts"
 import { parseScheduleValue, type ScheduleCommand } from "./schedule.ts"
-import { unstorableCharacter, unstorableMessage } from "./storableText.ts"
+import { tooLongToIndex, unstorableCharacter, unstorableMessage } from "./storableText.ts"
 import { parseTagList } from "./tags.ts"
 import type { HeaderPairs, TriggerDefinition } from "./trigger.ts"
 
@@ -54,6 +54,8 @@ export interface ScheduleInput {
   readonly title: string | undefined
   /** How messages name the title: `svc-title` for the header, `title` for the tool. */
   readonly titleName: string
+  /** How messages name the custom key: `svc-custom-key` for the header, `customKey` for the tool. */
+  readonly customKeyName: string
   /** Read after the title, for one-shot values only. */
   readonly runMissed: () => Checked<boolean>
   readonly customKey: string | undefined
@@ -89,6 +91,8 @@ export const scheduleCommandOf = (input: ScheduleInput, nowMs: number): Checked<
   const unstorable = input.unstorable()
   if (unstorable !== undefined) return err(unstorable)
   const { customKey, triggerId } = input
+  const keyTooLong = customKey === undefined ? undefined : tooLongToIndex(input.customKeyName, customKey)
+  if (keyTooLong !== undefined) return err(keyTooLong)
   const definition: TriggerDefinition = {
     url: input.target.url,
     method: input.method,

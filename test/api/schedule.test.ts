@@ -94,6 +94,8 @@ const CHECKS: ReadonlyArray<CheckRow> = [
   { name: "fractional amount", request: withKey((key) => valid(key, { "ttr-scheduled-at": "now | subtract 1.5h" })), status: 400, message: "Invalid duration: 1.5h" },
   { name: "unit without a number", request: withKey((key) => valid(key, { "ttr-scheduled-at": `${FAR} | add h` })), status: 400, message: "Invalid duration: h" },
   { name: "an invalid date with a used-up quota: 400, not 402", request: withKey((key) => valid(key, { "ttr-scheduled-at": "tomorrow" }), 0), status: 400, message: "Invalid date: tomorrow" },
+  // a custom key too long to index (before the quota: it costs nothing)
+  { name: "a custom key over 1024 bytes", request: withKey((key) => valid(key, { "ttr-custom-key": "k".repeat(1025) }), 0), status: 400, message: "ttr-custom-key must be at most 1024 bytes" },
   // 12. quota
   { name: "quota 0", request: withKey((key) => valid(key), 0), status: 402, message: "Monthly quota of 0 triggers exceeded" },
   { name: "quota 0 and an unknown trigger id: 402 before 404", request: withKey((key) => valid(key, { "ttr-trigger-id": UNKNOWN_ID }), 0), status: 402, message: "Monthly quota of 0 triggers exceeded" },
