@@ -22,9 +22,11 @@ const NOT_IN_PRODUCTION = ["typescript", "vitest", "node", "@effect/vitest", "fa
 
 const step = (line: string) => process.stdout.write(`production: ${line}\n`)
 
+/** A failed step: thrown, so that the copy is removed and the service stopped before the exit (code 1). */
+class CheckFailed extends Error {}
+
 const fail = (message: string): never => {
-  process.stderr.write(`production check failed: ${message}\n`)
-  process.exit(1)
+  throw new CheckFailed(message)
 }
 
 /** The environment of the commands run in the copy: this shell's, minus npm's settings and the service's. */
@@ -235,4 +237,7 @@ const main = async () => {
   }
 }
 
-await main()
+await main().catch((error: unknown) => {
+  process.stderr.write(`production check failed: ${error instanceof CheckFailed ? error.message : String(error)}\n`)
+  process.exitCode = 1
+})
