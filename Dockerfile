@@ -1,16 +1,20 @@
 # timewheel's container image: compiled JavaScript (dist/) and the runtime packages only, on Node 24,
-# run as the unprivileged `node` user. Three stages: build (every package, tsc: src/ → dist/), runtime
+# run as the unprivileged `node` user. Three stages: build (every package; src/ and web/ → dist/), runtime
 # packages (`npm ci --omit=dev` from the lockfile, as README "Production install"), and the image.
 # docker-compose.yml runs three of these on one PostgreSQL; without DATABASE_URL a container runs an
 # embedded PostgreSQL in its DATA_DIR volume instead.
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# no install scripts: the build needs TypeScript, not the Node 24 binary or the PostgreSQL binaries
+# no install scripts: the build needs TypeScript and esbuild (whose binary is a package of its own),
+# not the Node 24 binary or the PostgreSQL binaries
 RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
+COPY scripts ./scripts
+COPY web ./web
 COPY src ./src
-RUN node node_modules/typescript/bin/tsc -p tsconfig.build.json
+# what `npm run build` runs: tsc (src/ → dist/), then the dashboard's bundle (web/ → dist/dashboard/)
+RUN node scripts/build.ts
 
 FROM node:24-bookworm-slim AS runtime-packages
 WORKDIR /app
