@@ -21,6 +21,7 @@ export const DEFAULTS = {
   DRAIN_TIMEOUT_SECONDS: 30,
   OPS_HOST: "127.0.0.1",
   OPS_PORT: 9464,
+  RETENTION_DAYS: 30,
   SESSION_IDLE_MINUTES: 30,
   SESSION_MAX_HOURS: 12,
   SMTP_URL: undefined,
@@ -64,6 +65,8 @@ export interface AppConfigShape {
    * already taken (several nodes on one host) only leaves this node without an ops listener.
    */
   readonly opsPortRequired: boolean
+  /** Finished triggers (and their executions) are deleted this many days after they last changed; 0 keeps them. */
+  readonly retentionDays: number
   /** A dashboard session unused this long ends. */
   readonly sessionIdleMinutes: number
   /** A dashboard session ends this long after sign-in, used or not. */
@@ -208,6 +211,7 @@ export const loadConfig = (env: Env): AppConfigShape => {
     opsHost: setting(env, "OPS_HOST") ?? DEFAULTS.OPS_HOST,
     opsPort: opsPort(env),
     opsPortRequired: setting(env, "OPS_PORT") !== undefined,
+    retentionDays: integer(env, "RETENTION_DAYS", DEFAULTS.RETENTION_DAYS, 0, 36_500),
     sessionIdleMinutes: integer(env, "SESSION_IDLE_MINUTES", DEFAULTS.SESSION_IDLE_MINUTES, 1, 10_080),
     sessionMaxHours: integer(env, "SESSION_MAX_HOURS", DEFAULTS.SESSION_MAX_HOURS, 1, 8_760),
     smtpUrl: smtpUrl(env),

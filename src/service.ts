@@ -19,6 +19,7 @@ import { Executor } from "./delivery/executor.ts"
 import { DashboardJobs } from "./dashboard/jobs.ts"
 import { ClaimBatcher } from "./scheduler/claimBatcher.ts"
 import { Heartbeats } from "./scheduler/heartbeats.ts"
+import { HousekeepingLive } from "./scheduler/housekeeping.ts"
 import { TagPolicyCache } from "./gates/tagPolicyCache.ts"
 import { ShardManagerLive } from "./scheduler/shardManager.ts"
 import { WakeRouterLive } from "./scheduler/wakeRouter.ts"
@@ -95,7 +96,7 @@ export const ServiceLive = (
     })
   ).pipe(Layer.provideMerge(notifications))
   const delivery = Layer.mergeAll(DispatcherLive, ClaimBatcher.layer).pipe(Layer.provideMerge(core))
-  const scheduler = ShardManagerLive.pipe(Layer.provideMerge(delivery))
+  const scheduler = Layer.mergeAll(ShardManagerLive, HousekeepingLive).pipe(Layer.provideMerge(delivery))
   return Layer.mergeAll(HttpsServerLive(tls), OpsServerLive({ poolConnections: POOL_CONNECTIONS })).pipe(
     Layer.provideMerge(scheduler),
     Layer.provide(loggingLayer(config, node))

@@ -1,0 +1,84 @@
+// Housekeeping, every minute on every node: retention (RETENTION_DAYS; 0 keeps everything) deletes
+// the finished triggers that last changed more than that many days ago, with their executions
+// (store/retention.ts), and previous signing secrets whose rotation overlap has ended are forgotten.
+// Retention runs on one node at a time (an advisory lock; a node that finds it taken skips its turn)
+// in batches of RETENTION_BATCH rows with a pause between them, so the deletes never hold many rows
+// or much of PostgreSQL at once and claims go on meanwhile; a sweep goes on until nothing is left
+// past the cutoff.
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { AppConfig } from "../config.ts"
+import { Metrics } from "../ops/metrics.ts"
+import type { Database } from "../store/db.ts"
+import { retentionSessionOpen } from "../store/retention.ts"
+import { signingSecretsDropExpired } from "../store/signingSecrets.ts"
+
+const DAY_MS = 24 * 60 * 60 * 1000
+
+export interface HousekeepingOptions {
+  readonly retentionDays: number
+  /** Triggers per delete statement (default 500). */
+  readonly batchSize?: number
+  /** Pause between two batches of one sweep (default 200 ms). */
+  readonly pauseMs?: number
+  /** Pause between sweeps (default 60 s); also the wait before the first. */
+  readonly everyMs?: number
+  /** Observer of the sweeps (tests); none in the service. */
+  readonly onEvent?: (event: HousekeepingEvent) => Effect.Effect<void>
+}
+
+export type HousekeepingEvent =
+  /** It sleeps until its next sweep. */
+  | { readonly _tag: "Waiting" }
+  /** One delete statement ran. */
+  | { readonly _tag: "Batch"; readonly deleted: number }
+  /** A sweep ended: nothing is left past the cutoff (or retention is off). */
+  | { readonly _tag: "Swept"; readonly deleted: number }
+  /** Another node holds the retention lock: this one skips its turn. */
+  | { readonly _tag: "Busy" }
+
+export const RETENTION_BATCH = 500
+export const RETENTION_PAUSE_MS = 200
+export const HOUSEKEEPING_EVERY_MS = 60_000
+
+/** One sweep: expired signing secrets, then retention batch by batch (if this node gets the lock). */
+export const sweep = (options: HousekeepingOptions) =>
+  Effect.scoped(Effect.gen(function*() {
+    const report = options.onEvent ?? (() => Effect.void)
+    const metrics = yield* Metrics
+    const batchSize = options.batchSize ?? RETENTION_BATCH
+    const nowMs = yield* Clock.currentTimeMillis
+    yield* signingSecretsDropExpired(nowMs)
+    if (options.retentionDays === 0) return yield* report({ _tag: "Swept", deleted: 0 })
+    const session = yield* retentionSessionOpen
+    if (session === undefined) return yield* report({ _tag: "Busy" })
+    const beforeMs = nowMs - options.retentionDays * DAY_MS
+    let total = 0
+    for (;;) {
+      const deleted = yield* session.deleteBatch({ beforeMs, limit: batchSize })
+      metrics.retentionDeleted(deleted)
+      total += deleted
+      yield* report({ _tag: "Batch", deleted })
+      if (deleted < batchSize) break
+      yield* Effect.sleep(options.pauseMs ?? RETENTION_PAUSE_MS)
+    }
+    if (total > 0) yield* Effect.logInfo(`retention: deleted ${total} finished triggers last changed before ${new Date(beforeMs).toISOString()}`)
+    yield* report({ _tag: "Swept", deleted: total })
+  }))
+
+/** Sweeps forever, `everyMs` apart (the first after `everyMs`); a failed sweep is logged and the next one comes. */
+export const runHousekeeping = (options: HousekeepingOptions): Effect.Effect<never, never, Database> => {
+  const once = sweep(options).pipe(
+    Effect.catchCause((cause) =>
+      Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause as Cause.Cause<never>) : Effect.logWarning("housekeeping failed; next sweep later", cause))
+  )
+  const waiting = options.onEvent?.({ _tag: "Waiting" }) ?? Effect.void
+  return Effect.forever(waiting.pipe(Effect.andThen(Effect.sleep(options.everyMs ?? HOUSEKEEPING_EVERY_MS)), Effect.andThen(once)))
+}
+
+export const HousekeepingLive = Layer.effectDiscard(Effect.gen(function*() {
+  const config = yield* AppConfig
+  yield* Effect.forkScoped(runHousekeeping({ retentionDays: config.retentionDays }))
+}))

@@ -1,0 +1,60 @@
+// Retention (RETENTION_DAYS): finished triggers — completed, cancelled or skipped — that last changed
+// before a cutoff are deleted with their executions (ON DELETE CASCADE), oldest first, a small batch
+// per statement; a cancelled generator only once none of its instances is still pending, queued or
+// running. One node at a time: the sweep holds a session-level advisory lock on one reserved
+// session (as shardLocks.ts does), and a node that dies mid-sweep loses it with its session.
+import * as Effect from "effect/Effect"
+import type * as Scope from "effect/Scope"
+import { SqlClient } from "effect/sql"
+
+/** Key of the advisory lock ("tr", 0): the shard locks use 0x7477, the gates 0x7467. */
+const RETENTION_LOCK = [0x7472, 0] as const
+
+/**
+ * One batch: the oldest finished triggers past the cutoff, over the partial index triggers_finished
+ * (its predicate is this status list). Rows another transaction holds (a replay moving a completed
+ * trigger back to queued) are skipped, never waited for; a row that left the finished statuses by
+ * the time it is locked is re-checked out.
+ */
+const DELETE_BATCH = `
+  WITH doomed AS (
+    SELECT t.id FROM triggers t
+    WHERE t.status IN ('completed', 'cancelled', 'skipped') AND t.updated_at < $1::timestamptz
+      AND (t.kind = 'job' OR NOT EXISTS (
+        SELECT 1 FROM triggers i WHERE i.generator_id = t.id AND i.status NOT IN ('completed', 'cancelled', 'skipped')))
+    ORDER BY t.updated_at
+    LIMIT $2
+    FOR UPDATE OF t SKIP LOCKED
+  )
+  DELETE FROM triggers d USING doomed WHERE d.id = doomed.id
+  RETURNING d.id`
+
+export interface RetentionSession {
+  /** Deletes at most `limit` finished triggers that last changed before `beforeMs`; how many it deleted. */
+  readonly deleteBatch: (input: { readonly beforeMs: number; readonly limit: number }) => Effect.Effect<number, unknown>
+}
+
+/**
+ * Takes the retention lock on a reserved session for the scope's lifetime; `undefined` when another
+ * node holds it (it sweeps now). Closing the scope unlocks and gives the session back.
+ */
+export const retentionSessionOpen: Effect.Effect<RetentionSession | undefined, unknown, SqlClient.SqlClient | Scope.Scope> =
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const session = yield* sql.reserve
+    const locked = yield* Effect.acquireRelease(
+      Effect.map(
+        session.execute("SELECT pg_try_advisory_lock($1, $2) AS ok", [...RETENTION_LOCK], undefined),
+        (rows) => (rows as ReadonlyArray<{ ok: boolean }>)[0]?.ok === true
+      ),
+      (ok) => ok ? Effect.ignore(session.execute("SELECT pg_advisory_unlock($1, $2)", [...RETENTION_LOCK], undefined)) : Effect.void
+    )
+    if (!locked) return undefined
+    return {
+      deleteBatch: ({ beforeMs, limit }) =>
+        Effect.map(
+          session.execute(DELETE_BATCH, [new Date(beforeMs).toISOString(), limit], undefined),
+          (rows) => (rows as ReadonlyArray<unknown>).length
+        )
+    } satisfies RetentionSession
+  })

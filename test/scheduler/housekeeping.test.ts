@@ -1,0 +1,210 @@
+// Retention under TestClock on a real database (issue 13, part 4): which triggers a sweep deletes
+// (finished ones that last changed before the cutoff, with their executions; a cancelled generator
+// only without live instances) and which it keeps; that it deletes in batches with a pause between
+// them, a sweep every interval; that a node finding the lock taken skips its turn; RETENTION_DAYS=0;
+// and that expired previous signing secrets are forgotten. The loop's pauses are TestClock sleeps, so
+// the tests move the clock and await the loop's own reports instead of waiting.
+import { assert, describe, layer } from "@effect/vitest"
+import { Effect, Fiber, Queue } from "effect"
+import { SqlClient } from "effect/sql"
+import { TestClock } from "effect/testing"
+import { type HousekeepingEvent, runHousekeeping } from "../../src/scheduler/housekeeping.ts"
+import { TestDatabase } from "../support/database.ts"
+import { ensureProject, insertExecution, insertTrigger, insertTriggers, nextId } from "../support/fixtures.ts"
+
+const PROJECT = "00000000-0000-7000-8000-0000000000aa"
+const DAY = 24 * 60 * 60 * 1000
+const EVERY = 60_000
+const PAUSE = 200
+
+/** The TestClock is shared by the tests of a layer block (and starts at 0): each test works relative to its start. */
+const clockNow = Effect.clockWith((clock) => clock.currentTimeMillis)
+
+/** Starts the loop with `options` and returns its reports (the first sweep is EVERY away). */
+const startLoop = (options: { readonly retentionDays: number; readonly batchSize?: number }) =>
+  Effect.gen(function*() {
+    const events = yield* Queue.unbounded<HousekeepingEvent>()
+    const fiber = yield* Effect.forkChild(runHousekeeping({
+      ...options,
+      pauseMs: PAUSE,
+      everyMs: EVERY,
+      onEvent: (event) => Queue.offer(events, event).pipe(Effect.asVoid)
+    }))
+    /** The next report (the loop runs its statements in real time, between TestClock sleeps). */
+    const next = Queue.take(events)
+    // asleep until its first sweep: moving the clock now reaches it
+    assert.deepStrictEqual(yield* next, { _tag: "Waiting" })
+    return { events, fiber, next }
+  })
+
+const exists = (id: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return (yield* sql`SELECT 1 FROM triggers WHERE id = ${id}`).length === 1
+  })
+
+const count = (table: "triggers" | "executions") =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return Number((yield* sql<{ n: string }>`SELECT count(*)::text AS n FROM ${sql(table)}`)[0]!.n)
+  })
+
+/** An empty triggers table; `ago(ms)`: the date that long before the test's start. */
+const setup = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`DELETE FROM triggers`
+  yield* ensureProject(PROJECT)
+  const now = yield* clockNow
+  return { now, ago: (ms: number) => new Date(now - ms) }
+})
+
+layer(TestDatabase, { timeout: "60 seconds" })("housekeeping", (it) => {
+  describe("what retention deletes", () => {
+    it.effect("finished triggers last changed before the cutoff, with their executions; everything else stays", () =>
+      Effect.gen(function*() {
+        const { ago } = yield* setup
+        const old = ago(30 * DAY + 1_000)
+        const recent = ago(30 * DAY - 10 * 60_000)
+        const oneShot = (status: string, updatedAt: Date) => insertTrigger({ projectId: PROJECT, status, updatedAt, createdAt: updatedAt })
+        const completedOld = yield* oneShot("completed", old)
+        yield* insertExecution({ projectId: PROJECT, triggerId: completedOld, attempt: 1, status: "failed", httpStatus: 500 })
+        yield* insertExecution({ projectId: PROJECT, triggerId: completedOld, attempt: 2 })
+        const deleted = [completedOld, yield* oneShot("cancelled", old), yield* oneShot("skipped", old)]
+        const completedRecent = yield* oneShot("completed", recent)
+        yield* insertExecution({ projectId: PROJECT, triggerId: completedRecent })
+        const kept = [completedRecent, yield* oneShot("cancelled", recent)]
+        for (const status of ["registered", "retrying", "queued", "running"]) kept.push(yield* oneShot(status, old))
+
+        // an active generator: kept; its old finished instances go, its upcoming one stays
+        const active = yield* insertTrigger({ projectId: PROJECT, kind: "generator", status: "active", cronExpr: "* * * * *", updatedAt: old })
+        kept.push(active)
+        const instance = (generatorId: string, status: string, scheduledAt: Date) =>
+          insertTrigger({ projectId: PROJECT, generatorId, status, scheduledAt, updatedAt: old })
+        deleted.push(yield* instance(active, "completed", ago(31 * DAY)))
+        kept.push(yield* instance(active, "registered", ago(-DAY)))
+        // a cancelled generator with an instance still retrying: both stay until that one finishes
+        const busy = yield* insertTrigger({ projectId: PROJECT, kind: "generator", status: "cancelled", cronExpr: "* * * * *", updatedAt: old })
+        kept.push(busy, yield* instance(busy, "retrying", ago(31 * DAY)))
+        // a cancelled generator whose instances are all finished: it goes, and they do
+        const done = yield* insertTrigger({ projectId: PROJECT, kind: "generator", status: "cancelled", cronExpr: "* * * * *", updatedAt: old })
+        deleted.push(done, yield* instance(done, "completed", ago(31 * DAY)))
+
+        const loop = yield* startLoop({ retentionDays: 30 })
+        yield* TestClock.adjust(EVERY)
+        assert.deepStrictEqual(yield* loop.next, { _tag: "Batch", deleted: deleted.length })
+        assert.deepStrictEqual(yield* loop.next, { _tag: "Swept", deleted: deleted.length })
+        assert.deepStrictEqual(yield* loop.next, { _tag: "Waiting" })
+        for (const id of deleted) assert.isFalse(yield* exists(id), `${id} deleted`)
+        for (const id of kept) assert.isTrue(yield* exists(id), `${id} kept`)
+        assert.strictEqual(yield* count("executions"), 1) // completedRecent's; completedOld's two went with it
+
+        // a sweep every minute finds nothing more until the recent ones (10 minutes younger) are past the cutoff
+        for (let minute = 2; ; minute++) {
+          yield* TestClock.adjust(EVERY)
+          const batch = yield* loop.next
+          assert.deepStrictEqual(yield* loop.next, { _tag: "Swept", deleted: batch._tag === "Batch" ? batch.deleted : -1 })
+          assert.deepStrictEqual(yield* loop.next, { _tag: "Waiting" })
+          if (minute <= 10) assert.deepStrictEqual(batch, { _tag: "Batch", deleted: 0 }, `minute ${minute}`)
+          else {
+            assert.deepStrictEqual(batch, { _tag: "Batch", deleted: 2 }, `minute ${minute}`)
+            break
+          }
+        }
+        assert.isFalse(yield* exists(completedRecent))
+        assert.strictEqual(yield* count("executions"), 0)
+        yield* Fiber.interrupt(loop.fiber)
+      }))
+
+    it.effect("RETENTION_DAYS=0 keeps everything", () =>
+      Effect.gen(function*() {
+        const { ago } = yield* setup
+        const id = yield* insertTrigger({ projectId: PROJECT, status: "completed", updatedAt: ago(10_000 * DAY) })
+        const loop = yield* startLoop({ retentionDays: 0 })
+        yield* TestClock.adjust(EVERY)
+        assert.deepStrictEqual(yield* loop.next, { _tag: "Swept", deleted: 0 })
+        assert.isTrue(yield* exists(id))
+        yield* Fiber.interrupt(loop.fiber)
+      }))
+  })
+
+  describe("how it deletes", () => {
+    it.effect("in batches with a pause between them; nothing more until the clock moves past the pause", () =>
+      Effect.gen(function*() {
+        const { ago } = yield* setup
+        const old = ago(31 * DAY)
+        yield* insertTriggers(Array.from({ length: 25 }, (_, i) => ({
+          projectId: PROJECT, status: "completed", updatedAt: new Date(old.getTime() + i), createdAt: old
+        })))
+        const loop = yield* startLoop({ retentionDays: 30, batchSize: 10 })
+        yield* TestClock.adjust(EVERY - 1)
+        assert.strictEqual(yield* count("triggers"), 25, "no sweep before its time")
+        yield* TestClock.adjust(1)
+        assert.deepStrictEqual(yield* loop.next, { _tag: "Batch", deleted: 10 })
+        assert.strictEqual(yield* count("triggers"), 15)
+        // the loop now sleeps its pause (TestClock): a statement of its own would show here
+        yield* TestClock.adjust(PAUSE - 1)
+        assert.strictEqual(yield* Queue.size(loop.events), 0)
+        assert.strictEqual(yield* count("triggers"), 15)
+        yield* TestClock.adjust(1)
+        assert.deepStrictEqual(yield* loop.next, { _tag: "Batch", deleted: 10 })
+        assert.strictEqual(yield* count("triggers"), 5)
+        yield* TestClock.adjust(PAUSE)
+        assert.deepStrictEqual(yield* loop.next, { _tag: "Batch", deleted: 5 })
+        assert.deepStrictEqual(yield* loop.next, { _tag: "Swept", deleted: 25 })
+        assert.strictEqual(yield* count("triggers"), 0)
+        // oldest first: the ones left after the first batch were the newest
+        yield* Fiber.interrupt(loop.fiber)
+      }))
+
+    it.effect("a node that finds the retention lock taken skips its turn; the next turn sweeps", () =>
+      Effect.gen(function*() {
+        const { ago } = yield* setup
+        const id = yield* insertTrigger({ projectId: PROJECT, status: "cancelled", updatedAt: ago(40 * DAY) })
+        const sql = yield* SqlClient.SqlClient
+        const loop = yield* startLoop({ retentionDays: 30 })
+        yield* Effect.scoped(Effect.gen(function*() {
+          // another node sweeping: it holds the lock on its session
+          const other = yield* sql.reserve
+          yield* other.execute("SELECT pg_advisory_lock($1, $2)", [0x7472, 0], undefined)
+          yield* TestClock.adjust(EVERY)
+          assert.deepStrictEqual(yield* loop.next, { _tag: "Busy" })
+          assert.deepStrictEqual(yield* loop.next, { _tag: "Waiting" })
+          assert.isTrue(yield* exists(id))
+          yield* other.execute("SELECT pg_advisory_unlock($1, $2)", [0x7472, 0], undefined)
+        }))
+        yield* TestClock.adjust(EVERY)
+        assert.deepStrictEqual(yield* loop.next, { _tag: "Batch", deleted: 1 })
+        assert.deepStrictEqual(yield* loop.next, { _tag: "Swept", deleted: 1 })
+        assert.isFalse(yield* exists(id))
+        // once the sweep is over it has given the lock back: another session can take it
+        assert.deepStrictEqual(yield* loop.next, { _tag: "Waiting" })
+        yield* Effect.scoped(Effect.gen(function*() {
+          const other = yield* sql.reserve
+          const rows = yield* other.execute("SELECT pg_try_advisory_lock($1, $2) AS ok", [0x7472, 0], undefined)
+          assert.deepStrictEqual(rows, [{ ok: true }])
+          yield* other.execute("SELECT pg_advisory_unlock($1, $2)", [0x7472, 0], undefined)
+        }))
+        yield* Fiber.interrupt(loop.fiber)
+      }))
+  })
+
+  it.effect("a previous signing secret is forgotten once its overlap has ended", () =>
+    Effect.gen(function*() {
+      const { now } = yield* setup
+      const sql = yield* SqlClient.SqlClient
+      const ending = nextId()
+      const lasting = nextId()
+      for (const [id, untilMs] of [[ending, now + EVERY - 1], [lasting, now + DAY]] as const) {
+        yield* ensureProject(id)
+        yield* sql`UPDATE projects SET previous_signing_secret = 'whsec_old', previous_signing_secret_until = ${new Date(untilMs)}
+          WHERE id = ${id}`
+      }
+      const loop = yield* startLoop({ retentionDays: 0 })
+      yield* TestClock.adjust(EVERY)
+      yield* loop.next
+      const rows = yield* sql<{ id: string; previous: string | null }>`
+        SELECT id, previous_signing_secret AS previous FROM projects WHERE id IN (${ending}, ${lasting}) ORDER BY id`
+      assert.deepStrictEqual(rows, [{ id: ending, previous: null }, { id: lasting, previous: "whsec_old" }])
+      yield* Fiber.interrupt(loop.fiber)
+    }))
+})
