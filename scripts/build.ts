@@ -2,7 +2,7 @@
 // to plain JavaScript in dist/ (tsc with tsconfig.build.json), so the service runs without Node's
 // type stripping (about 20 MB less resident memory). It compiles only when dist/ is missing or
 // older than a source file, so an unchanged tree starts at once; it prints nothing unless tsc fails.
-// The dashboard's pages (web/) are bundled into dist/dashboard/ by the same build (esbuild,
+// The dashboard's pages (web/) are bundled into dist/web/ by the same build (esbuild,
 // scripts/dashboard/bundle.ts), and a change under web/ also makes dist/ stale.
 // Processes starting at once build only once: the first takes the lock file, the others wait.
 import { execFileSync } from "node:child_process"

@@ -1,4 +1,4 @@
-// Bundles the dashboard's pages (web/: preact + htm + uPlot) into dist/dashboard/ with esbuild: one
+// Bundles the dashboard's pages (web/: preact + htm + uPlot) into dist/web/ with esbuild: one
 // minified ES module and one stylesheet with content-hashed names under assets/, and index.html
 // naming them. Called by scripts/build.ts (npm run build, npm start) whenever it compiles; run by
 // hand with `npm exec -- node scripts/dashboard/bundle.ts` (prints the sizes).
@@ -8,7 +8,7 @@ import * as zlib from "node:zlib"
 
 const root = path.resolve(import.meta.dirname, "..", "..")
 export const WEB_DIR = path.join(root, "web")
-const OUT_DIR = path.join(root, "dist", "dashboard")
+const OUT_DIR = path.join(root, "dist", "web")
 
 export interface BundleSizes {
   readonly js: { readonly bytes: number; readonly gzip: number }
@@ -45,5 +45,5 @@ export const bundleDashboard = async (): Promise<BundleSizes> => {
 if (import.meta.main) {
   const sizes = await bundleDashboard()
   const kb = (n: number) => `${(n / 1024).toFixed(1)} KiB`
-  console.log(`dist/dashboard: js ${kb(sizes.js.bytes)} (gzip ${kb(sizes.js.gzip)}), css ${kb(sizes.css.bytes)} (gzip ${kb(sizes.css.gzip)})`)
+  console.log(`dist/web: js ${kb(sizes.js.bytes)} (gzip ${kb(sizes.js.gzip)}), css ${kb(sizes.css.bytes)} (gzip ${kb(sizes.css.gzip)})`)
 }

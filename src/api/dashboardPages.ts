@@ -1,5 +1,5 @@
 // The dashboard's pages (issue 15), served by the service itself with every asset local: the bundle
-// `npm run build` writes to dist/dashboard/ (web/ bundled by scripts/dashboard/bundle.ts). Every
+// `npm run build` writes to dist/web/ (web/ bundled by scripts/dashboard/bundle.ts). Every
 // path under /dashboard that is not an asset gets index.html, and the page's router takes it from
 // there; assets have content-hashed names and are cached for good. The pages need no credentials
 // (they hold no data): what they show comes from the endpoints, which need the session. A strict
@@ -10,8 +10,8 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { handle } from "./handle.ts"
 
-/** dist/dashboard of the repository, whether this module runs from src/api or dist/api. */
-export const DASHBOARD_DIR = path.resolve(import.meta.dirname, "..", "..", "dist", "dashboard")
+/** dist/web of the repository (not dist/dashboard: tsc writes src/dashboard there), whether this module runs from src/api or dist/api. */
+export const DASHBOARD_DIR = path.resolve(import.meta.dirname, "..", "..", "dist", "web")
 
 const CONTENT_TYPES: Record<string, string> = {
   ".js": "text/javascript; charset=utf-8",
@@ -32,7 +32,7 @@ const SECURITY_HEADERS = {
 }
 
 const notBuilt = HttpServerResponse.text(
-  "The dashboard is not built: run `npm run build` (npm start does it), which bundles web/ into dist/dashboard/.\n",
+  "The dashboard is not built: run `npm run build` (npm start does it), which bundles web/ into dist/web/.\n",
   { status: 503 }
 )
 
