@@ -8,6 +8,7 @@ import { HttpRouter } from "effect/http"
 import type { ServerResponse } from "node:http"
 import * as https from "node:https"
 import { AppConfig } from "../config.ts"
+import { dashboardPaths } from "./dashboardOpenApi.ts"
 import { DashboardRoutes } from "./dashboardRoutes.ts"
 import { DeclareRoutes } from "./declare.ts"
 import { declarePaths } from "./declareOpenApi.ts"
@@ -29,7 +30,7 @@ export const MAX_HEADER_BYTES = 16 * 1024
 export const apiRoutes = (prefix: string) => {
   const document = openApiDocument([
     schedulePaths(prefix), declarePaths(prefix), healthPaths(prefix), logPaths(prefix), retryPolicyPaths(prefix), tagPolicyPaths(prefix), mcpPaths(prefix),
-    openApiPaths()
+    dashboardPaths(), openApiPaths()
   ])
   return Layer.mergeAll(
     ScheduleRoutes, DeclareRoutes, HealthRoutes, LogRoutes, RetryPolicyRoutes, TagPolicyRoutes, McpRoutes(prefix), OpenApiRoutes(document),
