@@ -163,6 +163,29 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
       assert.strictEqual((yield* server.call("GET", "/keys", { headers: { "timewheel-project": project } })).status, 401)
     }))
 
+  it.effect("a session reaches a project's data only through that project's header: another project's ids are not found", () =>
+    Effect.gen(function*() {
+      const server = yield* TestServer
+      const keyA = yield* server.newKey()
+      const keyB = yield* server.newKey()
+      const projectA = yield* projectIdOfKey(keyA)
+      const projectB = yield* projectIdOfKey(keyB)
+      const scheduled = yield* server.call("POST", "/schedule", {
+        headers: { "ttr-api-key": keyB, "ttr-url": "http://127.0.0.1:9/", "ttr-scheduled-at": "now | add 1h" }
+      })
+      const triggerOfB = scheduled.json().triggerId as string
+      const policyOfB = (yield* server.call("POST", "/tag-policies", {
+        headers: { "ttr-api-key": keyB, "content-type": "application/json" }, body: `{"tag":"b","maxConcurrent":1}`
+      })).json().id as string
+      const admin = yield* newAdmin
+      const token = yield* signedIn(admin.email, admin.password)
+      assert.strictEqual((yield* sessionCall(token, "GET", `/jobs/${triggerOfB}`, { project: projectA })).status, 404)
+      assert.strictEqual((yield* sessionCall(token, "POST", `/jobs/${triggerOfB}/cancel`, { project: projectA })).status, 404)
+      assert.strictEqual((yield* sessionCall(token, "PUT", `/tag-policies/${policyOfB}`, { project: projectA, body: `{"maxConcurrent":2}` })).status, 404)
+      assert.strictEqual((yield* sessionCall(token, "GET", `/jobs/${triggerOfB}`, { project: projectB })).status, 200)
+      assert.strictEqual((yield* sessionCall(token, "POST", `/jobs/${triggerOfB}/cancel`, { project: projectB })).status, 204)
+    }))
+
   it.effect("/keys, /keys/{id}, /alerts and /overview answer 401 to an API key in the key header and as Bearer, session or not", () =>
     Effect.gen(function*() {
       const server = yield* TestServer
