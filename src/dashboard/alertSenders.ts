@@ -1,11 +1,12 @@
 // How alert messages leave (issue 15): a Slack-compatible incoming webhook gets `{"text": …}` by POST
 // (Slack, Mattermost, Rocket.Chat and others take it), e-mail goes through the SMTP server of
 // SMTP_URL with nodemailer. Each send is bounded (10 s webhook, about 30 s SMTP) and never retried:
-// its outcome, or the error as one line, is what the caller records.
+// its outcome, or the error as one line, is what the caller records. nodemailer is loaded only when
+// SMTP_URL is set (a few MB less resident memory otherwise).
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import nodemailer from "nodemailer"
+import type { Transporter } from "nodemailer"
 import { request } from "undici"
 import { AppConfig } from "../config.ts"
 import type { AlertMessage } from "../domain/alerts.ts"
@@ -23,11 +24,15 @@ export class AlertSenders extends Context.Service<AlertSenders, {
 }>()("timewheel/AlertSenders") {
   static readonly layer = Layer.effect(AlertSenders, Effect.gen(function*() {
     const config = yield* AppConfig
-    const transport = config.smtpUrl === undefined ? undefined : nodemailer.createTransport(config.smtpUrl, {
-      connectionTimeout: 10_000,
-      greetingTimeout: 10_000,
-      socketTimeout: 20_000
-    } as Parameters<typeof nodemailer.createTransport>[1])
+    const smtpUrl = config.smtpUrl
+    const transport: Transporter | undefined = smtpUrl === undefined ? undefined : yield* Effect.promise(async () => {
+      const nodemailer = (await import("nodemailer")).default
+      return nodemailer.createTransport(smtpUrl, {
+        connectionTimeout: 10_000,
+        greetingTimeout: 10_000,
+        socketTimeout: 20_000
+      } as Parameters<typeof nodemailer.createTransport>[1])
+    })
     if (transport !== undefined) yield* Effect.addFinalizer(() => Effect.sync(() => transport.close()))
     return AlertSenders.of({
       emailConfigured: transport !== undefined,
