@@ -59,7 +59,7 @@ describe("import rules between the layers", () => {
     expect(violations("api", (imported) => imported.layer !== "store")).toEqual([])
   })
 
-  for (const layer of ["commands", "scheduler", "delivery", "domain", "store", "cluster", "lib", "ops"]) {
+  for (const layer of ["commands", "scheduler", "delivery", "domain", "store", "cluster", "lib", "ops", "dashboard"]) {
     it(`${layer}/ imports nothing from api/`, () => {
       expect(violations(layer, (imported) => imported.layer !== "api")).toEqual([])
     })
