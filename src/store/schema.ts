@@ -329,19 +329,25 @@ CREATE AGGREGATE timewheel_hist_sum(bigint[]) (SFUNC = timewheel_hist_add, STYPE
 CREATE FUNCTION timewheel_executions_recorded() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   INSERT INTO delivery_minutes_pending (project_id, minute, succeeded, failed, dead_letters, lateness)
-  SELECT project_id, minute,
-    count(*) FILTER (WHERE status = 'succeeded'),
-    count(*) FILTER (WHERE status = 'failed' AND NOT is_dead_letter),
-    count(*) FILTER (WHERE is_dead_letter),
-    coalesce(timewheel_hist_sum(CASE WHEN bucket IS NOT NULL THEN array_fill(0::bigint, ARRAY[bucket]) || 1::bigint END), '{}')
-  FROM (
+  WITH x AS (
     SELECT r.project_id, date_trunc('minute', r.started_at) AS minute, r.status, r.is_dead_letter,
       CASE WHEN r.attempt = 1 AND r.triggered_by IS NULL AND t.scheduled_at IS NOT NULL THEN
         least(127, floor(4 * ln(1 + greatest(0, extract(epoch FROM r.started_at - t.scheduled_at) * 1000)) / ln(2)))::int
       END AS bucket
     FROM recorded r LEFT JOIN triggers t ON t.id = r.trigger_id
-  ) x
-  GROUP BY project_id, minute; INSERT INTO alert_outbox (execution_id, project_id, trigger_id, url, error, failed_at)
+  ), buckets AS (
+    SELECT project_id, minute, bucket, count(*) AS n FROM x WHERE bucket IS NOT NULL GROUP BY project_id, minute, bucket
+  )
+  SELECT c.project_id, c.minute, c.succeeded, c.failed, c.dead_letters,
+    coalesce((SELECT array_agg(coalesce(b.n, 0) ORDER BY i)
+      FROM generate_series(0, (SELECT max(m.bucket) FROM buckets m WHERE m.project_id = c.project_id AND m.minute = c.minute)) AS i
+      LEFT JOIN buckets b ON b.project_id = c.project_id AND b.minute = c.minute AND b.bucket = i), '{}')
+  FROM (
+    SELECT project_id, minute, count(*) FILTER (WHERE status = 'succeeded') AS succeeded,
+      count(*) FILTER (WHERE status = 'failed' AND NOT is_dead_letter) AS failed,
+      count(*) FILTER (WHERE is_dead_letter) AS dead_letters
+    FROM x GROUP BY project_id, minute
+  ) c; INSERT INTO alert_outbox (execution_id, project_id, trigger_id, url, error, failed_at)
   SELECT r.id, r.project_id, r.trigger_id, r.url,
     coalesce(r.error_kind || ': ' || r.error_message, 'HTTP ' || r.http_status, r.error_message), r.finished_at
   FROM recorded r
