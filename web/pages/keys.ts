@@ -39,7 +39,7 @@ export const KeysPage = () => {
   }
   const keys = data?.keys ?? []
   return html`<div>
-    <${PageHeader} title="API keys" subtitle="Keys authenticate /schedule, /cancel and the API. Only a hint of each is kept.">
+    <${PageHeader} title="API keys" subtitle="Keys authenticate /schedule, /cancel and the API. Only a hint of each is kept; last use is updated within a minute.">
       <button class="primary" onClick=${create}>Create key</button>
     </${PageHeader}>
     ${answer === undefined ? null : html`<${Notice} kind="error">${answer}</${Notice}>`}
