@@ -10,6 +10,9 @@ import { runCli, startService, waitUntil } from "../support/cli.ts"
 import { freshDatabaseUrl, makeTempDir } from "../support/database.ts"
 import { insecureAgent } from "../support/server.ts"
 
+/** How late this test's target may stamp an arrival on a loaded machine. */
+const OBSERVER_JITTER_MS = 150
+
 /** The most starts found in any window of `windowMs` (half-open), over ascending start times. */
 const mostInAnyWindow = (starts: ReadonlyArray<number>, windowMs: number) => {
   let most = 0
@@ -75,7 +78,10 @@ describe("tag gates across two processes", () => {
       const rate = starts.get("/rate")!
       console.log("rate starts (ms after the first):", rate.map((t) => t - rate[0]!).join(" "))
       expect(peak).toBe(3)
-      expect(mostInAnyWindow(starts.get("/rate")!, 1_000)).toBeLessThanOrEqual(5)
+      // the target stamps an arrival when its own event loop gets to it: on a loaded machine (this
+      // suite runs beside others) that lags by tens of milliseconds now and then, so a burst can look
+      // closer to the next than it was sent; a window shorter by OBSERVER_JITTER_MS allows for that
+      expect(mostInAnyWindow(starts.get("/rate")!, 1_000 - OBSERVER_JITTER_MS)).toBeLessThanOrEqual(5)
     } finally {
       await a.stop().catch(() => a.kill())
       await b.stop().catch(() => b.kill())
