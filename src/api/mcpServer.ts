@@ -17,11 +17,9 @@ import { ApiKeyCache } from "../commands/apiKeyCache.ts"
 import { AppConfig } from "../config.ts"
 import { authenticateKeyOrBearer } from "./auth.ts"
 import { renderApiError } from "./errors.ts"
+import { MCP_PATH } from "./mcpOpenApi.ts"
 import { mcpHandlers } from "./mcpHandlers.ts"
 import { McpCaller, mcpInstructions, mcpToolkit } from "./mcpTools.ts"
-import { emptyResponse, keyOrBearer, type Paths, unauthorized } from "./openapiParts.ts"
-
-export const MCP_PATH = "/mcp"
 
 /** The largest JSON-RPC message read (as /declare and /bulk bodies). */
 export const MAX_MCP_BODY_BYTES = 16 * 1024 * 1024
@@ -48,8 +46,8 @@ const McpAuthentication = HttpRouter.middleware<{ provides: McpCaller }>()(Effec
     })
 }))
 
-/** The /mcp routes; needs the services of the commands, like the other route layers. */
-export const McpRoutes = (prefix: string) => {
+/** The MCP server's routes (loaded on the first request to /mcp by mcpRoutes.ts). */
+export const McpServerRoutes = (prefix: string) => {
   const tools = mcpToolkit(prefix)
   return McpServer.layerHttp({
     name: "timewheel",
@@ -61,67 +59,3 @@ export const McpRoutes = (prefix: string) => {
     registrations: McpServer.toolkit(tools).pipe(Layer.provide(mcpHandlers(tools)))
   }).pipe(Layer.provide(McpAuthentication.layer))
 }
-
-const jsonRpcMessage = {
-  type: "object",
-  description: "A JSON-RPC 2.0 request, notification or response of the Model Context Protocol (or a list of them)."
-}
-
-const mcpHeaders = [
-  {
-    name: "Mcp-Session-Id",
-    in: "header",
-    required: false,
-    description: "The session id the `initialize` answer gave; required on every later request of the session.",
-    schema: { type: "string" }
-  },
-  {
-    name: "MCP-Protocol-Version",
-    in: "header",
-    required: false,
-    description: "`2025-06-18` or `2025-03-26`, as negotiated by `initialize`.",
-    schema: { type: "string" }
-  }
-]
-
-export const mcpPaths = (prefix: string): Paths => ({
-  [MCP_PATH]: {
-    post: {
-      operationId: "mcp",
-      summary: "MCP tool server for AI assistants",
-      description:
-        "Model Context Protocol over the streamable HTTP transport (protocol versions 2025-06-18 and 2025-03-26). " +
-        "Point an MCP client at this URL with the API key in the key header or as a Bearer token; its tools " +
-        "(`tools/list`) schedule, cancel, declare and bulk-change triggers, read jobs and executions, replay, manage " +
-        "tag policies and the project retry policy, and preview cron values. `Accept` must list `application/json` " +
-        "and `text/event-stream`. Requests with an `Origin` header (browsers) are refused.",
-      parameters: [...keyOrBearer(prefix), ...mcpHeaders],
-      requestBody: { required: true, content: { "application/json": { schema: jsonRpcMessage } } },
-      responses: {
-        200: {
-          description: "The JSON-RPC answer: JSON, or a `text/event-stream` of messages ending with the answer. " +
-            "A failed tool call is a result with `isError: true` carrying `{\"_tag\",\"message\"}` as the HTTP endpoint would answer.",
-          content: { "application/json": { schema: jsonRpcMessage }, "text/event-stream": { schema: { type: "string" } } }
-        },
-        202: emptyResponse("A notification or response, accepted."),
-        400: emptyResponse("A JSON-RPC error: invalid message, unsupported protocol version or missing session id."),
-        401: unauthorized,
-        403: emptyResponse("The request has an `Origin` header: browsers are not allowed."),
-        404: emptyResponse("Unknown or ended `Mcp-Session-Id`: initialize again."),
-        406: emptyResponse("`Accept` does not list both `application/json` and `text/event-stream`."),
-        415: emptyResponse("A Content-Type other than application/json.")
-      }
-    },
-    delete: {
-      operationId: "mcpEndSession",
-      summary: "End an MCP session",
-      parameters: [...keyOrBearer(prefix), ...mcpHeaders],
-      responses: {
-        204: emptyResponse("The session (`Mcp-Session-Id`) is ended."),
-        401: unauthorized,
-        403: emptyResponse("The request has an `Origin` header: browsers are not allowed."),
-        404: emptyResponse("Unknown or ended session.")
-      }
-    }
-  }
-})

@@ -1,0 +1,68 @@
+// The OpenAPI fragment of POST /mcp and DELETE /mcp (the MCP server itself is mcpServer.ts).
+import { emptyResponse, keyOrBearer, type Paths, unauthorized } from "./openapiParts.ts"
+
+export const MCP_PATH = "/mcp"
+
+const jsonRpcMessage = {
+  type: "object",
+  description: "A JSON-RPC 2.0 request, notification or response of the Model Context Protocol (or a list of them)."
+}
+
+const mcpHeaders = [
+  {
+    name: "Mcp-Session-Id",
+    in: "header",
+    required: false,
+    description: "The session id the `initialize` answer gave; required on every later request of the session.",
+    schema: { type: "string" }
+  },
+  {
+    name: "MCP-Protocol-Version",
+    in: "header",
+    required: false,
+    description: "`2025-06-18` or `2025-03-26`, as negotiated by `initialize`.",
+    schema: { type: "string" }
+  }
+]
+
+export const mcpPaths = (prefix: string): Paths => ({
+  [MCP_PATH]: {
+    post: {
+      operationId: "mcp",
+      summary: "MCP tool server for AI assistants",
+      description:
+        "Model Context Protocol over the streamable HTTP transport (protocol versions 2025-06-18 and 2025-03-26). " +
+        "Point an MCP client at this URL with the API key in the key header or as a Bearer token; its tools " +
+        "(`tools/list`) schedule, cancel, declare and bulk-change triggers, read jobs and executions, replay, manage " +
+        "tag policies and the project retry policy, and preview cron values. `Accept` must list `application/json` " +
+        "and `text/event-stream`. Requests with an `Origin` header (browsers) are refused.",
+      parameters: [...keyOrBearer(prefix), ...mcpHeaders],
+      requestBody: { required: true, content: { "application/json": { schema: jsonRpcMessage } } },
+      responses: {
+        200: {
+          description: "The JSON-RPC answer: JSON, or a `text/event-stream` of messages ending with the answer. " +
+            "A failed tool call is a result with `isError: true` carrying `{\"_tag\",\"message\"}` as the HTTP endpoint would answer.",
+          content: { "application/json": { schema: jsonRpcMessage }, "text/event-stream": { schema: { type: "string" } } }
+        },
+        202: emptyResponse("A notification or response, accepted."),
+        400: emptyResponse("A JSON-RPC error: invalid message, unsupported protocol version or missing session id."),
+        401: unauthorized,
+        403: emptyResponse("The request has an `Origin` header: browsers are not allowed."),
+        404: emptyResponse("Unknown or ended `Mcp-Session-Id`: initialize again."),
+        406: emptyResponse("`Accept` does not list both `application/json` and `text/event-stream`."),
+        415: emptyResponse("A Content-Type other than application/json.")
+      }
+    },
+    delete: {
+      operationId: "mcpEndSession",
+      summary: "End an MCP session",
+      parameters: [...keyOrBearer(prefix), ...mcpHeaders],
+      responses: {
+        204: emptyResponse("The session (`Mcp-Session-Id`) is ended."),
+        401: unauthorized,
+        403: emptyResponse("The request has an `Origin` header: browsers are not allowed."),
+        404: emptyResponse("Unknown or ended session.")
+      }
+    }
+  }
+})
