@@ -59,7 +59,7 @@ export const OpsServerLive = (options: OpsServerOptions) =>
     const node = (yield* NodeIdentity).id
     const shards = (yield* ShardCount).count
     const services = yield* Effect.context<Database>()
-    const process = processMetrics()
+    const nodeProcess = processMetrics()
     metrics.gauges.shards.set(shards)
     metrics.gauges.databaseConnectionsMax.set(options.poolConnections)
 
@@ -91,7 +91,7 @@ export const OpsServerLive = (options: OpsServerOptions) =>
         metrics.gauges.queued.set(Number.NaN)
         metrics.gauges.databaseConnections.reset()
       }
-      const [own, processText] = yield* Effect.promise(() => Promise.all([metrics.registry.metrics(), process.metrics()]))
+      const [own, processText] = yield* Effect.promise(() => Promise.all([metrics.registry.metrics(), nodeProcess.metrics()]))
       return processText + own
     })
 
