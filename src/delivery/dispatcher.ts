@@ -143,7 +143,6 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
     maxInFlight: config.maxInFlight,
     send: ({ row, timeoutSeconds, countsStart }) => {
       const nowMs = clock.currentTimeMillisUnsafe()
-      if (countsStart) Queue.offerUnsafe(sentGated, { triggerId: row.id, atMs: nowMs })
       // lateness of a trigger handed over at its due time by its shard (not gated, replayed or recovered)
       const dueAtMs = (row as Partial<ClaimedRow>).dueAtMs
       if (dueAtMs !== undefined) metrics.observeLateness((nowMs - dueAtMs) / 1000)
@@ -153,7 +152,10 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
         identity: {
           triggerId: row.id, attempt: row.attempt, signingSecrets: row.signingSecrets, timestampSeconds: Math.floor(nowMs / 1000)
         }
-      })
+      }, countsStart
+        // when it is written to a connection: a connect or a busy event loop can hold it well past this instant
+        ? () => Queue.offerUnsafe(sentGated, { triggerId: row.id, atMs: clock.currentTimeMillisUnsafe() })
+        : undefined)
     },
     onOutcome: (row, outcome) => {
       unrecorded++

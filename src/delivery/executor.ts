@@ -197,10 +197,12 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   readonly #timer: NodeJS.Timeout
   readonly #timeoutMs: number
   readonly #finish: (attempt: Attempt) => void
+  readonly #onLeave: (() => void) | undefined
 
-  constructor(timeoutMs: number, finish: (attempt: Attempt) => void) {
+  constructor(timeoutMs: number, finish: (attempt: Attempt) => void, onLeave: (() => void) | undefined) {
     this.#timeoutMs = timeoutMs
     this.#finish = finish
+    this.#onLeave = onLeave
     this.#timer = setTimeout(() => {
       this.#deadlineHit = true
       this.abort(deadlineError())
@@ -215,7 +217,9 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     else this.#pendingAbort = reason
   }
 
+  /** Called by undici on a connection, right before it writes the request: the request leaves now. */
   onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#onLeave?.()
     this.#controller = controller
     if (this.#pendingAbort !== null) controller.abort(this.#pendingAbort)
   }
@@ -289,8 +293,12 @@ export interface RunningAttempt {
   readonly abort: (reason: Error) => void
 }
 
-/** Starts one attempt; every failure is a classified result, never a rejection. */
-export const startAttempt = (agent: Agent, req: DeliveryRequest): RunningAttempt => {
+/**
+ * Starts one attempt; every failure is a classified result, never a rejection. `onLeave` is called
+ * when the request is written to a connection (after any wait for one, and its connect), not when
+ * the attempt starts; never if it fails before.
+ */
+export const startAttempt = (agent: Agent, req: DeliveryRequest, onLeave?: () => void): RunningAttempt => {
   let prepared: PreparedRequest
   try {
     const result = prepareRequest(req)
@@ -301,7 +309,7 @@ export const startAttempt = (agent: Agent, req: DeliveryRequest): RunningAttempt
   }
   let handler!: AttemptHandler
   const result = new Promise<Attempt>((resolve) => {
-    handler = new AttemptHandler(prepared.timeoutMs, resolve)
+    handler = new AttemptHandler(prepared.timeoutMs, resolve, onLeave)
     try {
       agent.dispatch({
         origin: prepared.origin,
@@ -325,8 +333,9 @@ export interface ExecutorShape {
   /**
    * One attempt, as a promise (the delivery hot path has no fiber per request); it never rejects.
    * Requests still in flight when the layer closes are aborted. Concurrency is the caller's to bound.
+   * `onLeave` is called when the request is actually written to a connection (see startAttempt).
    */
-  readonly send: (req: DeliveryRequest) => Promise<DeliveryOutcome>
+  readonly send: (req: DeliveryRequest, onLeave?: () => void) => Promise<DeliveryOutcome>
   /** Cancels every attempt in flight (a stopping node past its drain timeout); each ends as interrupted. */
   readonly abortAll: () => void
 }
@@ -352,9 +361,9 @@ const make = (options: ExecutorOptions) =>
         })
     )
 
-    const send = async (req: DeliveryRequest): Promise<DeliveryOutcome> => {
+    const send = async (req: DeliveryRequest, onLeave?: () => void): Promise<DeliveryOutcome> => {
       const startedAtMs = clock.currentTimeMillisUnsafe()
-      const running = startAttempt(agent, req)
+      const running = startAttempt(agent, req, onLeave)
       inFlight.add(running)
       const result = await running.result
       inFlight.delete(running)

@@ -7,7 +7,7 @@
 // from a cache), so a limit holds from the moment its policy is written.
 import * as Effect from "effect/Effect"
 import type { GateRef } from "../cluster/wakeups.ts"
-import { effectiveWindows, type Gate, gateOf, planAdmission, startStampMs, startsLookback } from "../domain/gate.ts"
+import { effectiveWindows, type Gate, gateAllowance, gateOf, planAdmission, startStampMs, startsLookback } from "../domain/gate.ts"
 import { isGating, type StoredTagPolicy } from "../domain/tagPolicy.ts"
 import type { DeliveryRow } from "../domain/trigger.ts"
 import {
@@ -77,7 +77,11 @@ export const admitGate = (input: { readonly gate: GateRef; readonly node: string
       const gates = new Map<string, Gate>([...policies].map(([tag, policy]) => [tag, live.has(tag) ? gateOf(policy, live.get(tag)!) : CLOSED]))
       plan = planAdmission({ nowMs, gates, candidates: ready })
       more = candidates.length === PAGE_SIZE
-      if (!more || plan.admitted.length === ready.length) break
+      // every candidate carries this gate's tag: once this gate admits no more (full, paused, window
+      // used up), a later page cannot start anything; only candidates blocked by other gates need one
+      const own = gates.get(gate.tag)
+      const ownFull = own !== undefined && plan.admitted.length >= gateAllowance(own, nowMs).now
+      if (!more || ownFull || plan.admitted.length === ready.length) break
       after = candidates.at(-1)!.after
     }
 

@@ -352,6 +352,40 @@ describe("BLOCK_PRIVATE_TARGETS", () => {
     }))
 })
 
+describe("onLeave: when the request is written to its connection", () => {
+  const sendWatched = (url: string, options: Partial<ExecutorOptions> = {}) =>
+    Effect.gen(function*() {
+      const executor = yield* Executor
+      const leaves: Array<number> = []
+      const outcome = yield* Effect.promise(() => executor.send(request({ url, timeoutSeconds: 5 }), () => leaves.push(Date.now())))
+      return { outcome, leaves }
+    }).pipe(Effect.provide(layer(options)))
+
+  it.live("called once, after the attempt started and before the target read the request", () =>
+    Effect.gen(function*() {
+      let readAtMs = 0
+      const target = yield* httpServer((_req, res) => {
+        readAtMs = Date.now()
+        res.end("ok")
+      })
+      const { outcome, leaves } = yield* sendWatched(`${target.url}/leave`)
+      assert.strictEqual(outcome.httpStatus, 200)
+      assert.strictEqual(leaves.length, 1)
+      assert.isAtLeast(leaves[0]!, Math.floor(outcome.startedAtMs))
+      assert.isAtMost(leaves[0]!, readAtMs)
+    }))
+
+  it.live("never called for a request that never left: refused, or a connection that never completed", () =>
+    Effect.gen(function*() {
+      const refused = yield* sendWatched(`http://127.0.0.1:${yield* closedPort}/`)
+      assertFailed(refused.outcome, "connection_refused", "ECONNREFUSED")
+      const silent = yield* tcpServer(() => {})
+      const handshake = yield* sendWatched(`https://127.0.0.1:${silent.port}/`, { connectTimeoutMs: 200 })
+      assertFailed(handshake.outcome, "connect_timeout", "UND_ERR_CONNECT_TIMEOUT")
+      assert.deepStrictEqual([refused.leaves, handshake.leaves], [[], []])
+    }))
+})
+
 describe("closing", () => {
   it.live("closing the executor aborts a request in flight", () =>
     Effect.gen(function*() {

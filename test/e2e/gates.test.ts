@@ -78,7 +78,12 @@ const project = Effect.gen(function*() {
       ),
     job: (id: string) => Effect.map(server.call("GET", `/jobs/${id}`, { headers }), (r) => r.json()),
     executions: (id: string) => Effect.map(server.call("GET", `/jobs/${id}/executions`, { headers }), (r) => r.json().executions as Array<any>),
-    cancel: (id: string) => Effect.map(server.call("DELETE", "/cancel", { headers: { ...headers, "ttr-trigger-id": id } }), (r) => r.status)
+    cancel: (id: string) => Effect.map(server.call("DELETE", "/cancel", { headers: { ...headers, "ttr-trigger-id": id } }), (r) => r.status),
+    /** Many triggers due now in one /bulk call, each POSTing to `url` with these tags. */
+    bulk: (count: number, url: string, tags: ReadonlyArray<string>) =>
+      Effect.map(json("POST", "/bulk", { upserts: Array.from({ length: count }, () => ({ url, method: "POST", tags })) }), (answer) => {
+        assert.strictEqual(answer.summary.added, count)
+      })
   }
 })
 
@@ -112,6 +117,16 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
         }))
     }
   })
+
+  it.effect("more triggers waiting than an admission round reads at once (pages of 500): all start, never more than the limit", () =>
+    Effect.gen(function*() {
+      const { p, t } = yield* setup(5)
+      yield* p.policy({ tag: "many", maxConcurrent: 20 })
+      yield* p.bulk(1_200, `${t.origin}/many`, ["many"])
+      yield* everyArrived(t, 1_200, 60_000)
+      assert.strictEqual(t.at("/many").length, 1_200)
+      assert.strictEqual(t.peak(), 20)
+    }))
 
   it.effect("a replay of a gated trigger waits at its gate like any other", () =>
     Effect.gen(function*() {
@@ -183,6 +198,19 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
         yield* p.schedule(`${t.origin}/flow`, "flow")
         yield* everyArrived(t, 1)
         assert.deepStrictEqual(t.starts.map((start) => start.path), ["/flow"])
+      }))
+
+    it.effect("nor do pages of them: the gate reads on past them to a trigger with its own tag only", () =>
+      Effect.gen(function*() {
+        const { p, t } = yield* setup(0)
+        yield* p.policy({ tag: "hold-many", throughput: { "1m": 0 } })
+        const flow = yield* p.policy({ tag: "flow-many", maxConcurrent: 5 })
+        yield* p.bulk(1_100, `${t.origin}/both-many`, ["hold-many", "flow-many"])
+        yield* pollUntil("all held back", Effect.map(p.policies, (views) =>
+          views.find((policy) => policy.id === flow)?.queued === 1_100 ? true : undefined), { deadlineMs: 20_000 })
+        yield* p.schedule(`${t.origin}/flow-many`, "flow-many")
+        yield* everyArrived(t, 1)
+        assert.deepStrictEqual(t.starts.map((start) => start.path), ["/flow-many"])
       }))
   })
 
