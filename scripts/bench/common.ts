@@ -14,6 +14,8 @@ export interface JobSpec {
   readonly url: string
   readonly runAtMs: number
   readonly body: string
+  /** timewheel's tags (`ttr-tags`), in the gated workload; the peers ignore them. */
+  readonly tags?: ReadonlyArray<string>
 }
 
 /** What a system reports after a batch of library/API calls. */

@@ -1,5 +1,6 @@
 // Who runs in each workload, under which label and settings: timewheel, graphile-worker and pg-boss,
-// plus graphile-worker at its lowest polling interval in the precision workload.
+// plus graphile-worker at its lowest polling interval in the precision workload; the gated workload is
+// timewheel's alone (the peers have no tag policies).
 import * as graphileWorker from "./graphileWorker.ts"
 import { startPeer } from "./peerProcess.ts"
 import * as pgBoss from "./pgBoss.ts"
@@ -7,10 +8,10 @@ import type { PeerName, PeerSettings } from "./peers.ts"
 import type { Contender } from "./system.ts"
 import * as timewheel from "./timewheel.ts"
 
-export type WorkloadName = "ingest" | "delivery" | "precision" | "batch"
+export type WorkloadName = "ingest" | "delivery" | "precision" | "batch" | "gated"
 export type SystemName = Contender["system"]
 
-export const WORKLOADS: ReadonlyArray<WorkloadName> = ["ingest", "delivery", "precision", "batch"]
+export const WORKLOADS: ReadonlyArray<WorkloadName> = ["ingest", "delivery", "precision", "batch", "gated"]
 export const SYSTEMS: ReadonlyArray<SystemName> = ["timewheel", "graphile-worker", "pg-boss"]
 
 const timewheelContender: Contender = {
@@ -48,7 +49,8 @@ const BY_WORKLOAD: Record<WorkloadName, ReadonlyArray<Contender>> = {
     timewheelContender,
     peer("graphile-worker", "graphile-worker", graphileWorker.SETTINGS.batch),
     peer("pg-boss", "pg-boss", pgBoss.SETTINGS.batch)
-  ]
+  ],
+  gated: [timewheelContender]
 }
 
 export const contendersFor = (workload: WorkloadName, systems: ReadonlyArray<SystemName>) =>

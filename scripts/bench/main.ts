@@ -1,4 +1,4 @@
-// `npm run bench [-- --only ingest,delivery,precision,batch] [--systems timewheel,graphile-worker,pg-boss]
+// `npm run bench [-- --only ingest,delivery,precision,batch,gated] [--systems timewheel,graphile-worker,pg-boss]
 // [--n 20000] [--precision-n 2000] [--batch-n 100000] [--lead-ms N]`: runs each workload against each system on one
 // PostgreSQL (DATABASE_URL, else an embedded one), a fresh database per run, a sink in its own process;
 // prints Markdown tables with timewheel/peer ratios and writes bench-results/<timestamp>.json.
@@ -12,13 +12,14 @@ import type { Entry, Metrics } from "./report.ts"
 import { startSink } from "./sink.ts"
 import type { Sink } from "./sink.ts"
 import type { Contender } from "./system.ts"
-import { BATCH_SIZE, LoadOverrun, runBatch, runDelivery, runIngest, runPrecision } from "./workloads.ts"
+import { BATCH_SIZE, GATED_DEFAULT_N, LoadOverrun, runBatch, runDelivery, runGated, runIngest, runPrecision } from "./workloads.ts"
 
-const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,batch] [--systems timewheel,graphile-worker,pg-boss]
+const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,batch,gated] [--systems timewheel,graphile-worker,pg-boss]
                         [--n 20000] [--precision-n 2000] [--batch-n 100000] [--lead-ms N]
-  --only         workloads to run (default all; "memory" is measured in every workload)
+  --only         workloads to run (default all; "memory" is measured in every workload; gated is timewheel only)
   --systems      systems to run (default all)
-  --n            requests in the ingest and delivery workloads (default 20000)
+  --n            requests in the ingest and delivery workloads (default 20000), and in each run of
+                 the gated workload (default ${GATED_DEFAULT_N})
   --precision-n  requests in the precision workload, spread over 10 s (default 2000)
   --batch-n      requests in the batch workload, a multiple of ${BATCH_SIZE} (default 100000)
   --lead-ms      time between the start of loading and the first due instant (default: estimated)`
@@ -27,6 +28,8 @@ interface Options {
   readonly workloads: ReadonlyArray<WorkloadName>
   readonly systems: ReadonlyArray<SystemName>
   readonly n: number
+  /** Requests in each run of the gated workload: --n when given. */
+  readonly gatedN: number
   readonly precisionN: number
   readonly batchN: number
   readonly leadMs: number | undefined
@@ -70,6 +73,7 @@ const parseOptions = (args: ReadonlyArray<string>): Options => {
     workloads: values.has("only") ? listOf(values.get("only")!, WORKLOADS, ["memory"]) : WORKLOADS,
     systems: values.has("systems") ? listOf(values.get("systems")!, SYSTEMS) : SYSTEMS,
     n: positiveInt(values.get("n") ?? "20000", "--n"),
+    gatedN: positiveInt(values.get("n") ?? String(GATED_DEFAULT_N), "--n"),
     precisionN: positiveInt(values.get("precision-n") ?? "2000", "--precision-n"),
     batchN: batchCount(values.get("batch-n") ?? "100000"),
     leadMs: lead === undefined ? undefined : positiveInt(lead, "--lead-ms")
@@ -95,6 +99,11 @@ const summary = (workload: WorkloadName, m: Metrics): string => {
   const r = m as unknown as Record<string, number>
   if (workload === "ingest") return `${r.ratePerS}/s, p50 ${r.latencyP50Ms} ms, p99 ${r.latencyP99Ms} ms, ${r.errors} errors, ${r.peakRssMiB} MiB`
   if (workload === "delivery") return `last arrival ${r.lastArrivalMs} ms after due, ${r.ratePerS}/s, ${r.missing} missing, ${r.peakRssMiB} MiB`
+  if (workload === "gated") {
+    const { concurrency: c, throughput: t } = m as unknown as Record<string, Record<string, number>>
+    return `maxConcurrent ${c!.maxConcurrent}: ${c!.ratePerS}/s, peak in flight ${c!.peakInFlight}; ` +
+      `throughput: most in a window ${t!.maxInWindow}, mean ${t!.meanRatePerS}/s; ${r.missing} missing, ${r.peakRssMiB} MiB`
+  }
   if (workload === "batch") {
     const d = (m as { declare?: Record<string, number> }).declare
     const declare = d === undefined ? "" : `; /declare ${Math.round(d.firstMs!)} ms, again ${Math.round(d.againMs!)} ms, ` +
@@ -119,13 +128,14 @@ const runOne = async (
       if (workload === "ingest") return await runIngest(contender, database.url, sink, options.n)
       if (workload === "delivery") return await runDelivery(contender, database.url, sink, options.n, leadMs)
       if (workload === "batch") return await runBatch(contender, database.url, sink, options.batchN)
+      if (workload === "gated") return await runGated(contender, database.url, sink, options.gatedN, leadMs, options.leadMs !== undefined)
       return await runPrecision(contender, database.url, sink, options.precisionN, leadMs)
     } finally {
       dropCurrent = undefined
       await database.drop().catch((error: unknown) => say(`  could not drop the database: ${String(error)}`))
     }
   }
-  const n = workload === "precision" ? options.precisionN : options.n
+  const n = workload === "precision" ? options.precisionN : workload === "gated" ? options.gatedN : options.n
   const lead = options.leadMs ?? estimateLead(contender, n, timewheelIngestRate)
   try {
     return await attempt(lead)

@@ -6,10 +6,12 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { REPO_ROOT } from "./common.ts"
 import type { SystemName, WorkloadName } from "./contenders.ts"
-import type { BatchMetrics, DeliveryMetrics, IngestMetrics, PrecisionMetrics } from "./workloads.ts"
-import { BATCH_CONCURRENCY, BATCH_SIZE } from "./workloads.ts"
+import type { BatchMetrics, DeliveryMetrics, GatedMetrics, IngestMetrics, PrecisionMetrics } from "./workloads.ts"
+import {
+  BATCH_CONCURRENCY, BATCH_SIZE, GATED_MAX_CONCURRENT, GATED_RATE, GATED_SINK_DELAY_MS, GATED_WINDOW
+} from "./workloads.ts"
 
-export type Metrics = IngestMetrics | DeliveryMetrics | PrecisionMetrics | BatchMetrics
+export type Metrics = IngestMetrics | DeliveryMetrics | PrecisionMetrics | BatchMetrics | GatedMetrics
 
 export interface Entry {
   readonly workload: WorkloadName
@@ -75,6 +77,20 @@ const ROWS: Record<WorkloadName, ReadonlyArray<Row>> = {
     { label: "longest claim wait behind it (ms)", key: "declare.declareLockWaitMs" },
     { label: "/bulk changing every item, one call (ms)", key: "declare.bulkUpdateMs" },
     { label: "longest claim wait behind it (ms)", key: "declare.bulkLockWaitMs" }
+  ],
+  gated: [
+    { label: `maxConcurrent ${GATED_MAX_CONCURRENT}, sink answering after ${GATED_SINK_DELAY_MS} ms: deliveries/s, first to last arrival`, key: "concurrency.ratePerS", better: "higher" },
+    { label: `— the most the limit allows (${GATED_MAX_CONCURRENT} / ${GATED_SINK_DELAY_MS} ms)`, key: "concurrency.idealPerS" },
+    { label: `— most requests in flight at the sink (≤ ${GATED_MAX_CONCURRENT})`, key: "concurrency.peakInFlight", better: "lower" },
+    { label: "— first arrival after due (ms)", key: "concurrency.firstArrivalMs", better: "lower" },
+    { label: "— last arrival after due (ms)", key: "concurrency.lastArrivalMs", better: "lower" },
+    { label: `throughput {"${GATED_WINDOW}": ${GATED_RATE}}: most starts in any ${GATED_WINDOW} window at the sink (≤ ${GATED_RATE})`, key: "throughput.maxInWindow" },
+    { label: "— mean rate, n / (last − first arrival) (/s)", key: "throughput.meanRatePerS", better: "higher" },
+    { label: `— rate over whole windows, (n − ${GATED_RATE}) / (arrival n − ${GATED_RATE - 1} − arrival 1) (/s)`, key: "throughput.wholeWindowsRatePerS", better: "higher" },
+    { label: "— first arrival after due (ms)", key: "throughput.firstArrivalMs", better: "lower" },
+    { label: "— last arrival after due (ms)", key: "throughput.lastArrivalMs", better: "lower" },
+    { label: "peak RSS (MiB)", key: "peakRssMiB", better: "lower" },
+    { label: "missing", key: "missing" }
   ]
 }
 
@@ -82,7 +98,8 @@ const TITLES: Record<WorkloadName, (n: number) => string> = {
   ingest: (n) => `ingest: ${n} one-shot requests 1 h ahead, 32 concurrent callers`,
   delivery: (n) => `delivery: ${n} requests due at one instant, POSTed to a loopback sink`,
   precision: (n) => `precision: ${n} requests at instants spread evenly over 10 s`,
-  batch: (n) => `batch: ${n} one-shot requests 1 h ahead, ${BATCH_SIZE} per call, ${BATCH_CONCURRENCY} concurrent callers`
+  batch: (n) => `batch: ${n} one-shot requests 1 h ahead, ${BATCH_SIZE} per call, ${BATCH_CONCURRENCY} concurrent callers`,
+  gated: (n) => `gated: ${n} requests due at one instant on one tag, per policy (timewheel only)`
 }
 
 const valueOf = (metrics: Metrics | undefined, key: string): number | undefined => {
@@ -176,7 +193,7 @@ export const memoryTable = (entries: ReadonlyArray<Entry>): string => {
 
 export const markdown = (entries: ReadonlyArray<Entry>, machine: Machine): string =>
   [
-    ...(["ingest", "delivery", "precision", "batch"] as const).map((workload) => workloadTable(workload, entries)).filter((t) => t !== ""),
+    ...(["ingest", "delivery", "precision", "batch", "gated"] as const).map((workload) => workloadTable(workload, entries)).filter((t) => t !== ""),
     memoryTable(entries),
     `↑ higher is better, ↓ lower is better; ratios are timewheel / peer in this run.\n` +
       `Machine: ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGiB} GiB, ${machine.kernel}; ` +

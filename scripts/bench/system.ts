@@ -28,6 +28,8 @@ export interface StartedSystem {
   readonly batch: (jobs: ReadonlyArray<JobSpec>, batchSize: number, concurrency: number, deadlineMs: number) => Promise<CallBatch>
   /** timewheel only: the /declare measurements of the batch workload (workloads.ts DeclareFigures). */
   readonly declare?: (jobs: ReadonlyArray<JobSpec>, deadlineMs: number) => Promise<DeclareFigures>
+  /** timewheel only: creates a tag policy of the project (`POST /tag-policies` with this body); rejects unless 201. */
+  readonly tagPolicy?: (policy: Readonly<Record<string, unknown>>) => Promise<void>
   /** Stops the system; resolves the peak RSS (VmHWM, KiB) of the process that did the work. */
   readonly stop: () => Promise<number>
 }

@@ -1,7 +1,8 @@
 // timewheel as a contender: the service (`node dist/main.js`, as `npm start` runs it) in a child process on a fresh database,
 // a project and key made with the CLI, and requests scheduled over HTTPS `/schedule` (or, in the batch
 // workload, `/bulk` and `/declare` with keyed items) by keep-alive undici clients (self-signed
-// certificate accepted). Its peak RSS is the service process's VmHWM.
+// certificate accepted); in the gated workload, tag policies created with `POST /tag-policies` and
+// requests carrying their tag (`ttr-tags`). Its peak RSS is the service process's VmHWM.
 import { execFile, spawn } from "node:child_process"
 import * as path from "node:path"
 import { promisify } from "node:util"
@@ -56,6 +57,7 @@ const scheduleCall = (origin: string, agent: Agent, key: string) => async (job: 
       [`${PREFIX}-api-key`]: key,
       [`${PREFIX}-url`]: job.url,
       [`${PREFIX}-scheduled-at`]: new Date(job.runAtMs).toISOString(),
+      ...(job.tags === undefined ? {} : { [`${PREFIX}-tags`]: job.tags.join(",") }),
       "content-type": "application/json"
     },
     body: job.body
@@ -198,6 +200,16 @@ export const startTimewheel = async (databaseUrl: string): Promise<StartedSystem
         bulkUpdateMs: bulkUpdate.result.ms,
         bulkLockWaitMs: bulkUpdate.maxWaitMs
       }
+    },
+    tagPolicy: async (policy) => {
+      const response = await request(`${origin}/tag-policies`, {
+        method: "POST",
+        dispatcher: agent,
+        headers: { [`${PREFIX}-api-key`]: key, "content-type": "application/json" },
+        body: JSON.stringify(policy)
+      })
+      const text = await response.body.text()
+      if (response.statusCode !== 201) throw new Error(`/tag-policies answered ${response.statusCode}: ${text.slice(0, 200)}`)
     },
     stop: async () => {
       const rss = peakRssKiB(child.pid!)
