@@ -24,7 +24,7 @@ export const SETTINGS = {
 const execFileAsync = promisify(execFile)
 
 /** Runs the operator CLI against the service's database; returns its trimmed stdout. */
-const cli = async (env: NodeJS.ProcessEnv, args: ReadonlyArray<string>): Promise<string> => {
+export const cli = async (env: NodeJS.ProcessEnv, args: ReadonlyArray<string>): Promise<string> => {
   const { stdout } = await execFileAsync(process.execPath, [path.join(REPO_ROOT, "dist/cli/main.js"), ...args], {
     cwd: REPO_ROOT,
     env,
@@ -49,7 +49,7 @@ const waitReady = async (origin: string, agent: Agent, exited: () => string | un
   }
 }
 
-const scheduleCall = (origin: string, agent: Agent, key: string) => async (job: JobSpec) => {
+export const scheduleCall = (origin: string, agent: Agent, key: string) => async (job: JobSpec) => {
   const response = await request(`${origin}/schedule`, {
     method: "POST",
     dispatcher: agent,
