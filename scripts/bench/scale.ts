@@ -13,11 +13,12 @@
 //     many. Then VACUUM ANALYZE (autovacuum would otherwise do it while measuring). Not measured: the
 //     time is reported.
 //  3. sizes: pg_database_size, the triggers table (heap, each index), per trigger.
-//  4. restart: 500 triggers inserted due every 10 ms from 1 s before to 4 s after the planned spawn
-//     (the service is down: the first ones are overdue when it starts); the service spawned; time
-//     from spawn to the first arrival at the sink, to the first /health answer and to the first 200,
-//     the lateness of the 500. Meanwhile pg_stat_activity is sampled every 50 ms: service statements
-//     seen running for more than 100 ms are reported.
+//  4. restart (--restarts times, default 3; the first is the start after the load, the others stop
+//     the service gracefully and start it again): 500 triggers inserted due every 10 ms from 1 s before
+//     to 4 s after the planned spawn (the service is down: the first ones are overdue when it starts);
+//     the service spawned; time from spawn to the first arrival at the sink, to the first /health
+//     answer and to the first 200, the lateness of the 500. Meanwhile pg_stat_activity is sampled
+//     every 50 ms: service statements seen running for more than 100 ms are reported.
 //  5. /schedule: 500 calls warm-up, then --latency-n calls from 32 callers (the bench's undici client,
 //     keep-alive HTTPS), each due at a random instant of the month; precision: --precision-n triggers
 //     scheduled through /schedule, due evenly over 10 s from 5 s later, lateness at the sink.
@@ -47,11 +48,12 @@ import { startSink } from "./sink.ts"
 import type { Sink } from "./sink.ts"
 import { CLIENT_CONNECTIONS, cli, scheduleCall } from "./timewheel.ts"
 
-const USAGE = `usage: npm run bench:scale -- [--n 10000000] [--chunk 1000000] [--latency-n 5000] [--precision-n 2000] [--keep]
+const USAGE = `usage: npm run bench:scale -- [--n 10000000] [--chunk 1000000] [--latency-n 5000] [--precision-n 2000] [--restarts 3] [--keep]
   --n            pending triggers in the table (default 10,000,000)
   --chunk        rows per INSERT while loading (default 1,000,000)
   --latency-n    timed /schedule calls (default 5,000; 32 callers, after 500 untimed)
   --precision-n  triggers due over 10 s while the service runs on the table (default 2,000)
+  --restarts     restarts measured (default 3; the first is the start after the load)
   --keep         keep the database (its name is printed)`
 
 const PREFIX = "ttr"
@@ -75,6 +77,7 @@ interface Options {
   readonly chunk: number
   readonly latencyN: number
   readonly precisionN: number
+  readonly restarts: number
   readonly keep: boolean
 }
 
@@ -106,7 +109,7 @@ const parseOptions = (args: ReadonlyArray<string>): Options => {
     if (!arg.startsWith("--")) fail(`unexpected argument "${arg}"`)
     const eq = arg.indexOf("=")
     const key = eq > 0 ? arg.slice(2, eq) : arg.slice(2)
-    if (!["n", "chunk", "latency-n", "precision-n"].includes(key)) fail(`unknown option --${key}`)
+    if (!["n", "chunk", "latency-n", "precision-n", "restarts"].includes(key)) fail(`unknown option --${key}`)
     values.set(key, eq > 0 ? arg.slice(eq + 1) : (args[++i] ?? fail(`--${key} needs a value`)))
   }
   const n = positiveInt(values.get("n") ?? "10000000", "--n")
@@ -116,6 +119,7 @@ const parseOptions = (args: ReadonlyArray<string>): Options => {
     chunk: positiveInt(values.get("chunk") ?? "1000000", "--chunk"),
     latencyN: positiveInt(values.get("latency-n") ?? "5000", "--latency-n"),
     precisionN: positiveInt(values.get("precision-n") ?? "2000", "--precision-n"),
+    restarts: positiveInt(values.get("restarts") ?? "3", "--restarts"),
     keep
   }
 }
@@ -497,6 +501,21 @@ const main = async () => {
       name: s.name, bytes: Number(s.bytes), mib: round(Number(s.bytes) / 2 ** 20), bytesPerTrigger: round(Number(s.bytes) / options.n)
     }))
 
+    // how full the B-tree leaves are (pgstattuple, when the server has it): an index grown at its left
+    // edge splits pages in halves, one grown at its right edge packs them
+    let leafDensity: Record<string, number> | string
+    try {
+      await sql.run(`CREATE EXTENSION IF NOT EXISTS pgstattuple`)
+      const rows = await sql.run<{ name: string; density: number }>(
+        `SELECT c.relname AS name, (pgstatindex(c.oid::regclass)).avg_leaf_density::float8 AS density
+         FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid JOIN pg_am a ON a.oid = c.relam
+         WHERE i.indrelid = 'triggers'::regclass AND a.amname = 'btree' AND pg_relation_size(c.oid) > 8192 * 10`
+      )
+      leafDensity = Object.fromEntries(rows.map((r) => [r.name, round(r.density)]))
+    } catch (error) {
+      leafDensity = `pgstattuple not available: ${error instanceof Error ? error.message : String(error)}`
+    }
+
     // plans of the statements that read the table at start, for the report
     const plans: Record<string, { executionMs: number; plan: string }> = {}
     const explain = async (name: string, statement: string) => {
@@ -518,50 +537,72 @@ const main = async () => {
     await explain("ops gauge: held-back triggers", `SELECT count(*) FROM triggers WHERE status = 'queued' AND claimed_by IS NULL`)
     for (const [name, p] of Object.entries(plans)) say(`  plan: ${name}: ${p.executionMs} ms`)
 
-    // 4. restart with triggers due around the start
-    const plannedSpawnMs = Date.now() + 1_500
-    await sql.run(insertCopies({
-      columns, templateId: row.id, from: 0, to: RESTART_N - 1, shards, sinkPort: sink.port, run: "restart",
-      createdMs: `${Date.now()} - 1000`,
-      dueMs: `${plannedSpawnMs + RESTART_FIRST_DUE_MS} + i * ${RESTART_STEP_MS}`
-    }))
-    await sink.expect("restart", RESTART_N)
-    const restartDue = Array.from({ length: RESTART_N }, (_, i) => plannedSpawnMs + RESTART_FIRST_DUE_MS + i * RESTART_STEP_MS)
-    await sleep(Math.max(0, plannedSpawnMs - Date.now()))
-    loadAverages.restart = loadAverage()
-    const statements = slowStatementSampler(sql)
-    service = spawnService(env)
-    const memory = memorySampler(service.child.pid!)
-    const health = await waitHealth(origin, agent, key, service, 20, true)
-    const restartComplete = await sink.waitComplete(Date.now() + 30_000)
-    const restartArrivals = await sink.collect()
-    const slowAtStart = await statements.stop()
-    const spawnedAt = service.spawnedAtMs
-    let firstArrival = Number.POSITIVE_INFINITY
-    const restartLateness: Array<number> = []
-    const restartLatenessAfter3s: Array<number> = []
-    restartArrivals.arrivals.forEach((at, i) => {
-      if (Number.isNaN(at)) return
-      firstArrival = Math.min(firstArrival, at)
-      restartLateness.push(at - restartDue[i]!)
-      if (restartDue[i]! >= spawnedAt + 3_000) restartLatenessAfter3s.push(at - restartDue[i]!)
-    })
-    const restart = {
-      spawnVsPlannedMs: round(spawnedAt - plannedSpawnMs),
-      firstFiringAfterSpawnMs: round(firstArrival - spawnedAt),
-      firstHealthAnswerAfterSpawnMs: round(health.firstAnswerMs - spawnedAt),
-      firstHealthOkAfterSpawnMs: round(health.firstOkMs - spawnedAt),
-      triggers: RESTART_N,
-      dueFromSpawnMs: [round(restartDue[0]! - spawnedAt), round(restartDue[RESTART_N - 1]! - spawnedAt)],
-      complete: restartComplete,
-      missing: RESTART_N - restartLateness.length,
-      duplicates: restartArrivals.duplicates,
-      lateness: latenessFigures(restartLateness),
-      latenessDue3sAfterSpawn: latenessFigures(restartLatenessAfter3s),
-      rssAfterStartMiB: mib(memory.now().rss),
-      slowStatements: slowAtStart
+    // 4. restarts with triggers due around the start (--restarts times: the first is the start after the
+    // load; the service stays up after the last one)
+    let memory = memorySampler(0)
+    const measureRestart = async (k: number) => {
+      const run = `restart${k}`
+      const plannedSpawnMs = Date.now() + 1_500
+      await sql.run(insertCopies({
+        columns, templateId: row.id, from: 0, to: RESTART_N - 1, shards, sinkPort: sink!.port, run,
+        createdMs: `${Date.now()} - 1000`,
+        dueMs: `${plannedSpawnMs + RESTART_FIRST_DUE_MS} + i * ${RESTART_STEP_MS}`
+      }))
+      await sink!.expect(run, RESTART_N)
+      const restartDue = Array.from({ length: RESTART_N }, (_, i) => plannedSpawnMs + RESTART_FIRST_DUE_MS + i * RESTART_STEP_MS)
+      await sleep(Math.max(0, plannedSpawnMs - Date.now()))
+      const loadAverageAtSpawn = loadAverage()
+      const statements = slowStatementSampler(sql)
+      const started = spawnService(env)
+      memory.stop()
+      memory = memorySampler(started.child.pid!)
+      const health = await waitHealth(origin, agent, key, started, 20, true)
+      const restartComplete = await sink!.waitComplete(Date.now() + 30_000)
+      const restartArrivals = await sink!.collect()
+      const slowAtStart = await statements.stop()
+      const spawnedAt = started.spawnedAtMs
+      let firstArrival = Number.POSITIVE_INFINITY
+      const restartLateness: Array<number> = []
+      const restartLatenessAfter3s: Array<number> = []
+      restartArrivals.arrivals.forEach((at, i) => {
+        if (Number.isNaN(at)) return
+        firstArrival = Math.min(firstArrival, at)
+        restartLateness.push(at - restartDue[i]!)
+        if (restartDue[i]! >= spawnedAt + 3_000) restartLatenessAfter3s.push(at - restartDue[i]!)
+      })
+      const figures = {
+        spawnVsPlannedMs: round(spawnedAt - plannedSpawnMs),
+        firstFiringAfterSpawnMs: round(firstArrival - spawnedAt),
+        firstHealthAnswerAfterSpawnMs: round(health.firstAnswerMs - spawnedAt),
+        firstHealthOkAfterSpawnMs: round(health.firstOkMs - spawnedAt),
+        triggers: RESTART_N,
+        dueFromSpawnMs: [round(restartDue[0]! - spawnedAt), round(restartDue[RESTART_N - 1]! - spawnedAt)],
+        complete: restartComplete,
+        missing: RESTART_N - restartLateness.length,
+        duplicates: restartArrivals.duplicates,
+        lateness: latenessFigures(restartLateness),
+        latenessDue3sAfterSpawn: latenessFigures(restartLatenessAfter3s),
+        rssAfterStartMiB: mib(memory.now().rss),
+        loadAverageAtSpawn,
+        slowStatements: slowAtStart
+      }
+      say(`scale: restart ${k + 1}: first firing ${figures.firstFiringAfterSpawnMs} ms after spawn, /health answered at ${figures.firstHealthAnswerAfterSpawnMs} ms, 200 at ${figures.firstHealthOkAfterSpawnMs} ms; lateness of those due ≥ 3 s after spawn p50 ${figures.latenessDue3sAfterSpawn.p50Ms} / max ${figures.latenessDue3sAfterSpawn.maxMs} ms; ${slowAtStart.length} statements over ${SLOW_STATEMENT_MS} ms; load ${loadAverageAtSpawn.join(" ")}`)
+      return { figures, started }
     }
-    say(`scale: restart: first firing ${restart.firstFiringAfterSpawnMs} ms after spawn, /health answered at ${restart.firstHealthAnswerAfterSpawnMs} ms, 200 at ${restart.firstHealthOkAfterSpawnMs} ms; ${slowAtStart.length} statements over ${SLOW_STATEMENT_MS} ms`)
+    const restarts: Array<Awaited<ReturnType<typeof measureRestart>>["figures"]> = []
+    for (let k = 0; k < options.restarts; k++) {
+      if (service !== undefined) {
+        await service.stop()
+        service = undefined
+        await sleep(1_000)
+      }
+      const measured = await measureRestart(k) // on a failure, the exit kills the child
+      service = measured.started
+      restarts.push(measured.figures)
+    }
+    const running = service!
+    const restart = restarts[0]!
+    loadAverages.restart = restart.loadAverageAtSpawn
 
     // 5. /schedule latency on the table, then precision
     const bgJob = (j: number): JobSpec => ({
@@ -617,7 +658,7 @@ const main = async () => {
       rssAtEndMiB: mib(end.rss),
       goalMiB: RSS_GOAL_MIB
     }
-    await service.stop()
+    await running.stop()
     service = undefined
     loadAverages.end = loadAverage()
 
@@ -642,8 +683,10 @@ const main = async () => {
       },
       load: { rows: options.n - 1, chunks, insertMs: round(insertMs), vacuumAnalyzeMs: round(vacuumMs), totalRows: Number(counts.total), quotaUsed: Number(counts.quota_used) },
       sizes,
+      leafDensity,
       plans,
       restart,
+      restarts,
       latency,
       precision,
       memory: memoryFigures,
@@ -670,11 +713,16 @@ interface Result {
   readonly load: { readonly rows: number; readonly insertMs: number; readonly vacuumAnalyzeMs: number }
   readonly sizes: ReadonlyArray<{ name: string; mib: number; bytesPerTrigger: number }>
   readonly plans: Record<string, { executionMs: number }>
+  readonly leafDensity: Record<string, number> | string
   readonly restart: {
     firstFiringAfterSpawnMs: number; firstHealthAnswerAfterSpawnMs: number; firstHealthOkAfterSpawnMs: number; missing: number
     lateness: ReturnType<typeof latenessFigures>; latenessDue3sAfterSpawn: ReturnType<typeof latenessFigures>; rssAfterStartMiB: number
     slowStatements: ReadonlyArray<SlowStatement>
   }
+  readonly restarts: ReadonlyArray<{
+    firstFiringAfterSpawnMs: number; firstHealthOkAfterSpawnMs: number; latenessDue3sAfterSpawn: ReturnType<typeof latenessFigures>
+    loadAverageAtSpawn: ReadonlyArray<number>
+  }>
   readonly latency: { timed: ReturnType<typeof latencyFigures>; warmUp: ReturnType<typeof latencyFigures>; slowStatements: ReadonlyArray<SlowStatement> }
   readonly precision: { lateness: ReturnType<typeof latenessFigures>; missing: number; scheduleMs: number }
   readonly memory: { peakRssMiB: number; sampledPeakRssMiB: number; rssAtEndMiB: number }
@@ -694,7 +742,9 @@ const report = (r: Result): string => {
     "",
     "| figure | value | goal |",
     "| --- | ---: | ---: |",
-    `| first firing after spawn (ms) | ${r.restart.firstFiringAfterSpawnMs} | ≤ 3,000 |`,
+    `| first firing after spawn (ms), first restart after the load | ${r.restart.firstFiringAfterSpawnMs} | ≤ 3,000 |`,
+    `| each restart: first firing / /health 200 after spawn (ms) | ${r.restarts.map((x) => `${x.firstFiringAfterSpawnMs} / ${x.firstHealthOkAfterSpawnMs}`).join("; ")} | |`,
+    `| each restart: lateness of those due ≥ 3 s after spawn, p50 / max (ms) | ${r.restarts.map((x) => `${x.latenessDue3sAfterSpawn.p50Ms} / ${x.latenessDue3sAfterSpawn.maxMs}`).join("; ")} | |`,
     `| first /health answer after spawn (ms) | ${r.restart.firstHealthAnswerAfterSpawnMs} | |`,
     `| first /health 200 after spawn (ms) | ${r.restart.firstHealthOkAfterSpawnMs} | |`,
     `| restart set lateness p50 / p99 / max (ms), all 500 | ${r.restart.lateness.p50Ms} / ${r.restart.lateness.p99Ms} / ${r.restart.lateness.maxMs} | |`,
@@ -705,6 +755,8 @@ const report = (r: Result): string => {
     `| missing (restart / precision) | ${r.restart.missing} / ${r.precision.missing} | 0 |`,
     `| peak RSS, VmHWM (MiB) | ${r.memory.peakRssMiB} | ≤ ${RSS_GOAL_MIB} |`,
     `| RSS after start / at end (MiB) | ${r.restart.rssAfterStartMiB} / ${r.memory.rssAtEndMiB} | |`,
+    "",
+    "B-tree leaf density (%): " + (typeof r.leafDensity === "string" ? r.leafDensity : Object.entries(r.leafDensity).map(([name, d]) => `${name} ${d}`).join(", ")),
     "",
     "Plans at this size (EXPLAIN ANALYZE): " + Object.entries(r.plans).map(([name, p]) => `${name} ${p.executionMs} ms`).join("; "),
     "",
