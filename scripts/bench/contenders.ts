@@ -1,12 +1,14 @@
 // Who runs in each workload, under which label and settings: timewheel, graphile-worker and pg-boss,
 // plus graphile-worker at its lowest polling interval in the precision workload; the gated workload is
-// timewheel's alone (the peers have no tag policies).
+// timewheel's alone (the peers have no tag policies). timewheel's ingest runs twice: driven by wrk
+// (its row, and the ceilings beside it) and by the bench's Node client (the row measured before wrk).
 import * as graphileWorker from "./graphileWorker.ts"
 import { startPeer } from "./peerProcess.ts"
 import * as pgBoss from "./pgBoss.ts"
 import type { PeerName, PeerSettings } from "./peers.ts"
 import type { Contender } from "./system.ts"
 import * as timewheel from "./timewheel.ts"
+import { WRK_SETTINGS } from "./wrk.ts"
 
 export type WorkloadName = "ingest" | "delivery" | "precision" | "batch" | "gated"
 export type SystemName = Contender["system"]
@@ -21,6 +23,16 @@ const timewheelContender: Contender = {
   start: (databaseUrl) => timewheel.startTimewheel(databaseUrl)
 }
 
+/** The ingest workload's timewheel row: its calls made by wrk (ingestWrk.ts), not the bench's Node client. */
+const timewheelWrk: Contender = {
+  ...timewheelContender,
+  client: "wrk",
+  settings: { ...timewheel.SETTINGS, client: WRK_SETTINGS }
+}
+
+/** The ingest row as it was measured before wrk: the bench's undici client, kept so that old figures compare. */
+const timewheelNodeClient: Contender = { ...timewheelContender, label: "timewheel (node client)" }
+
 const peer = (system: PeerName, label: string, settings: PeerSettings): Contender => ({
   system,
   label,
@@ -30,7 +42,8 @@ const peer = (system: PeerName, label: string, settings: PeerSettings): Contende
 
 const BY_WORKLOAD: Record<WorkloadName, ReadonlyArray<Contender>> = {
   ingest: [
-    timewheelContender,
+    timewheelWrk,
+    timewheelNodeClient,
     peer("graphile-worker", "graphile-worker", graphileWorker.SETTINGS.ingest),
     peer("pg-boss", "pg-boss", pgBoss.SETTINGS.ingest)
   ],

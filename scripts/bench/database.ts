@@ -15,7 +15,8 @@ export interface DatabaseServer {
   readonly stop: () => Promise<void>
 }
 
-const query = <A extends object>(url: string, statement: string) =>
+/** One statement on a connection of its own (opened and closed here). */
+export const query = <A extends object>(url: string, statement: string) =>
   Effect.runPromise(Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     return yield* sql.unsafe<A>(statement)

@@ -7,9 +7,13 @@ import { contendersFor, SYSTEMS, WORKLOADS } from "./contenders.ts"
 import type { SystemName, WorkloadName } from "./contenders.ts"
 import { freshDatabase, openDatabaseServer, serverVersion } from "./database.ts"
 import type { DatabaseServer } from "./database.ts"
+import { runDeliveryCeiling } from "./deliveryCeiling.ts"
+import { DELIVERY_CEILING_SETTINGS } from "./deliveryCeiling.ts"
+import { runBareCeiling } from "./ingestWrk.ts"
 import { describeMachine, markdown, writeJson } from "./report.ts"
-import type { Entry, Metrics } from "./report.ts"
+import type { CeilingEntry, Entry, Metrics } from "./report.ts"
 import { startSink } from "./sink.ts"
+import { WRK_SETTINGS } from "./wrk.ts"
 import type { Sink } from "./sink.ts"
 import type { Contender } from "./system.ts"
 import { BATCH_SIZE, GATED_DEFAULT_N, LoadOverrun, runBatch, runDelivery, runGated, runIngest, runPrecision } from "./workloads.ts"
@@ -17,6 +21,10 @@ import { BATCH_SIZE, GATED_DEFAULT_N, LoadOverrun, runBatch, runDelivery, runGat
 const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,batch,gated] [--systems timewheel,graphile-worker,pg-boss]
                         [--n 20000] [--precision-n 2000] [--batch-n 100000] [--lead-ms N]
   --only         workloads to run (default all; "memory" is measured in every workload; gated is timewheel only)
+                 ingest: timewheel driven by wrk (1 thread, 32 connections, 8 s after a 2 s warm-up; installed
+                 with apt-get when missing and root) and by the Node client (n calls, as before); beside it the
+                 ceilings: the same wrk against a bare node:https server, timewheel's GET /health and POST /schedule
+                 delivery: beside it the ceiling, the same sink driven by undici alone (no database, n requests)
   --systems      systems to run (default all)
   --n            requests in the ingest and delivery workloads (default 20000), and in each run of
                  the gated workload (default ${GATED_DEFAULT_N})
@@ -97,6 +105,11 @@ const say = (line: string) => process.stderr.write(`${line}\n`)
 
 const summary = (workload: WorkloadName, m: Metrics): string => {
   const r = m as unknown as Record<string, number>
+  if (workload === "ingest" && r.triggers !== undefined) {
+    const h = (m as unknown as { health: Record<string, number> }).health
+    return `wrk: ${r.ratePerS}/s, p50 ${r.latencyP50Ms} ms, p99 ${r.latencyP99Ms} ms, ${r.errors} errors, ${r.peakRssMiB} MiB; ` +
+      `GET /health ${h.ratePerS}/s, p99 ${h.latencyP99Ms} ms`
+  }
   if (workload === "ingest") return `${r.ratePerS}/s, p50 ${r.latencyP50Ms} ms, p99 ${r.latencyP99Ms} ms, ${r.errors} errors, ${r.peakRssMiB} MiB`
   if (workload === "delivery") return `last arrival ${r.lastArrivalMs} ms after due, ${r.ratePerS}/s, ${r.missing} missing, ${r.peakRssMiB} MiB`
   if (workload === "gated") {
@@ -111,6 +124,20 @@ const summary = (workload: WorkloadName, m: Metrics): string => {
     return `${r.ratePerS} jobs/s, call p50 ${r.callP50Ms} ms, p99 ${r.callP99Ms} ms, ${r.errors} errors, ${r.peakRssMiB} MiB${declare}`
   }
   return `lateness p50 ${r.latenessP50Ms} / p99 ${r.latenessP99Ms} / max ${r.latenessMaxMs} ms, ${r.missing} missing, ${r.peakRssMiB} MiB`
+}
+
+/**
+ * The ceiling measured after a workload's systems: for ingest (with timewheel in the run) the bare
+ * node:https server under the same wrk client; for delivery the same sink driven by undici alone.
+ */
+const ceilingOf = (workload: WorkloadName, options: Options, sink: Sink) => {
+  if (workload === "ingest" && options.systems.includes("timewheel")) {
+    return { workload, label: "bare node:https", settings: { ...WRK_SETTINGS, server: "node:https, self-signed, 200 + tiny JSON" }, run: runBareCeiling }
+  }
+  if (workload === "delivery") {
+    return { workload, label: "undici alone", settings: DELIVERY_CEILING_SETTINGS, run: () => runDeliveryCeiling(sink, options.n) }
+  }
+  return undefined
 }
 
 const runOne = async (
@@ -162,6 +189,7 @@ const main = async () => {
     sink = await startSink()
     say(`bench: PostgreSQL ${machine.postgres} (${server.description}); sink on 127.0.0.1:${sink.port}`)
     const entries: Array<Entry> = []
+    const ceilings: Array<CeilingEntry> = []
     let timewheelIngestRate: number | undefined
     for (const workload of options.workloads) {
       for (const contender of contendersFor(workload, options.systems)) {
@@ -169,7 +197,8 @@ const main = async () => {
         const base = { workload, system: contender.system, label: contender.label, settings: contender.settings }
         try {
           const metrics = await runOne(server, sink, workload, contender, options, timewheelIngestRate)
-          if (workload === "ingest" && contender.system === "timewheel" && "latencyP50Ms" in metrics && metrics.ratePerS > 0) {
+          // the loading lead is estimated from the rate of the client that loads (the Node one)
+          if (workload === "ingest" && contender.system === "timewheel" && contender.client === undefined && "latencyP50Ms" in metrics && metrics.ratePerS > 0) {
             timewheelIngestRate = metrics.ratePerS
           }
           entries.push({ ...base, metrics })
@@ -180,9 +209,22 @@ const main = async () => {
           say(`  failed: ${message}`)
         }
       }
+      const ceiling = ceilingOf(workload, options, sink)
+      if (ceiling !== undefined) {
+        say(`${workload} · ceiling: ${ceiling.label} …`)
+        try {
+          const metrics = await ceiling.run()
+          ceilings.push({ workload: ceiling.workload, label: ceiling.label, settings: ceiling.settings, metrics })
+          say(`  ${metrics.ratePerS}/s`)
+        } catch (error) {
+          const message = error instanceof Error ? error.message : String(error)
+          ceilings.push({ workload: ceiling.workload, label: ceiling.label, settings: ceiling.settings, metrics: undefined, error: message })
+          say(`  failed: ${message}`)
+        }
+      }
     }
-    const file = writeJson(startedAt, { ...options }, machine, entries)
-    process.stdout.write(`${markdown(entries, machine)}\n\nJSON: ${file}\n`)
+    const file = writeJson(startedAt, { ...options }, machine, entries, ceilings)
+    process.stdout.write(`${markdown(entries, ceilings, machine)}\n\nJSON: ${file}\n`)
   } finally {
     await sink?.stop()
     killAllChildren()

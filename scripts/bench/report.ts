@@ -6,12 +6,16 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { REPO_ROOT } from "./common.ts"
 import type { SystemName, WorkloadName } from "./contenders.ts"
+import type { DeliveryCeilingMetrics } from "./deliveryCeiling.ts"
+import { DELIVERY_CEILING_SETTINGS } from "./deliveryCeiling.ts"
+import type { BareCeilingMetrics, IngestWrkMetrics } from "./ingestWrk.ts"
+import { WRK_TITLE } from "./ingestWrk.ts"
 import type { BatchMetrics, DeliveryMetrics, GatedMetrics, IngestMetrics, PrecisionMetrics } from "./workloads.ts"
 import {
   BATCH_CONCURRENCY, BATCH_SIZE, GATED_MAX_CONCURRENT, GATED_RATE, GATED_SINK_DELAY_MS, GATED_WINDOW
 } from "./workloads.ts"
 
-export type Metrics = IngestMetrics | DeliveryMetrics | PrecisionMetrics | BatchMetrics | GatedMetrics
+export type Metrics = IngestMetrics | IngestWrkMetrics | DeliveryMetrics | PrecisionMetrics | BatchMetrics | GatedMetrics
 
 export interface Entry {
   readonly workload: WorkloadName
@@ -21,6 +25,28 @@ export interface Entry {
   /** Undefined when the run failed; `error` says why. */
   readonly metrics: Metrics | undefined
   readonly error?: string
+}
+
+/** A measurement beside a workload's table, not a contender: what the machine allows the same client. */
+export interface CeilingEntry {
+  /** ingest: the bare node:https server under wrk; delivery: undici alone against the sink. */
+  readonly workload: "ingest" | "delivery"
+  readonly label: string
+  readonly settings: Readonly<Record<string, unknown>>
+  readonly metrics: BareCeilingMetrics | DeliveryCeilingMetrics | undefined
+  readonly error?: string
+}
+
+/** One row of the ingest ceilings: a target under the same wrk client, and its rate against the bare server's. */
+export interface IngestCeilingRow {
+  readonly target: string
+  readonly ratePerS: number | undefined
+  readonly latencyP50Ms: number | undefined
+  readonly latencyP99Ms: number | undefined
+  readonly latencyMaxMs: number | undefined
+  readonly errors: number | undefined
+  readonly peakRssMiB: number | undefined
+  readonly vsBare: number | undefined
 }
 
 export interface Machine {
@@ -95,7 +121,7 @@ const ROWS: Record<WorkloadName, ReadonlyArray<Row>> = {
 }
 
 const TITLES: Record<WorkloadName, (n: number) => string> = {
-  ingest: (n) => `ingest: ${n} one-shot requests 1 h ahead, 32 concurrent callers`,
+  ingest: (n) => `ingest: one-shot requests 1 h ahead, 32 concurrent callers (timewheel: ${WRK_TITLE}; node client and peers: ${n} calls)`,
   delivery: (n) => `delivery: ${n} requests due at one instant, POSTed to a loopback sink`,
   precision: (n) => `precision: ${n} requests at instants spread evenly over 10 s`,
   batch: (n) => `batch: ${n} one-shot requests 1 h ahead, ${BATCH_SIZE} per call, ${BATCH_CONCURRENCY} concurrent callers`,
@@ -143,6 +169,10 @@ const notesOf = (entry: Entry): Array<string> => {
   if (typeof m.errors === "number" && m.errors > 0) notes.push(`${entry.label}: ${m.errors} calls failed (${String(m.firstError)})`)
   if (m.timedOut === true) notes.push(`${entry.label}: stopped by the time bound`)
   if (typeof m.duplicates === "number" && m.duplicates > 0) notes.push(`${entry.label}: ${m.duplicates} duplicate deliveries`)
+  if (m.client === "wrk") {
+    notes.push(`${entry.label}: calls made by ${WRK_TITLE}; ${String(m.triggers)} triggers in the database for ${String(m.ok)} 2xx answers ` +
+      `(${Number(m.sent) - Number(m.n)} built and never answered)${m.triggersConsistent === true ? "" : ": INCONSISTENT"}`)
+  }
   return notes
 }
 
@@ -159,7 +189,7 @@ export const workloadTable = (workload: WorkloadName, entries: ReadonlyArray<Ent
       : peers.map((peer) => (row.better === undefined ? "" : ratio(valueOf(tw.metrics, row.key), valueOf(peer.metrics, row.key))))
     return [`${row.label}${row.better === undefined ? "" : row.better === "higher" ? " ↑" : " ↓"}`, ...values, ...ratios]
   })
-  const n = mine.find((entry) => entry.metrics !== undefined)?.metrics?.n ?? 0
+  const n = mine.find((entry) => entry.metrics !== undefined && !isWrk(entry.metrics))?.metrics?.n ?? 0
   const notes = mine.flatMap(notesOf)
   return [
     `### ${TITLES[workload](n)}`,
@@ -174,7 +204,7 @@ export const memoryTable = (entries: ReadonlyArray<Entry>): string => {
   const labels = [...new Set(entries.map((entry) => entry.label))]
   const workloads = [...new Set(entries.map((entry) => entry.workload))]
   if (labels.length === 0) return ""
-  const peers = labels.filter((label) => label !== "timewheel")
+  const peers = labels.filter((label) => entries.find((entry) => entry.label === label)?.system !== "timewheel")
   const hasTw = labels.includes("timewheel")
   const rows = workloads.map((workload) => {
     const rss = (label: string) => entries.find((e) => e.workload === workload && e.label === label)?.metrics?.peakRssMiB
@@ -191,9 +221,79 @@ export const memoryTable = (entries: ReadonlyArray<Entry>): string => {
   ].join("\n")
 }
 
-export const markdown = (entries: ReadonlyArray<Entry>, machine: Machine): string =>
+const isWrk = (metrics: Metrics | undefined): metrics is IngestWrkMetrics => (metrics as { client?: string } | undefined)?.client === "wrk"
+
+/** The ingest ceilings: the bare server, timewheel's GET /health and POST /schedule, all under the same wrk client. */
+export const ingestCeilingRows = (entries: ReadonlyArray<Entry>, ceilings: ReadonlyArray<CeilingEntry>): Array<IngestCeilingRow> => {
+  const bare = ceilings.find((c) => c.workload === "ingest")
+  const tw = entries.find((e) => e.workload === "ingest" && isWrk(e.metrics))?.metrics as IngestWrkMetrics | undefined
+  if (bare === undefined && tw === undefined) return []
+  const bareMetrics = bare?.metrics as BareCeilingMetrics | undefined
+  const row = (target: string, figures: { ratePerS: number; latencyP50Ms: number; latencyP99Ms: number; latencyMaxMs: number; non2xx: number; socketErrors: number } | undefined, peakRssMiB: number | undefined): IngestCeilingRow => ({
+    target,
+    ratePerS: figures?.ratePerS,
+    latencyP50Ms: figures?.latencyP50Ms,
+    latencyP99Ms: figures?.latencyP99Ms,
+    latencyMaxMs: figures?.latencyMaxMs,
+    errors: figures === undefined ? undefined : figures.non2xx + figures.socketErrors,
+    peakRssMiB,
+    vsBare: figures === undefined || bareMetrics === undefined ? undefined : Math.round((figures.ratePerS / bareMetrics.ratePerS) * 1000) / 1000
+  })
+  return [
+    row("bare node:https, 200 + tiny JSON", bareMetrics, bareMetrics?.peakRssMiB),
+    row("timewheel GET /health", tw?.health, undefined),
+    row("timewheel POST /schedule", tw?.schedule, tw?.peakRssMiB)
+  ]
+}
+
+const ingestCeilingTable = (entries: ReadonlyArray<Entry>, ceilings: ReadonlyArray<CeilingEntry>): string => {
+  const rows = ingestCeilingRows(entries, ceilings)
+  if (rows.length === 0) return ""
+  const bareError = ceilings.find((c) => c.workload === "ingest")?.error
+  return [
+    `### ingest ceilings: the same client (${WRK_TITLE}) against each target`,
+    "",
+    table(
+      ["", "requests/s ↑", "p50 (ms)", "p99 (ms)", "max (ms)", "errors", "server peak RSS (MiB)", "requests/s vs bare"],
+      rows.map((r) => [
+        r.target, format(r.ratePerS), format(r.latencyP50Ms), format(r.latencyP99Ms), format(r.latencyMaxMs), format(r.errors),
+        format(r.peakRssMiB), r.vsBare === undefined ? "—" : `${r.vsBare.toFixed(2)}×`
+      ])
+    ),
+    ...(bareError === undefined ? [] : ["", `- bare node:https: failed: ${bareError.split("\n")[0]}`])
+  ].join("\n")
+}
+
+/** The delivery ceiling beside the delivery rows: undici alone against the same sink, and each system against it. */
+const deliveryCeilingTable = (entries: ReadonlyArray<Entry>, ceilings: ReadonlyArray<CeilingEntry>): string => {
+  const ceiling = ceilings.find((c) => c.workload === "delivery")
+  if (ceiling === undefined) return ""
+  const m = ceiling.metrics as DeliveryCeilingMetrics | undefined
+  const systems = entries.filter((e) => e.workload === "delivery")
+  const rate = (e: Entry) => (e.metrics as DeliveryMetrics | undefined)?.ratePerS
+  const s = DELIVERY_CEILING_SETTINGS
+  return [
+    `### delivery ceiling: the same sink driven by undici alone (another process, no database; ${s.connections} connections, ${s.inFlight} in flight)`,
+    "",
+    table(
+      ["", "undici alone", ...systems.map((e) => e.label)],
+      [
+        ["deliveries/s ↑", format(m?.ratePerS), ...systems.map((e) => format(rate(e)))],
+        ["share of the ceiling", "1×", ...systems.map((e) => ratio(rate(e), m?.ratePerS))],
+        ["time to last arrival (s)", format(m === undefined ? undefined : Math.round(m.lastArrivalMs) / 1000), ...systems.map((e) => format(valueOf(e.metrics, "lastArrivalS")))]
+      ]
+    ),
+    ...(ceiling.error === undefined ? [] : ["", `- undici alone: failed: ${ceiling.error.split("\n")[0]}`]),
+    ...(m !== undefined && (m.missing > 0 || m.failures > 0) ? ["", `- undici alone: ${m.missing} missing, ${m.failures} failed (${String(m.firstFailure)})`] : [])
+  ].join("\n")
+}
+
+export const markdown = (entries: ReadonlyArray<Entry>, ceilings: ReadonlyArray<CeilingEntry>, machine: Machine): string =>
   [
-    ...(["ingest", "delivery", "precision", "batch", "gated"] as const).map((workload) => workloadTable(workload, entries)).filter((t) => t !== ""),
+    ...(["ingest", "delivery", "precision", "batch", "gated"] as const).flatMap((workload) => [
+      workloadTable(workload, entries),
+      workload === "ingest" ? ingestCeilingTable(entries, ceilings) : workload === "delivery" ? deliveryCeilingTable(entries, ceilings) : ""
+    ]).filter((t) => t !== ""),
     memoryTable(entries),
     `↑ higher is better, ↓ lower is better; ratios are timewheel / peer in this run.\n` +
       `Machine: ${machine.cpus} × ${machine.cpuModel}, ${machine.memoryGiB} GiB, ${machine.kernel}; ` +
@@ -237,10 +337,22 @@ export const describeMachine = (postgres: string, database: string): Machine => 
 }
 
 /** Writes bench-results/<timestamp>.json; returns its path. */
-export const writeJson = (startedAt: Date, options: Readonly<Record<string, unknown>>, machine: Machine, entries: ReadonlyArray<Entry>): string => {
+export const writeJson = (
+  startedAt: Date,
+  options: Readonly<Record<string, unknown>>,
+  machine: Machine,
+  entries: ReadonlyArray<Entry>,
+  ceilings: ReadonlyArray<CeilingEntry>
+): string => {
   const dir = path.join(REPO_ROOT, "bench-results")
   fs.mkdirSync(dir, { recursive: true })
   const file = path.join(dir, `${startedAt.toISOString().replace(/[:.]/g, "-")}.json`)
-  fs.writeFileSync(file, JSON.stringify({ startedAt: startedAt.toISOString(), options, machine, results: entries }, null, 2) + "\n")
+  fs.writeFileSync(file, JSON.stringify({
+    startedAt: startedAt.toISOString(),
+    options,
+    machine,
+    results: entries,
+    ceilings: { runs: ceilings, ingest: ingestCeilingRows(entries, ceilings) }
+  }, null, 2) + "\n")
   return file
 }

@@ -211,6 +211,7 @@ export const startTimewheel = async (databaseUrl: string): Promise<StartedSystem
       const text = await response.body.text()
       if (response.statusCode !== 201) throw new Error(`/tag-policies answered ${response.statusCode}: ${text.slice(0, 200)}`)
     },
+    endpoint: { origin, apiKey: key, headerPrefix: PREFIX },
     stop: async () => {
       const rss = peakRssKiB(child.pid!)
       const exit = exited()

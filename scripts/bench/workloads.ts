@@ -1,5 +1,6 @@
-// The three workloads, each on a started contender and a fresh database, each bounded in time:
-// - ingest: n one-shot jobs 1 h ahead, one timed call each, 32 concurrent callers;
+// The workloads, each on a started contender and a fresh database, each bounded in time:
+// - ingest: n one-shot jobs 1 h ahead, one timed call each, 32 concurrent callers (timewheel's wrk
+//   row: wrk with 32 connections for a fixed time instead, see ingestWrk.ts);
 // - delivery: n jobs all due at one instant T (loaded beforehand), POSTed to the sink; time from T to
 //   the last arrival;
 // - precision: n jobs at instants spread evenly over 10 s; lateness = arrival - instant;
@@ -11,6 +12,8 @@
 import * as crypto from "node:crypto"
 import { nowMs, percentile, sortedCopy } from "./common.ts"
 import type { JobSpec } from "./common.ts"
+import { runIngestWrk } from "./ingestWrk.ts"
+import type { IngestWrkMetrics } from "./ingestWrk.ts"
 import type { Arrivals, Sink } from "./sink.ts"
 import type { Contender, DeclareFigures, StartedSystem } from "./system.ts"
 
@@ -164,7 +167,8 @@ const withSystem = async <A>(system: StartedSystem, body: () => Promise<A>): Pro
   return { result, peakRssMiB: mib(await system.stop()) }
 }
 
-export const runIngest = async (contender: Contender, databaseUrl: string, sink: Sink, n: number): Promise<IngestMetrics> => {
+export const runIngest = async (contender: Contender, databaseUrl: string, sink: Sink, n: number): Promise<IngestMetrics | IngestWrkMetrics> => {
+  if (contender.client === "wrk") return runIngestWrk(contender, databaseUrl, sink, newRun(), INGEST_AHEAD_MS)
   const run = newRun()
   const base = Date.now() + INGEST_AHEAD_MS
   const jobs: Array<JobSpec> = Array.from({ length: n }, (_, i) => ({ id: i, url: sink.url(run, i), runAtMs: base + i, body: bodyOf(i) }))
