@@ -357,8 +357,9 @@ const latenessFigures = (lateness: ReadonlyArray<number>) => {
 
 const commitOf = () => {
   try {
-    let commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: REPO_ROOT, encoding: "utf8" }).trim()
-    const dirty = execFileSync("git", ["--no-optional-locks", "status", "--porcelain", "--untracked-files=no"], { cwd: REPO_ROOT, encoding: "utf8" }).trim()
+    const git = (args: Array<string>) => execFileSync("git", args, { cwd: REPO_ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim()
+    let commit = git(["rev-parse", "--short", "HEAD"])
+    const dirty = git(["--no-optional-locks", "status", "--porcelain", "--untracked-files=no"])
     if (dirty !== "") commit += " (with uncommitted changes)"
     return commit
   } catch {
