@@ -21,8 +21,10 @@
 //     every 50 ms: service statements seen running for more than 100 ms are reported.
 //  5. /schedule: 500 calls warm-up, then --latency-n calls from 32 callers (the bench's undici client,
 //     keep-alive HTTPS), each due at a random instant of the month; precision: --precision-n triggers
-//     scheduled through /schedule, due evenly over 10 s from 5 s later, lateness at the sink.
-//  6. the service's RSS: VmRSS sampled every 200 ms and VmHWM at the end (goal 300 MB).
+//     scheduled through /schedule, due evenly over 10 s from 5 s later, lateness at the sink; last,
+//     when wrk is on PATH, /schedule calls from wrk for 5 s (1 thread, 32 connections).
+//  6. the service's RSS: VmRSS sampled every 200 ms, VmHWM before the wrk phase and at the end (goal
+//     300 MB).
 // Prints a report and writes bench-results/scale-<timestamp>.json. The database is dropped (--keep
 // keeps it).
 import { PgClient } from "@effect/sql-pg"
@@ -71,6 +73,7 @@ const PRECISION_SPREAD_MS = 10_000
 const PRECISION_LEAD_MS = 5_000
 const SLOW_STATEMENT_MS = 100
 const RSS_GOAL_MIB = 300
+const WRK_SECONDS = 5
 
 interface Options {
   readonly n: number
@@ -367,6 +370,72 @@ const commitOf = () => {
   }
 }
 
+/** wrk on PATH, or undefined. */
+const wrkPath = (): string | undefined => {
+  for (const dir of (process.env.PATH ?? "").split(path.delimiter)) {
+    const candidate = path.join(dir, "wrk")
+    try {
+      fs.accessSync(candidate, fs.constants.X_OK)
+      return candidate
+    } catch {
+      // not here
+    }
+  }
+  return undefined
+}
+
+/**
+ * `/schedule` driven by wrk (1 thread, 32 connections, certificate not verified) for `seconds`: each
+ * request is the bench's (key, target URL with the request's number, a JSON body), due at a random
+ * instant from 1 h to 30 days ahead. wrk's own latency (write to answer, no correction for coordinated
+ * omission) and its counts, from one JSON line its done() prints.
+ */
+const runWrk = async (wrk: string, input: { origin: string; key: string; sinkUrl: string; seconds: number; dir: string }) => {
+  const script = path.join(input.dir, "schedule.lua")
+  const lua = (text: string) => JSON.stringify(text) // a JSON string is a valid Lua string for these characters
+  fs.writeFileSync(script, `
+local counter = 0
+local base = ${Date.now() + SPREAD_START_MS}
+local span = ${SPREAD_MS - SPREAD_START_MS}
+request = function()
+  counter = counter + 1
+  local due = base + math.floor(math.random() * span)
+  local at = os.date("!%Y-%m-%dT%H:%M:%S", math.floor(due / 1000)) .. string.format(".%03dZ", due % 1000)
+  return wrk.format("POST", "/schedule", {
+    [${lua(`${PREFIX}-api-key`)}] = ${lua(input.key)},
+    [${lua(`${PREFIX}-url`)}] = ${lua(input.sinkUrl)} .. counter,
+    [${lua(`${PREFIX}-scheduled-at`)}] = at,
+    ["content-type"] = "application/json"
+  }, '{"n":' .. counter .. '}')
+end
+done = function(summary, latency, requests)
+  local e = summary.errors
+  io.write(string.format('WRK {"requests":%d,"durationUs":%d,"p50Us":%d,"p90Us":%d,"p99Us":%d,"maxUs":%d,"socketErrors":%d,"statusErrors":%d}\\n',
+    summary.requests, summary.duration, latency:percentile(50), latency:percentile(90), latency:percentile(99), latency.max,
+    e.connect + e.read + e.write + e.timeout, e.status))
+end
+`)
+  const { stdout, stderr } = await promisify(execFile)(wrk, [
+    "-t1", "-c32", `-d${input.seconds}s`, "--timeout", "10s", "-s", script, `${input.origin}/schedule`
+  ], { timeout: (input.seconds + 30) * 1000 })
+  const line = stdout.split("\n").find((l) => l.startsWith("WRK "))
+  if (line === undefined) throw new Error(`wrk printed no figures:\n${stdout}\n${stderr}`)
+  const w = JSON.parse(line.slice(4)) as {
+    requests: number; durationUs: number; p50Us: number; p90Us: number; p99Us: number; maxUs: number; socketErrors: number; statusErrors: number
+  }
+  return {
+    seconds: input.seconds,
+    requests: w.requests,
+    ratePerS: round(w.requests / (w.durationUs / 1e6)),
+    p50Ms: round(w.p50Us / 1000),
+    p90Ms: round(w.p90Us / 1000),
+    p99Ms: round(w.p99Us / 1000),
+    maxMs: round(w.maxUs / 1000),
+    socketErrors: w.socketErrors,
+    statusErrors: w.statusErrors
+  }
+}
+
 let dropDatabase: (() => Promise<void>) | undefined
 
 const main = async () => {
@@ -650,11 +719,24 @@ const main = async () => {
     }
     say(`scale: precision ×${options.precisionN} over 10 s: lateness p50 ${precision.lateness.p50Ms} / p99 ${precision.lateness.p99Ms} / max ${precision.lateness.maxMs} ms, ${precision.missing} missing`)
 
+    // the same calls from wrk, a client that takes far less of the shared cores (when it is installed);
+    // last, so that the memory figures before it are those of the phases above
+    const beforeWrk = memory.now()
+    const wrk = wrkPath()
+    let wrkLatency: Awaited<ReturnType<typeof runWrk>> | string = "wrk not on PATH"
+    if (wrk !== undefined) {
+      loadAverages.wrk = loadAverage()
+      wrkLatency = await runWrk(wrk, { origin, key, sinkUrl: sink.url("wrk", 0).replace(/0$/, ""), seconds: WRK_SECONDS, dir: dataDir })
+      loadAverages.afterWrk = loadAverage()
+      say(`scale: /schedule by wrk for ${WRK_SECONDS} s, 32 connections: p50 ${wrkLatency.p50Ms} ms, p99 ${wrkLatency.p99Ms} ms, ${wrkLatency.ratePerS}/s, ${wrkLatency.socketErrors + wrkLatency.statusErrors} errors`)
+    }
+
     // 6. memory
     const end = memory.now()
     memory.stop()
     const memoryFigures = {
       peakRssMiB: mib(end.hwm),
+      peakRssBeforeWrkMiB: mib(beforeWrk.hwm),
       sampledPeakRssMiB: mib(memory.peak().peakRss),
       rssAtEndMiB: mib(end.rss),
       goalMiB: RSS_GOAL_MIB
@@ -689,6 +771,7 @@ const main = async () => {
       restart,
       restarts,
       latency,
+      wrk: wrkLatency,
       precision,
       memory: memoryFigures,
       loadAverages
@@ -725,8 +808,9 @@ interface Result {
     loadAverageAtSpawn: ReadonlyArray<number>
   }>
   readonly latency: { timed: ReturnType<typeof latencyFigures>; warmUp: ReturnType<typeof latencyFigures>; slowStatements: ReadonlyArray<SlowStatement> }
+  readonly wrk: { p50Ms: number; p99Ms: number; maxMs: number; ratePerS: number; requests: number; socketErrors: number; statusErrors: number } | string
   readonly precision: { lateness: ReturnType<typeof latenessFigures>; missing: number; scheduleMs: number }
-  readonly memory: { peakRssMiB: number; sampledPeakRssMiB: number; rssAtEndMiB: number }
+  readonly memory: { peakRssMiB: number; peakRssBeforeWrkMiB: number; sampledPeakRssMiB: number; rssAtEndMiB: number }
   readonly loadAverages: Record<string, ReadonlyArray<number>>
 }
 
@@ -752,9 +836,12 @@ const report = (r: Result): string => {
     `| restart set lateness p50 / p99 / max (ms), due ≥ 3 s after spawn | ${r.restart.latenessDue3sAfterSpawn.p50Ms} / ${r.restart.latenessDue3sAfterSpawn.p99Ms} / ${r.restart.latenessDue3sAfterSpawn.maxMs} | |`,
     `| /schedule p50 / p99 / max (ms), ${r.latency.timed.calls} calls, 32 callers | ${r.latency.timed.p50Ms} / ${r.latency.timed.p99Ms} / ${r.latency.timed.maxMs} | |`,
     `| /schedule calls/s | ${r.latency.timed.ratePerS} | |`,
+    typeof r.wrk === "string"
+      ? `| /schedule by wrk | ${r.wrk} | |`
+      : `| /schedule by wrk, ${WRK_SECONDS} s, 32 connections: p50 / p99 / max (ms), requests/s, errors | ${r.wrk.p50Ms} / ${r.wrk.p99Ms} / ${r.wrk.maxMs}, ${r.wrk.ratePerS}/s, ${r.wrk.socketErrors + r.wrk.statusErrors} | |`,
     `| precision lateness p50 / p99 / max (ms), ${r.precision.lateness.count} over 10 s | ${r.precision.lateness.p50Ms} / ${r.precision.lateness.p99Ms} / ${r.precision.lateness.maxMs} | |`,
     `| missing (restart / precision) | ${r.restart.missing} / ${r.precision.missing} | 0 |`,
-    `| peak RSS, VmHWM (MiB) | ${r.memory.peakRssMiB} | ≤ ${RSS_GOAL_MIB} |`,
+    `| peak RSS, VmHWM (MiB), before the wrk phase / at the end | ${r.memory.peakRssBeforeWrkMiB} / ${r.memory.peakRssMiB} | ≤ ${RSS_GOAL_MIB} |`,
     `| RSS after start / at end (MiB) | ${r.restart.rssAfterStartMiB} / ${r.memory.rssAtEndMiB} | |`,
     "",
     "B-tree leaf density (%): " + (typeof r.leafDensity === "string" ? r.leafDensity : Object.entries(r.leafDensity).map(([name, d]) => `${name} ${d}`).join(", ")),
