@@ -1,7 +1,8 @@
 // `npm run bench [-- --only ingest,delivery,precision,batch,gated] [--systems timewheel,graphile-worker,pg-boss]
 // [--n 20000] [--precision-n 2000] [--batch-n 100000] [--lead-ms N]`: runs each workload against each system on one
 // PostgreSQL (DATABASE_URL, else an embedded one), a fresh database per run, a sink in its own process;
-// prints Markdown tables with timewheel/peer ratios and writes bench-results/<timestamp>.json.
+// prints Markdown tables with timewheel/peer ratios (and, beside ingest and delivery, what the machine allows
+// the same client: the ceilings) and writes bench-results/<timestamp>.json.
 import { installExitHandlers, killAllChildren } from "./common.ts"
 import { contendersFor, SYSTEMS, WORKLOADS } from "./contenders.ts"
 import type { SystemName, WorkloadName } from "./contenders.ts"
