@@ -1,11 +1,13 @@
 // The ClaimBatcher on a real database: claims queued by several shard actors at once share
 // statements, yet each gets back exactly its own rows, with their due times; triggers not due by the
 // cutoff, already running or cancelled are not claimed; claimed rows are running under this node.
+// A claim's own transaction commits asynchronously, and the setting ends with that transaction.
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { ClaimBatcher } from "../../src/scheduler/claimBatcher.ts"
 import { NodeIdentity } from "../../src/cluster/node.ts"
+import { triggersClaim } from "../../src/store/schedulerQueries.ts"
 import { TestDatabase } from "../support/database.ts"
 import { ensureProject, insertTriggers, type TriggerFixture } from "../support/fixtures.ts"
 
@@ -54,5 +56,27 @@ layer(Layer.provideMerge(batcher, TestDatabase), { timeout: "60 seconds" })("Cla
         ["running", null, 20],
         ["running", "node-c", 100]
       ])
+    }))
+
+  it.effect("commits a claim asynchronously: synchronous_commit is off in the claim's transaction only", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* ensureProject(PROJECT)
+      const id = idOf(0xa51c)
+      yield* insertTriggers([triggerFixture(id, "registered", T)])
+      const setting = sql<{ value: string }>`SELECT current_setting('synchronous_commit') AS value`
+      const [claimed, during] = yield* sql.withTransaction(Effect.gen(function*() {
+        const before = yield* setting
+        assert.strictEqual(before[0]!.value, "on")
+        const rows = yield* triggersClaim({ ids: [id], untilMs: T + 10, node: "node-c", nowMs: T })
+        return [rows, (yield* setting)[0]!.value] as const
+      }))
+      assert.deepStrictEqual(claimed.map((row) => row.id), [id])
+      assert.strictEqual(during, "off")
+      // set with SET LOCAL semantics: every later transaction (on whichever pooled connection) is synchronous again
+      const after = yield* Effect.all(Array.from({ length: 10 }, () => sql.withTransaction(setting)), { concurrency: "unbounded" })
+      assert.deepStrictEqual(after.map((rows) => rows[0]!.value), Array.from({ length: 10 }, () => "on"))
+      const [row] = yield* sql<{ status: string }>`SELECT status FROM triggers WHERE id = ${id}`
+      assert.strictEqual(row!.status, "running")
     }))
 })
