@@ -264,6 +264,17 @@ const ingestCeilingTable = (entries: ReadonlyArray<Entry>, ceilings: ReadonlyArr
   ].join("\n")
 }
 
+/** Each system's deliveries/s as a share of undici alone against the same sink (JSON). */
+export const deliveryCeilingShares = (entries: ReadonlyArray<Entry>, ceilings: ReadonlyArray<CeilingEntry>): Record<string, number> => {
+  const ceiling = (ceilings.find((c) => c.workload === "delivery")?.metrics as DeliveryCeilingMetrics | undefined)?.ratePerS
+  const shares: Record<string, number> = {}
+  for (const entry of entries) {
+    const rate = entry.workload === "delivery" ? (entry.metrics as DeliveryMetrics | undefined)?.ratePerS : undefined
+    if (rate !== undefined && ceiling !== undefined && ceiling > 0) shares[entry.label] = Math.round((rate / ceiling) * 1000) / 1000
+  }
+  return shares
+}
+
 /** The delivery ceiling beside the delivery rows: undici alone against the same sink, and each system against it. */
 const deliveryCeilingTable = (entries: ReadonlyArray<Entry>, ceilings: ReadonlyArray<CeilingEntry>): string => {
   const ceiling = ceilings.find((c) => c.workload === "delivery")
@@ -352,7 +363,7 @@ export const writeJson = (
     options,
     machine,
     results: entries,
-    ceilings: { runs: ceilings, ingest: ingestCeilingRows(entries, ceilings) }
+    ceilings: { runs: ceilings, ingest: ingestCeilingRows(entries, ceilings), deliveryShares: deliveryCeilingShares(entries, ceilings) }
   }, null, 2) + "\n")
   return file
 }
