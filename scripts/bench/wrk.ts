@@ -70,7 +70,7 @@ export type WrkTarget = StaticTarget | ScheduleTarget
 
 const MARKER = "WRK_JSON "
 
-/** A Lua string literal. */
+/** A Lua string literal of ASCII text (there, JSON's escapes are also Lua's). */
 const lua = (text: string) => JSON.stringify(text)
 
 /** The part every script shares: remembers the threads, prints the figures as JSON in done(). */
