@@ -128,15 +128,17 @@ const summary = (workload: WorkloadName, m: Metrics): string => {
 }
 
 /**
- * The ceiling measured after a workload's systems: for ingest (with timewheel in the run) the bare
- * node:https server under the same wrk client; for delivery the same sink driven by undici alone.
+ * A workload's ceiling: for ingest (with timewheel in the run) the bare node:https server under the
+ * same wrk client, measured first, so that timewheel's /health and /schedule rows follow it closely;
+ * for delivery the same sink driven by undici alone, after the systems.
  */
 const ceilingOf = (workload: WorkloadName, options: Options, sink: Sink) => {
   if (workload === "ingest" && options.systems.includes("timewheel")) {
-    return { workload, label: "bare node:https", settings: { ...WRK_SETTINGS, server: "node:https, self-signed, 200 + tiny JSON" }, run: runBareCeiling }
+    const settings = { ...WRK_SETTINGS, server: "node:https, self-signed, 200 + tiny JSON" }
+    return { workload, label: "bare node:https", settings, first: true, run: runBareCeiling }
   }
   if (workload === "delivery") {
-    return { workload, label: "undici alone", settings: DELIVERY_CEILING_SETTINGS, run: () => runDeliveryCeiling(sink, options.n) }
+    return { workload, label: "undici alone", settings: DELIVERY_CEILING_SETTINGS, first: false, run: () => runDeliveryCeiling(sink, options.n) }
   }
   return undefined
 }
@@ -192,7 +194,21 @@ const main = async () => {
     const entries: Array<Entry> = []
     const ceilings: Array<CeilingEntry> = []
     let timewheelIngestRate: number | undefined
+    const measureCeiling = async (ceiling: NonNullable<ReturnType<typeof ceilingOf>>) => {
+      say(`${ceiling.workload} · ceiling: ${ceiling.label} …`)
+      try {
+        const metrics = await ceiling.run()
+        ceilings.push({ workload: ceiling.workload, label: ceiling.label, settings: ceiling.settings, metrics })
+        say(`  ${metrics.ratePerS}/s`)
+      } catch (error) {
+        const message = error instanceof Error ? error.message : String(error)
+        ceilings.push({ workload: ceiling.workload, label: ceiling.label, settings: ceiling.settings, metrics: undefined, error: message })
+        say(`  failed: ${message}`)
+      }
+    }
     for (const workload of options.workloads) {
+      const ceiling = ceilingOf(workload, options, sink)
+      if (ceiling?.first === true) await measureCeiling(ceiling)
       for (const contender of contendersFor(workload, options.systems)) {
         say(`${workload} · ${contender.label} …`)
         const base = { workload, system: contender.system, label: contender.label, settings: contender.settings }
@@ -210,19 +226,7 @@ const main = async () => {
           say(`  failed: ${message}`)
         }
       }
-      const ceiling = ceilingOf(workload, options, sink)
-      if (ceiling !== undefined) {
-        say(`${workload} · ceiling: ${ceiling.label} …`)
-        try {
-          const metrics = await ceiling.run()
-          ceilings.push({ workload: ceiling.workload, label: ceiling.label, settings: ceiling.settings, metrics })
-          say(`  ${metrics.ratePerS}/s`)
-        } catch (error) {
-          const message = error instanceof Error ? error.message : String(error)
-          ceilings.push({ workload: ceiling.workload, label: ceiling.label, settings: ceiling.settings, metrics: undefined, error: message })
-          say(`  failed: ${message}`)
-        }
-      }
+      if (ceiling !== undefined && !ceiling.first) await measureCeiling(ceiling)
     }
     const file = writeJson(startedAt, { ...options }, machine, entries, ceilings)
     process.stdout.write(`${markdown(entries, ceilings, machine)}\n\nJSON: ${file}\n`)
