@@ -10,8 +10,15 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import { handle } from "./handle.ts"
 
-/** dist/web of the repository (not dist/dashboard: tsc writes src/dashboard there), whether this module runs from src/api or dist/api. */
-export const DASHBOARD_DIR = path.resolve(import.meta.dirname, "..", "..", "dist", "web")
+/** The nearest directory at or above `dir` holding package.json: the repository's root. */
+const packageRoot = (dir: string): string =>
+  fs.existsSync(path.join(dir, "package.json")) || path.dirname(dir) === dir ? dir : packageRoot(path.dirname(dir))
+
+/**
+ * dist/web of the repository (not dist/dashboard: tsc writes src/dashboard there), whether this
+ * module runs from src/api, dist/api or the bundled dist/main.js.
+ */
+export const DASHBOARD_DIR = path.join(packageRoot(import.meta.dirname), "dist", "web")
 
 const CONTENT_TYPES: Record<string, string> = {
   ".js": "text/javascript; charset=utf-8",
