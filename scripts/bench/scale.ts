@@ -46,6 +46,7 @@ import {
 import type { CallBatch, JobSpec } from "./common.ts"
 import { openDatabaseServer, serverVersion } from "./database.ts"
 import type { DatabaseServer } from "./database.ts"
+import { serviceLaunch } from "../serviceLaunch.ts"
 import { startSink } from "./sink.ts"
 import type { Sink } from "./sink.ts"
 import { CLIENT_CONNECTIONS, cli, scheduleCall } from "./timewheel.ts"
@@ -203,9 +204,9 @@ interface Service {
 
 const spawnService = (env: NodeJS.ProcessEnv): Service => {
   const spawnedAtMs = nowMs()
-  const child = trackChild(spawn(process.execPath, [path.join(REPO_ROOT, "dist/main.js")], {
+  const child = trackChild(spawn(process.execPath, [...serviceLaunch(REPO_ROOT).nodeFlags, path.join(REPO_ROOT, "dist/main.js")], {
     cwd: REPO_ROOT,
-    env,
+    env: { ...env, ...serviceLaunch(REPO_ROOT).env },
     stdio: ["ignore", "pipe", "pipe"]
   }))
   const output = tailOf(child.stdout)

@@ -9,6 +9,7 @@ import { promisify } from "node:util"
 import { Agent, request } from "undici"
 import { freeLoopbackPort, makeTempDir, peakRssKiB, removeTempDir, REPO_ROOT, runCalls, sleep, tailOf, trackChild, waitForExit } from "./common.ts"
 import type { JobSpec } from "./common.ts"
+import { serviceLaunch } from "../serviceLaunch.ts"
 import { withLockProbe } from "./lockProbe.ts"
 import { chunks } from "./peers.ts"
 import type { StartedSystem } from "./system.ts"
@@ -119,10 +120,11 @@ export const startTimewheel = async (databaseUrl: string): Promise<StartedSystem
     PREFIX
   }
   // BENCH_SERVICE_NODE_ARGS passes flags to the service's node, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"
-  const nodeArgs = (process.env.BENCH_SERVICE_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== "")
+  // after the flags `npm start` gives it (package.json "start")
+  const nodeArgs = [...serviceLaunch(REPO_ROOT).nodeFlags, ...(process.env.BENCH_SERVICE_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== "")]
   const child = trackChild(spawn(process.execPath, [...nodeArgs, path.join(REPO_ROOT, "dist/main.js")], {
     cwd: REPO_ROOT,
-    env,
+    env: { ...env, ...serviceLaunch(REPO_ROOT).env },
     stdio: ["ignore", "pipe", "pipe"]
   }))
   const output = tailOf(child.stdout)

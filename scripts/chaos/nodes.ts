@@ -10,6 +10,7 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { promisify } from "node:util"
 import { REPO_ROOT, trackChild } from "../bench/common.ts"
+import { serviceLaunch } from "../serviceLaunch.ts"
 import { captureLog, type LogCapture, type LogSummary } from "./logs.ts"
 import { tempDir } from "./lifecycle.ts"
 
@@ -99,10 +100,10 @@ export const startNode = async (service: Service, index: number, databaseUrl: st
   const dataDir = tempDir(`node${index}`)
   const uid = os.userInfo().uid === 0 ? NODE_UID_BASE + index : undefined
   if (uid !== undefined) fs.chownSync(dataDir, uid, uid)
-  const child = trackChild(spawn(process.execPath, [path.join(service.dir, "dist/main.js")], {
+  const child = trackChild(spawn(process.execPath, [...serviceLaunch(service.dir).nodeFlags, path.join(service.dir, "dist/main.js")], {
     ...(uid === undefined ? {} : { uid, gid: uid }),
     cwd: service.dir,
-    env: serviceEnv(databaseUrl, { DATA_DIR: dataDir, HOST: "127.0.0.1", PORT: "0" }),
+    env: { ...serviceEnv(databaseUrl, { DATA_DIR: dataDir, HOST: "127.0.0.1", PORT: "0" }), ...serviceLaunch(service.dir).env },
     stdio: ["ignore", "pipe", "pipe"]
   }))
   let exitedAt: number | undefined

@@ -12,6 +12,7 @@ import * as fs from "node:fs"
 import * as path from "node:path"
 import * as readline from "node:readline"
 import { ConfigError, loadConfig } from "../../src/config.ts"
+import { serviceLaunch } from "../serviceLaunch.ts"
 
 const REPO_ROOT = path.resolve(import.meta.dirname, "../..")
 
@@ -167,10 +168,11 @@ const OPS_LISTENING = /timewheel ops listening on (http:\/\/[^\s"]+)/
 
 const startNode = (index: number, url: string): Node => {
   const name = `node-${index}`
-  const child = spawn(process.execPath, [path.join(REPO_ROOT, "dist", "main.js")], {
+  const child = spawn(process.execPath, [...serviceLaunch(REPO_ROOT).nodeFlags, path.join(REPO_ROOT, "dist", "main.js")], {
     cwd: REPO_ROOT,
     env: {
       ...process.env,
+      ...serviceLaunch(REPO_ROOT).env,
       DATABASE_URL: url,
       DATA_DIR: path.join(options.dataDir, name),
       HOST: host,

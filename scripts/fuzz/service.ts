@@ -9,6 +9,7 @@ import * as path from "node:path"
 import { promisify } from "node:util"
 import { Agent, request } from "undici"
 import { freeLoopbackPort, installExitHandlers, makeTempDir, removeTempDir, REPO_ROOT, sleep, tailOf, trackChild, waitForExit } from "../bench/common.ts"
+import { serviceLaunch } from "../serviceLaunch.ts"
 import { freshDatabase, openDatabaseServer } from "../bench/database.ts"
 
 const execFileAsync = promisify(execFile)
@@ -51,9 +52,10 @@ export const startService = async (options: { readonly root?: string; readonly e
   const port = await freeLoopbackPort()
   const env = {
     ...process.env, DATABASE_URL: database.url, HOST: "127.0.0.1", PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: "warn",
-    ...options.env
+    ...options.env,
+    ...serviceLaunch(root).env
   }
-  const child = trackChild(spawn(process.execPath, [path.join(root, "dist/main.js")], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] }))
+  const child = trackChild(spawn(process.execPath, [...serviceLaunch(root).nodeFlags, path.join(root, "dist/main.js")], { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] }))
   const logs = tailOf(child.stderr, 200)
   const out = tailOf(child.stdout, 200)
   const alive = () => child.exitCode === null && child.signalCode === null

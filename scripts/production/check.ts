@@ -95,7 +95,7 @@ const servicePidUnder = (npmPid: number): number | undefined => {
     }
     return false
   }
-  return pids.find((pid) => under(pid) && /node dist\/main\.js$/.test(commandLine(pid)))
+  return pids.find((pid) => under(pid) && /node (?:--\S+ )*dist\/main\.js$/.test(commandLine(pid)))
 }
 
 const rssMb = (pid: number): number => {

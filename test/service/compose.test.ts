@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { parse } from "yaml"
+import { parseStartScript, serviceLaunch } from "../../scripts/serviceLaunch.ts"
 import { DEFAULTS, loadConfig } from "../../src/config.ts"
 
 const ROOT = path.resolve(import.meta.dirname, "../..")
@@ -117,7 +118,14 @@ describe("Dockerfile", () => {
     const user = final.find((line) => line.startsWith("USER "))
     expect(user).toBeDefined()
     expect(user).not.toMatch(/^USER (root|0)\b/)
-    expect(final[final.length - 1]).toBe(`CMD ["node", "dist/main.js"]`)
+    expect(final[final.length - 1]).toMatch(/^CMD \["node", (?:"--[^"]+", )*"dist\/main\.js"\]$/)
+  })
+
+  it("runs what npm start runs: package.json's node flags in its CMD, the start script's environment in an ENV", () => {
+    const launch = serviceLaunch(ROOT)
+    expect(final[final.length - 1]).toBe(`CMD ${JSON.stringify(["node", ...launch.nodeFlags, "dist/main.js"]).replace(/","/g, "\", \"")}`)
+    const env = final.filter((line) => line.startsWith("ENV ")).flatMap((line) => line.slice(4).trim().split(/\s+/))
+    for (const [name, value] of Object.entries(launch.env)) expect(env, name).toContain(`${name}=${value}`)
   })
 
   it("copies only the compiled JavaScript, the runtime packages and package.json into the image", () => {
@@ -134,5 +142,19 @@ describe("Dockerfile", () => {
     expect([config.port, config.opsPort]).toEqual([8443, 9464])
     const healthcheck = final.find((line) => line.startsWith("HEALTHCHECK "))!
     expect(healthcheck).toContain("port:process.env.OPS_PORT,path:'/readyz'")
+  })
+})
+
+describe("the start script, as the scripts that start the service read it (scripts/serviceLaunch.ts)", () => {
+  it.each([
+    ["exec node dist/main.js", {}, []],
+    ["MALLOC_ARENA_MAX=2 exec node --max-semi-space-size=4 dist/main.js", { MALLOC_ARENA_MAX: "2" }, ["--max-semi-space-size=4"]],
+    ["A=1 B=x=y exec node --a --b=2 dist/main.js", { A: "1", B: "x=y" }, ["--a", "--b=2"]]
+  ])("%s", (start, env, nodeFlags) => {
+    expect(parseStartScript(start)).toEqual({ env, nodeFlags })
+  })
+
+  it.each(["node dist/main.js", "exec node dist/main.js --flag", "exec node src/main.ts"])("refuses %s", (start) => {
+    expect(() => parseStartScript(start)).toThrow(/is not/)
   })
 })

@@ -205,7 +205,7 @@ export const startService = (env: ChildEnv, timeoutMs = 90_000): Promise<Running
       const startupMs = performance.now() - started
       const port = Number(match[1])
       // not the `sh -c "node dist/main.js"` between npm and node: its command line names the file too
-      const servicePid = descendants(npmPid).find((pid) => /^\S*node dist\/main\.js$/.test(commandLine(pid) ?? ""))
+      const servicePid = descendants(npmPid).find((pid) => /^\S*node (?:--\S+ )*dist\/main\.js$/.test(commandLine(pid) ?? ""))
       if (servicePid === undefined) return fail("found no `node dist/main.js` process under npm start")
       resolve({
         npmPid,
