@@ -52,6 +52,11 @@ export const ShardManagerLive = Layer.effectDiscard(Effect.gen(function*() {
   const shards = (yield* ShardCount).count
   const services = yield* Effect.context<Database>()
   const presence = Effect.provideContext(presenceRead, services)
+  // The actors' recoveries (one per shard every few seconds, spread over the period) share one read
+  // a second: 64 shards read pg_stat_activity 13 times a second otherwise, a quarter of an idle node's
+  // statements. A second-old view is safe: a node that joined within it cannot hold claims on a shard
+  // this node owns, and one that left within it is recovered from at the next turn.
+  const actorsPresence = yield* Effect.cachedWithTTL(presence, (exit) => (Exit.isSuccess(exit) ? "1 second" : 0))
   const handOvers = yield* FiberSet.make<void, never>()
   const metrics = yield* Metrics
 
@@ -73,7 +78,7 @@ export const ShardManagerLive = Layer.effectDiscard(Effect.gen(function*() {
     Effect.gen(function*() {
       const mailbox = yield* Queue.unbounded<ShardMessage>()
       yield* wakeups.attach(shard, (items) => Queue.offerAll(mailbox, items).pipe(Effect.asVoid))
-      const fiber = yield* Effect.forkDetach(runShardActor({ shard, node, mailbox, presence, handOvers }))
+      const fiber = yield* Effect.forkDetach(runShardActor({ shard, node, mailbox, presence: actorsPresence, handOvers }))
       actors.set(shard, fiber)
     })
 
