@@ -1,6 +1,9 @@
 // Delivery results in one transaction per batch: the executions (one multi-row INSERT), the
 // trigger status changes (one UPDATE … FROM VALUES): completed, or retrying at a time, and the
-// places gated triggers held in their tag gates.
+// places gated triggers held in their tag gates. Idempotent: a batch is retried until the database
+// takes it, and a commit whose answer was lost (the server stopping right after it) is retried too,
+// so an execution already recorded is skipped (its id is made once per attempt) and a trigger no
+// longer running is left alone.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 
@@ -65,7 +68,8 @@ export const executionsRecord = Effect.fnUntraced(function*(input: {
       SELECT * FROM jsonb_to_recordset(${executions}::jsonb) AS x(id uuid, trigger_id uuid, project_id uuid,
         attempt int, status text, started_at timestamptz, finished_at timestamptz, duration_ms int, http_status int,
         response_headers jsonb, response_body text, error_kind text, error_code text, error_message text,
-        is_dead_letter bool, connect_timeout_seconds int, timeout_seconds int, triggered_by text, url text)`
+        is_dead_letter bool, connect_timeout_seconds int, timeout_seconds int, triggered_by text, url text)
+      ON CONFLICT (id) DO NOTHING`
     yield* sql`UPDATE triggers t SET
         status = CASE WHEN v.retry_at IS NULL THEN 'completed' ELSE 'retrying' END,
         due_at = v.retry_at, triggered_by = NULL, claimed_by = NULL, claimed_at = NULL, updated_at = ${new Date(input.nowMs)}
