@@ -5,7 +5,7 @@ import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { HttpRouter } from "effect/http"
-import type { ServerResponse } from "node:http"
+import type { IncomingMessage, ServerResponse } from "node:http"
 import * as https from "node:https"
 import { AppConfig } from "../config.ts"
 import { dashboardPaths } from "./dashboardOpenApi.ts"
@@ -41,25 +41,35 @@ export const apiRoutes = (prefix: string) => {
 
 /**
  * The HTTPS listener. When the service stops it first sends its keep-alive clients away: idle
- * connections are closed at once and every response from then on carries `Connection: close`, so the
- * server closes as soon as the requests in flight are answered, however busy its clients keep it.
+ * connections are closed at once, a request in flight is answered with `Connection: close` (or, its
+ * head already sent, its connection is ended once the answer is out), and so is every request from
+ * then on, so the server closes as soon as the requests in flight are answered, however busy its
+ * clients keep it, not after its 10 s grace (chaos sigterm-fast, RELIABILITY.md). This happens in the
+ * server's own close(), which the HTTP layer calls first thing when it stops: a finalizer of a layer
+ * of ours ran only after that layer's grace.
  */
 export const httpsListener = (options: { readonly host: string; readonly port: number; readonly cert: string; readonly key: string }) =>
   Layer.unwrap(Effect.sync(() => {
     let stopping = false
+    const inFlight = new Set<ServerResponse>()
     const server = https.createServer({ cert: options.cert, key: options.key, maxHeaderSize: MAX_HEADER_BYTES, keepAliveTimeout: 65_000 })
     // registered before the router's own listener, so it runs first
-    server.on("request", (_request, response: ServerResponse) => {
-      if (stopping) response.setHeader("connection", "close")
+    server.on("request", (request: IncomingMessage, response: ServerResponse) => {
+      if (stopping) return void response.setHeader("connection", "close")
+      inFlight.add(response)
+      response.on("close", () => {
+        inFlight.delete(response)
+        if (stopping) request.socket.end()
+      })
     })
-    const sendClientsAway = Layer.effectDiscard(Effect.addFinalizer(() =>
-      Effect.sync(() => {
-        stopping = true
-        server.closeIdleConnections()
-      })))
-    return sendClientsAway.pipe(Layer.provideMerge(
-      NodeHttpServer.layer(() => server, { host: options.host, port: options.port, gracefulShutdownTimeout: "10 seconds" })
-    ))
+    const close = server.close.bind(server)
+    server.close = (callback?: (error?: Error) => void) => {
+      stopping = true
+      for (const response of inFlight) if (!response.headersSent) response.setHeader("connection", "close")
+      server.closeIdleConnections()
+      return close(callback)
+    }
+    return NodeHttpServer.layer(() => server, { host: options.host, port: options.port, gracefulShutdownTimeout: "10 seconds" })
   }))
 
 /** Serves the API over HTTPS; needs the database, heartbeats and the other services of the routes. */
