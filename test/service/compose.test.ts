@@ -2,7 +2,8 @@
 // this reads them): every variable the compose file gives a node is a setting of src/config.ts with a
 // value loadConfig accepts, the nodes reach the compose file's PostgreSQL with its credentials, listen
 // where their ports and health checks point, get a stop grace period longer than their drain, and the
-// image is multi-stage, non-root and runs the compiled JavaScript only.
+// image is multi-stage, non-root and runs the compiled JavaScript only, as `npm start` does (its node
+// flags and environment, read from package.json by scripts/serviceLaunch.ts).
 import { describe, expect, it } from "vitest"
 import * as fs from "node:fs"
 import * as path from "node:path"
