@@ -3,9 +3,11 @@
 // keep-alive timeout, answering every request 200 with a tiny JSON body. What the same wrk client gets
 // from it is the most any Node HTTPS handler gets on this machine; its peak RSS is reported on stop.
 import { fork } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
 import * as https from "node:https"
 import type { AddressInfo } from "node:net"
 import { loadTls } from "../../src/api/tls.ts"
+import { childMessage } from "./childMessage.ts"
 import { makeTempDir, peakRssKiB, removeTempDir, trackChild, waitForExit } from "./common.ts"
 
 type FromServer = { readonly type: "listening"; readonly port: number } | { readonly type: "rss"; readonly peakRssKiB: number }
@@ -30,17 +32,8 @@ const runServer = async () => {
   server.listen(0, "127.0.0.1", () => process.send!({ type: "listening", port: (server.address() as AddressInfo).port } satisfies FromServer))
 }
 
-const nextMessage = <T extends FromServer["type"]>(child: ReturnType<typeof fork>, type: T, timeoutMs: number) =>
-  new Promise<Extract<FromServer, { type: T }>>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`the bare HTTPS server did not answer "${type}" within ${timeoutMs} ms`)), timeoutMs)
-    const onMessage = (message: FromServer) => {
-      if (message.type !== type) return
-      clearTimeout(timer)
-      child.off("message", onMessage)
-      resolve(message as Extract<FromServer, { type: T }>)
-    }
-    child.on("message", onMessage)
-  })
+const nextMessage = <T extends FromServer["type"]>(child: ChildProcess, type: T, timeoutMs: number) =>
+  childMessage<FromServer, T>(child, type, timeoutMs, "the bare HTTPS server")
 
 export interface BareServer {
   readonly url: string

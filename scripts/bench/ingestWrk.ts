@@ -7,25 +7,15 @@ import { startBareHttps } from "./bareHttps.ts"
 import { query } from "./database.ts"
 import type { Sink } from "./sink.ts"
 import type { Contender } from "./system.ts"
+import type { IngestMetrics } from "./workloads.ts"
 import { ensureWrk, runWrk, WRK_DURATION_S } from "./wrk.ts"
 import type { WrkFigures } from "./wrk.ts"
 
 /** The ingest row of a wrk-driven timewheel: the usual figures, how they were checked, and its /health ceiling. */
-export interface IngestWrkMetrics {
+export interface IngestWrkMetrics extends IngestMetrics {
   readonly client: "wrk"
-  /** Responses read in the measured run. */
-  readonly n: number
-  readonly ok: number
-  /** Non-2xx answers and socket errors. */
-  readonly errors: number
-  readonly firstError: string | null
+  /** Responses read in the measured run (`n`); non-2xx answers and socket errors (`errors`). */
   readonly timedOut: false
-  readonly elapsedMs: number
-  readonly ratePerS: number
-  readonly latencyP50Ms: number
-  readonly latencyP99Ms: number
-  readonly latencyMaxMs: number
-  readonly peakRssMiB: number
   /**
    * Requests the script built in the measured run: those beyond the responses read were in flight when
    * wrk stopped, plus one per thread that wrk builds to check the script and never sends.

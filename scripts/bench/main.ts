@@ -8,6 +8,7 @@ import { contendersFor, SYSTEMS, WORKLOADS } from "./contenders.ts"
 import type { SystemName, WorkloadName } from "./contenders.ts"
 import { freshDatabase, openDatabaseServer, serverVersion } from "./database.ts"
 import type { DatabaseServer } from "./database.ts"
+import { failWith, readFlags } from "./cliFlags.ts"
 import { runDeliveryCeiling } from "./deliveryCeiling.ts"
 import { DELIVERY_CEILING_SETTINGS } from "./deliveryCeiling.ts"
 import { runBareCeiling } from "./ingestWrk.ts"
@@ -44,10 +45,7 @@ interface Options {
   readonly leadMs: number | undefined
 }
 
-const fail = (message: string): never => {
-  process.stderr.write(`${message}\n${USAGE}\n`)
-  process.exit(1)
-}
+const fail = failWith(USAGE)
 
 const listOf = <A extends string>(raw: string, allowed: ReadonlyArray<A>, extra: ReadonlyArray<string> = []): Array<A> => {
   const items = raw.split(",").map((item) => item.trim()).filter((item) => item !== "" && !extra.includes(item))
@@ -64,19 +62,7 @@ const batchCount = (raw: string): number => {
 }
 
 const parseOptions = (args: ReadonlyArray<string>): Options => {
-  const values = new Map<string, string>()
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!
-    if (arg === "--help" || arg === "-h") {
-      process.stdout.write(`${USAGE}\n`)
-      process.exit(0)
-    }
-    if (!arg.startsWith("--")) fail(`unexpected argument "${arg}"`)
-    const eq = arg.indexOf("=")
-    const key = eq > 0 ? arg.slice(2, eq) : arg.slice(2)
-    if (!["only", "systems", "n", "precision-n", "batch-n", "lead-ms"].includes(key)) fail(`unknown option --${key}`)
-    values.set(key, eq > 0 ? arg.slice(eq + 1) : (args[++i] ?? fail(`--${key} needs a value`)))
-  }
+  const { values } = readFlags(args, USAGE, ["only", "systems", "n", "precision-n", "batch-n", "lead-ms"])
   const lead = values.get("lead-ms")
   return {
     workloads: values.has("only") ? listOf(values.get("only")!, WORKLOADS, ["memory"]) : WORKLOADS,

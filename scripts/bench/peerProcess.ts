@@ -3,6 +3,7 @@
 // The worker's task makes the request with undici (keep-alive Agent, 256 connections like timewheel's).
 import { fork } from "node:child_process"
 import type { ChildProcess } from "node:child_process"
+import { childMessage } from "./childMessage.ts"
 import { Agent, request } from "undici"
 import { peakRssKiB, runCalls, trackChild, waitForExit } from "./common.ts"
 import type { CallBatch, JobSpec } from "./common.ts"
@@ -91,32 +92,7 @@ const runPeer = () => {
 // Parent side
 
 const reply = <T extends FromPeer["type"]>(child: ChildProcess, type: T, timeoutMs: number) =>
-  new Promise<Extract<FromPeer, { type: T }>>((resolve, reject) => {
-    const onMessage = (message: FromPeer) => {
-      if (message.type === type) {
-        cleanup()
-        resolve(message as Extract<FromPeer, { type: T }>)
-      } else if (message.type === "failed") {
-        cleanup()
-        reject(new Error(`peer process failed: ${message.message}`))
-      }
-    }
-    const onExit = (code: number | null) => {
-      cleanup()
-      reject(new Error(`peer process exited (${code}) while waiting for "${type}"`))
-    }
-    const timer = setTimeout(() => {
-      cleanup()
-      reject(new Error(`peer process did not answer "${type}" within ${Math.round(timeoutMs / 1000)} s`))
-    }, timeoutMs)
-    const cleanup = () => {
-      clearTimeout(timer)
-      child.off("message", onMessage)
-      child.off("exit", onExit)
-    }
-    child.on("message", onMessage)
-    child.once("exit", onExit)
-  })
+  childMessage<FromPeer, T>(child, type, timeoutMs, "peer process", (message) => (message.type === "failed" ? message.message : undefined))
 
 /** Starts a peer in a child process; with `worker`, its worker runs and delivers to the sink. */
 export const startPeer = async (peer: PeerName, settings: PeerSettings, databaseUrl: string, worker: boolean): Promise<StartedSystem> => {

@@ -43,6 +43,7 @@ import {
   freeLoopbackPort, installExitHandlers, killAllChildren, makeTempDir, nowMs, percentile, REPO_ROOT, removeTempDir, runCalls,
   sleep, sortedCopy, tailOf, trackChild, waitForExit
 } from "./common.ts"
+import { failWith, readFlags } from "./cliFlags.ts"
 import type { CallBatch, JobSpec } from "./common.ts"
 import { openDatabaseServer, serverVersion } from "./database.ts"
 import type { DatabaseServer } from "./database.ts"
@@ -87,10 +88,7 @@ interface Options {
 
 const say = (line: string) => process.stderr.write(`${line}\n`)
 
-const fail = (message: string): never => {
-  process.stderr.write(`${message}\n${USAGE}\n`)
-  process.exit(1)
-}
+const fail = failWith(USAGE)
 
 const positiveInt = (raw: string, name: string): number =>
   /^\d+$/.test(raw.replace(/_/g, "")) && Number(raw.replace(/_/g, "")) > 0
@@ -98,24 +96,8 @@ const positiveInt = (raw: string, name: string): number =>
     : fail(`${name} must be a positive integer, got "${raw}"`)
 
 const parseOptions = (args: ReadonlyArray<string>): Options => {
-  const values = new Map<string, string>()
-  let keep = false
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!
-    if (arg === "--help" || arg === "-h") {
-      process.stdout.write(`${USAGE}\n`)
-      process.exit(0)
-    }
-    if (arg === "--keep") {
-      keep = true
-      continue
-    }
-    if (!arg.startsWith("--")) fail(`unexpected argument "${arg}"`)
-    const eq = arg.indexOf("=")
-    const key = eq > 0 ? arg.slice(2, eq) : arg.slice(2)
-    if (!["n", "chunk", "latency-n", "precision-n", "restarts"].includes(key)) fail(`unknown option --${key}`)
-    values.set(key, eq > 0 ? arg.slice(eq + 1) : (args[++i] ?? fail(`--${key} needs a value`)))
-  }
+  const { values, switches } = readFlags(args, USAGE, ["n", "chunk", "latency-n", "precision-n", "restarts"], ["keep"])
+  const keep = switches.has("keep")
   const n = positiveInt(values.get("n") ?? "10000000", "--n")
   if (BigInt(n) >= SCATTER) fail(`--n must be below ${SCATTER}`)
   return {

@@ -10,6 +10,7 @@ import { fork } from "node:child_process"
 import type { ChildProcess } from "node:child_process"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
+import { childMessage } from "./childMessage.ts"
 import { trackChild, waitForExit } from "./common.ts"
 
 type ToSink =
@@ -134,28 +135,7 @@ const runSink = () => {
 // Parent side
 
 const nextMessage = <T extends FromSink["type"]>(child: ChildProcess, type: T, timeoutMs: number) =>
-  new Promise<Extract<FromSink, { type: T }>>((resolve, reject) => {
-    const onMessage = (message: FromSink) => {
-      if (message.type !== type) return
-      cleanup()
-      resolve(message as Extract<FromSink, { type: T }>)
-    }
-    const onExit = () => {
-      cleanup()
-      reject(new Error("the sink process exited"))
-    }
-    const timer = setTimeout(() => {
-      cleanup()
-      reject(new Error(`the sink did not answer "${type}" within ${timeoutMs} ms`))
-    }, timeoutMs)
-    const cleanup = () => {
-      clearTimeout(timer)
-      child.off("message", onMessage)
-      child.off("exit", onExit)
-    }
-    child.on("message", onMessage)
-    child.once("exit", onExit)
-  })
+  childMessage<FromSink, T>(child, type, timeoutMs, "the sink")
 
 export const startSink = async (): Promise<Sink> => {
   const child = trackChild(fork(new URL(import.meta.url).pathname, [], {

@@ -1,4 +1,5 @@
 // `npm run chaos` options: which scenarios, how many triggers, how many nodes, which commit.
+import { failWith, readFlags } from "../bench/cliFlags.ts"
 import { SCENARIOS, type ScenarioName } from "./scenarios.ts"
 
 export const USAGE = `usage: npm run chaos -- [--only kill9,sigterm,sigterm-fast,pg-restart-fast,pg-restart-immediate]
@@ -17,28 +18,13 @@ export interface Options {
   readonly commit: string | undefined
 }
 
-const fail = (message: string): never => {
-  process.stderr.write(`${message}\n${USAGE}\n`)
-  process.exit(1)
-}
+const fail = failWith(USAGE)
 
 const bounded = (raw: string, name: string, min: number, max: number): number =>
   /^\d+$/.test(raw) && Number(raw) >= min && Number(raw) <= max ? Number(raw) : fail(`${name} must be an integer from ${min} to ${max}, got "${raw}"`)
 
 export const parseOptions = (args: ReadonlyArray<string>): Options => {
-  const values = new Map<string, string>()
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i]!
-    if (arg === "--help" || arg === "-h") {
-      process.stdout.write(`${USAGE}\n`)
-      process.exit(0)
-    }
-    if (!arg.startsWith("--")) fail(`unexpected argument "${arg}"`)
-    const eq = arg.indexOf("=")
-    const key = eq > 0 ? arg.slice(2, eq) : arg.slice(2)
-    if (!["only", "n", "nodes", "commit"].includes(key)) fail(`unknown option --${key}`)
-    values.set(key, eq > 0 ? arg.slice(eq + 1) : (args[++i] ?? fail(`--${key} needs a value`)))
-  }
+  const { values } = readFlags(args, USAGE, ["only", "n", "nodes", "commit"])
   let scenarios: ReadonlyArray<ScenarioName> = SCENARIOS
   const only = values.get("only")
   if (only !== undefined) {

@@ -9,6 +9,7 @@ import { fork } from "node:child_process"
 import type { ChildProcess } from "node:child_process"
 import * as http from "node:http"
 import type { AddressInfo, Socket } from "node:net"
+import { childMessage } from "../bench/childMessage.ts"
 import { trackChild, waitForExit } from "../bench/common.ts"
 import { connectionOwners, type OwnedProcess } from "./sockets.ts"
 
@@ -217,28 +218,7 @@ export interface Target {
 }
 
 const nextMessage = <T extends FromTarget["type"]>(child: ChildProcess, type: T, timeoutMs: number) =>
-  new Promise<Extract<FromTarget, { type: T }>>((resolve, reject) => {
-    const onMessage = (message: FromTarget) => {
-      if (message.type !== type) return
-      cleanup()
-      resolve(message as Extract<FromTarget, { type: T }>)
-    }
-    const onExit = () => {
-      cleanup()
-      reject(new Error("the target process exited"))
-    }
-    const timer = setTimeout(() => {
-      cleanup()
-      reject(new Error(`the target did not answer "${type}" within ${timeoutMs} ms`))
-    }, timeoutMs)
-    const cleanup = () => {
-      clearTimeout(timer)
-      child.off("message", onMessage)
-      child.off("exit", onExit)
-    }
-    child.on("message", onMessage)
-    child.once("exit", onExit)
-  })
+  childMessage<FromTarget, T>(child, type, timeoutMs, "the target")
 
 export const startTarget = async (): Promise<Target> => {
   const child = trackChild(fork(new URL(import.meta.url).pathname, [], {
