@@ -18,6 +18,7 @@ import { DispatcherLive } from "./delivery/dispatcher.ts"
 import { Executor } from "./delivery/executor.ts"
 import { DashboardJobs } from "./dashboard/jobs.ts"
 import { ClaimBatcher } from "./scheduler/claimBatcher.ts"
+import { MarkBatcher } from "./scheduler/markBatcher.ts"
 import { Heartbeats } from "./scheduler/heartbeats.ts"
 import { HousekeepingLive } from "./scheduler/housekeeping.ts"
 import { TagPolicyCache } from "./gates/tagPolicyCache.ts"
@@ -95,7 +96,7 @@ export const ServiceLive = (
       ...(options.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: options.connectTimeoutMs })
     })
   ).pipe(Layer.provideMerge(notifications))
-  const delivery = Layer.mergeAll(DispatcherLive, ClaimBatcher.layer).pipe(Layer.provideMerge(core))
+  const delivery = Layer.mergeAll(DispatcherLive, ClaimBatcher.layer, MarkBatcher.layer).pipe(Layer.provideMerge(core))
   const scheduler = Layer.mergeAll(ShardManagerLive, HousekeepingLive).pipe(Layer.provideMerge(delivery))
   return Layer.mergeAll(HttpsServerLive(tls), OpsServerLive({ poolConnections: POOL_CONNECTIONS })).pipe(
     Layer.provideMerge(scheduler),

@@ -1,6 +1,8 @@
-// The hand-off into delivery: triggers claimed by the scheduler arrive as rows already `running`;
+// The hand-off into delivery: triggers claimed or fired by the scheduler arrive as rows to send;
 // triggers moved to `queued` (replayed, or recovered after a crash) are submitted by id. Either way
-// this process sends them.
+// this process sends them. Fired triggers (store/shardMarks.ts) are still pending in the database
+// until their outcome is recorded, so the dispatcher remembers which it holds: a shard actor never
+// hands the same one over twice.
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
 import type { DeliveryRow } from "../domain/trigger.ts"
@@ -8,8 +10,19 @@ import type { DeliveryRow } from "../domain/trigger.ts"
 export class Dispatcher extends Context.Service<Dispatcher, {
   /** Delivers each trigger (already `queued` in the database) once; returns when they are accepted. */
   readonly submit: (triggerIds: ReadonlyArray<string>) => Effect.Effect<void>
-  /** Delivers claimed triggers (already `running`, attempt counted); returns when they are accepted. */
+  /** Delivers claimed or fired triggers (see `hold`); returns when they are accepted. */
   readonly deliver: (rows: ReadonlyArray<DeliveryRow>) => Effect.Effect<void>
+  /**
+   * Takes hold of fired rows about to be handed over (their ids are held until their outcome is
+   * recorded or they are given back) and returns those not held already.
+   */
+  readonly hold: <R extends DeliveryRow>(rows: ReadonlyArray<R>) => Array<R>
+  /** Whether a fired trigger is held (on its way, or in flight, or its outcome not yet recorded). */
+  readonly holds: (triggerId: string) => boolean
+  /** Every fired trigger held now. */
+  readonly held: () => ReadonlyArray<string>
+  /** Resolves once fewer than `limit` rows wait for a sender (a large burst is fetched page by page). */
+  readonly awaitRoom: (limit: number) => Effect.Effect<void>
   /**
    * A stopping node's last work: sends what it holds and records every outcome, within `timeoutMs`.
    * Past it, attempts still in flight are interrupted (and recorded as such) and triggers not yet

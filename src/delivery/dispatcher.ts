@@ -96,9 +96,15 @@ export const completionOf = (sent: Outgoing, outcome: DeliveryOutcome, random: n
       connectTimeoutSeconds: outcome.connectTimeoutSeconds,
       timeoutSeconds: outcome.timeoutSeconds,
       triggeredBy: row.triggeredBy,
-      url: row.url
+      url: row.url,
+      scheduledAtMs: row.scheduledAtMs
     },
-    outcome: { id: row.id, retryAtMs: decision._tag === "RetryAt" ? outcome.finishedAtMs + decision.delayMs : null }
+    outcome: {
+      id: row.id,
+      attempt: row.attempt,
+      firedSeenUs: row.fired?.seenUs ?? null,
+      retryAtMs: decision._tag === "RetryAt" ? outcome.finishedAtMs + decision.delayMs : null
+    }
   }
 }
 
@@ -138,6 +144,8 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
   /** Submitted ids not yet started, and outcomes not yet recorded: what a drain waits for. */
   let unstarted = 0
   let unrecorded = 0
+  /** Fired triggers held from their hand-over until their outcome is recorded (dispatch.ts). */
+  const held = new Set<string>()
 
   const senders = makeSenderPool<Outgoing, DeliveryOutcome>({
     maxInFlight: config.maxInFlight,
@@ -211,10 +219,12 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
         executions: batch.map((c) => c.execution),
         outcomes: batch.map((c) => c.outcome),
         gated: gated.map((c) => c.row.id),
+        node,
         nowMs
       })
     )
     unrecorded -= batch.length
+    for (const { row } of batch) if (row.fired !== null) held.delete(row.id)
     for (const { execution } of batch) if (execution.isDeadLetter) yield* logDeadLetter(execution)
     yield* wakeups.wake([
       ...batch.flatMap((c) => c.outcome.retryAtMs === null ? [] : [{ shard: c.row.shard, id: c.outcome.id, dueAtMs: c.outcome.retryAtMs }]),
@@ -254,6 +264,7 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
       // replays and recoveries not started yet stay queued under this node: crash recovery sends them
       const waiting = senders.takeWaiting().map((sent) => sent.row.id)
       unstarted = 0
+      for (const id of waiting) held.delete(id)
       const nowMs = yield* Clock.currentTimeMillis
       const released = yield* triggersRelease({ ids: waiting, node, nowMs }).pipe(
         Effect.provideContext(services),
@@ -276,6 +287,14 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
         return Queue.offerAll(submitted, ids)
       }).pipe(Effect.asVoid),
     deliver,
+    hold: (rows) => {
+      const fresh = rows.filter((row) => !held.has(row.id))
+      for (const row of fresh) held.add(row.id)
+      return fresh
+    },
+    holds: (id) => held.has(id),
+    held: () => [...held],
+    awaitRoom: (limit) => Effect.promise(() => senders.whenBelow(limit)),
     drain
   })
 }))

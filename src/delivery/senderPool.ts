@@ -43,6 +43,8 @@ export interface SenderPool<T> {
   readonly takeWaiting: () => ReadonlyArray<T>
   /** Resolves once nothing waits and nothing is in flight (at once when that is so already). */
   readonly whenIdle: () => Promise<void>
+  /** Resolves once fewer than `limit` rows wait (at once when that is so already). */
+  readonly whenBelow: (limit: number) => Promise<void>
   /** Starts nothing more (rows still waiting are left to crash recovery). */
   readonly close: () => void
 }
@@ -58,7 +60,13 @@ export const makeSenderPool = <T, O>(options: {
   let inFlight = 0
   let closed = false
   let idleWaiters: Array<() => void> = []
+  let roomWaiters: Array<{ readonly limit: number; readonly resolve: () => void }> = []
   const settleIdle = (): void => {
+    if (roomWaiters.length > 0) {
+      const waiting = roomWaiters
+      roomWaiters = waiting.filter((waiter) => ready.size >= waiter.limit)
+      for (const waiter of waiting) if (ready.size < waiter.limit) waiter.resolve()
+    }
     if (inFlight > 0 || ready.size > 0 || idleWaiters.length === 0) return
     const waiters = idleWaiters
     idleWaiters = []
@@ -97,6 +105,8 @@ export const makeSenderPool = <T, O>(options: {
         idleWaiters.push(resolve)
         settleIdle()
       }),
+    whenBelow: (limit) =>
+      ready.size < limit ? Promise.resolve() : new Promise<void>((resolve) => void roomWaiters.push({ limit, resolve })),
     close: () => {
       closed = true
     }

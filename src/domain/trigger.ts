@@ -62,6 +62,14 @@ export interface DeliveryRow {
    * holds a place in each until its outcome is recorded. Empty for an ungated trigger.
    */
   readonly gateTags: ReadonlyArray<string>
+  /** Its scheduled time (for the lateness of a first attempt); null when it has none. */
+  readonly scheduledAtMs: number | null
+  /**
+   * Set when the trigger was fired by its shard's mark (store/shardMarks.ts) rather than claimed:
+   * it is still registered or retrying in the database, its attempt not yet counted, and its
+   * outcome is recorded only while it is as it was fetched (`seenUs`: its updated_at in µs).
+   */
+  readonly fired: { readonly seenUs: string } | null
 }
 
 /**

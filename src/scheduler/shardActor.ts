@@ -26,8 +26,12 @@ import { Metrics } from "../ops/metrics.ts"
 import { ShardCount } from "../store/db.ts"
 import { generatorsWithoutUpcoming, instancesInsert } from "../store/generators.ts"
 import type { Presence } from "../store/nodePresence.ts"
+import { type FetchCursor, type FiredRow, triggersFetchFired, triggersTakeOverFired, triggersUnderMark } from "../store/firedTriggers.ts"
 import { BEGINNING_MS, triggersLoadDue, triggersRecover } from "../store/schedulerQueries.ts"
+import { shardMarkTakeOver } from "../store/shardMarks.ts"
+import { withTransaction } from "../store/transaction.ts"
 import { ClaimBatcher } from "./claimBatcher.ts"
+import { MarkBatcher } from "./markBatcher.ts"
 import { admitGate } from "./gateAdmission.ts"
 import { GateSchedule } from "./gateSchedule.ts"
 import { Heartbeats } from "./heartbeats.ts"
@@ -37,6 +41,10 @@ const LOAD_LIMIT = 5_000
 const CLAIM_CHUNK = 1_000
 const MATERIALIZE_BATCH = 1_000
 const CLAIM_RETRY_MS = 1_000
+/** Fired triggers fetched per statement; the next page of a larger burst waits for room (below). */
+const FETCH_PAGE = 1_000
+/** While this many rows wait for a sender, a burst's next page is not fetched: memory stays bounded. */
+const BACKLOG_LIMIT = 2_000
 
 /**
  * Where a shard's periodic work falls within its period, in [0, 1): shards are spread evenly (golden
@@ -45,12 +53,23 @@ const CLAIM_RETRY_MS = 1_000
  */
 export const shardPhase = (shard: number): number => (shard * 0.6180339887498949) % 1
 
+/** The shard's mark is held by another node now: this actor must fire nothing more. */
+export class ShardTakenOver extends Error {
+  readonly shard: number
+  constructor(shard: number) {
+    super(`shard ${shard} was taken over by another node`)
+    this.shard = shard
+  }
+}
+
 /** What an actor reports to an observer (tests await these instead of waiting on the wall clock). */
 export type ShardActorEvent =
   /** It has done everything due and sleeps until `wakeAtMs` or a wake-up. */
   | { readonly _tag: "Idle"; readonly wakeAtMs: number }
   | { readonly _tag: "Claimed"; readonly ids: ReadonlyArray<string> }
   | { readonly _tag: "Recovered"; readonly ids: ReadonlyArray<string> }
+  /** It took over its shard's mark from another node and dealt with what that node left fired. */
+  | { readonly _tag: "TookOver"; readonly previousNode: string; readonly left: number }
   | { readonly _tag: "Materialized"; readonly ids: ReadonlyArray<string> }
   | { readonly _tag: "Admitted"; readonly gate: GateRef; readonly ids: ReadonlyArray<string> }
 
@@ -86,6 +105,7 @@ export const runShardActor = (options: ShardActorOptions) =>
     const wakeups = yield* Wakeups
     const shards = (yield* ShardCount).count
     const claims = yield* ClaimBatcher
+    const marks = yield* MarkBatcher
     const heartbeats = yield* Heartbeats
     const timing = yield* SchedulerTiming
     const metrics = yield* Metrics
@@ -101,6 +121,10 @@ export const runShardActor = (options: ShardActorOptions) =>
     let nextRecoverAt = startMs
     let nextMaterializeAt = startMs
     const gates = new GateSchedule()
+    /** The shard's mark: every fired trigger due at or before it has been fetched (or swept, below). */
+    let firedAtMs = -Infinity
+    /** The mark when the shard was last swept; a sweep is due whenever the mark moved since. */
+    let sweptAtMarkMs = -Infinity
 
     /** Kicks (the actors of) the gates these triggers wait at. */
     const kickGates = (held: ReadonlyArray<{ readonly projectId: string; readonly gateTags: ReadonlyArray<string> }>) =>
@@ -168,6 +192,7 @@ export const runShardActor = (options: ShardActorOptions) =>
      */
     const recover = (nowMs: number) =>
       Effect.gen(function*() {
+        if (firedAtMs > sweptAtMarkMs) yield* sweep
         const presence = yield* options.presence
         if (presence.serverUpMs < timing.restartGraceMs) {
           nextRecoverAt = nowMs + timing.restartGraceMs - presence.serverUpMs
@@ -185,7 +210,7 @@ export const runShardActor = (options: ShardActorOptions) =>
         }
       })
 
-    /** Hands claimed rows to the dispatcher at their due time (now, or within the claim lead). */
+    /** Hands claimed or fired rows to the dispatcher at their due time (now, or within the claim lead). */
     const handOver = (claimed: ReadonlyArray<ClaimedRow>) =>
       Effect.gen(function*() {
         const nowMs = yield* Clock.currentTimeMillis
@@ -202,30 +227,111 @@ export const runShardActor = (options: ShardActorOptions) =>
         }
       })
 
+    /** Claims triggers one by one (keyed, instances, gated: the mark does not cover them) and hands them on. */
+    const claimAndHandOver = (ids: ReadonlyArray<string>, untilMs: number) =>
+      Effect.gen(function*() {
+        const nowMs = yield* Clock.currentTimeMillis
+        for (let i = 0; i < ids.length; i += CLAIM_CHUNK) {
+          const claimed = yield* claims.claim(ids.slice(i, i + CLAIM_CHUNK), untilMs)
+          if (claimed.length === 0) continue
+          yield* report({ _tag: "Claimed", ids: claimed.map((row) => row.id) })
+          const held = claimed.filter((row) => row.gateTags.length > 0)
+          yield* handOver(held.length === 0 ? claimed : claimed.filter((row) => row.gateTags.length === 0))
+          yield* kickGates(held)
+          if (claimed.some((row) => row.generatorId !== null)) nextMaterializeAt = nowMs
+        }
+      })
+
+    /** What a fetch of fired triggers returned: sent from memory (held), or claimed when the mark does not cover them. */
+    const handFired = (page: ReadonlyArray<FiredRow>, untilMs: number) =>
+      Effect.gen(function*() {
+        const direct = dispatcher.hold(page.filter((fired) => !fired.claimNeeded).map((fired) => ({ ...fired.row, dueAtMs: fired.dueAtMs })))
+        if (direct.length > 0) {
+          yield* report({ _tag: "Claimed", ids: direct.map((row) => row.id) })
+          yield* handOver(direct)
+        }
+        yield* claimAndHandOver(page.filter((fired) => fired.claimNeeded).map((fired) => fired.id), untilMs)
+      })
+
+    /**
+     * Fires the shard up to `untilMs`: moves its mark there (store/shardMarks.ts), then fetches what
+     * the move covers — the range after the old mark a page at a time (a later page only once the
+     * senders have room), and `lateIds` (wake-ups of triggers that landed under the old mark) — and
+     * hands it over. Not interruptible: a node stopping meanwhile still hands over what it fired.
+     */
+    const fire = (lateIds: ReadonlyArray<string>, untilMs: number) =>
+      Effect.uninterruptible(Effect.gen(function*() {
+        const afterMs = firedAtMs
+        if (untilMs > afterMs) {
+          if (!(yield* marks.advance(options.shard, untilMs))) return yield* Effect.fail(new ShardTakenOver(options.shard))
+          firedAtMs = untilMs
+        }
+        const late = lateIds.filter((id) => !dispatcher.holds(id))
+        let cursor: FetchCursor | null = null
+        for (;;) {
+          const nowMs = yield* Clock.currentTimeMillis
+          const page: ReadonlyArray<FiredRow> = yield* triggersFetchFired({
+            shard: options.shard, afterMs, untilMs: firedAtMs, lateIds: late, cursor, limit: FETCH_PAGE, nowMs
+          })
+          yield* handFired(page, firedAtMs)
+          const range = page.filter((fired: FiredRow) => fired.dueAtMs > afterMs)
+          if (range.length < FETCH_PAGE) return
+          cursor = range[range.length - 1]!.cursor
+          yield* dispatcher.awaitRoom(BACKLOG_LIMIT)
+        }
+      }))
+
+    /** Fired triggers (and unclaimed ones under the mark) that this node does not hold: sent now. */
+    const sweep = Effect.gen(function*() {
+      const markMs = firedAtMs
+      const unheld = (yield* triggersUnderMark(options.shard)).filter((id) => !dispatcher.holds(id))
+      if (unheld.length > 0) {
+        yield* Effect.logInfo(`shard ${options.shard}: sending ${unheld.length} fired triggers no node held`).pipe(
+          Effect.annotateLogs({ event: "swept", shard: options.shard, triggers: unheld.length })
+        )
+        yield* fire(unheld, markMs)
+      }
+      sweptAtMarkMs = markMs
+    })
+
     const fireDue = (nowMs: number) =>
       Effect.gen(function*() {
         const untilMs = nowMs + timing.claimLeadMs
         const due = wheel.advance(untilMs)
-        for (let i = 0; i < due.length; i += CLAIM_CHUNK) {
-          const ids = due.slice(i, i + CLAIM_CHUNK)
-          const claimed = yield* claims.claim(ids, untilMs).pipe(
-            Effect.catchCause((cause) =>
-              Effect.as(
-                Effect.sync(() => ids.forEach((id) => wheel.add(id, nowMs + CLAIM_RETRY_MS))).pipe(
-                  Effect.andThen(Effect.logWarning(`shard ${options.shard}: claim failed, retrying`, cause))
-                ),
-                [] as ReadonlyArray<ClaimedRow>
-              ))
-          )
-          if (claimed.length > 0) {
-            yield* report({ _tag: "Claimed", ids: claimed.map((row) => row.id) })
-            const held = claimed.filter((row) => row.gateTags.length > 0)
-            yield* handOver(held.length === 0 ? claimed : claimed.filter((row) => row.gateTags.length === 0))
-            yield* kickGates(held)
-          }
-          if (claimed.some((row) => row.generatorId !== null)) nextMaterializeAt = nowMs
-        }
+        if (due.length === 0) return
+        yield* fire(due, untilMs).pipe(
+          Effect.catchCause((cause) =>
+            Cause.hasInterruptsOnly(cause) || Cause.squash(cause) instanceof ShardTakenOver
+              ? Effect.failCause(cause)
+              : Effect.sync(() => {
+                // fired or not, each is looked at again in a second, and the sweep finds what the mark covers
+                for (const id of due) wheel.add(id, nowMs + CLAIM_RETRY_MS)
+                nextRecoverAt = Math.min(nextRecoverAt, nowMs + CLAIM_RETRY_MS)
+                sweptAtMarkMs = -Infinity
+              }).pipe(Effect.andThen(Effect.logWarning(`shard ${options.shard}: firing failed, retrying`, cause))))
+        )
       })
+
+    /**
+     * The shard's mark becomes this node's. What the previous holder fired and did not record is
+     * dealt with (store/firedTriggers.ts triggersTakeOverFired): right after the database restarted
+     * every node counts as alive (they may not have reconnected yet), so nothing is sent twice.
+     */
+    const takeOver = (nowMs: number) =>
+      withTransaction(Effect.gen(function*() {
+        const mark = yield* shardMarkTakeOver({ shard: options.shard, node: options.node })
+        if (mark.previousNode !== options.node && mark.previousNode !== "" && mark.firedAtMs > -Infinity) {
+          const presence = yield* options.presence
+          const previousAlive = presence.serverUpMs < timing.restartGraceMs || presence.nodes.includes(mark.previousNode)
+          const left = yield* triggersTakeOverFired({ shard: options.shard, previousNode: mark.previousNode, previousAlive, nowMs })
+          if (left > 0) {
+            yield* Effect.logInfo(`shard ${options.shard}: took over ${left} fired triggers of ${previousAlive ? "live" : "stopped"} node ${mark.previousNode}`)
+              .pipe(Effect.annotateLogs({ event: "took_over", shard: options.shard, triggers: left, alive: previousAlive }))
+          }
+          yield* report({ _tag: "TookOver", previousNode: mark.previousNode, left })
+        }
+        return mark.firedAtMs
+      }))
 
     const apply = (items: ReadonlyArray<ShardMessage>, nowMs: number) => {
       for (const item of items) {
@@ -235,6 +341,10 @@ export const runShardActor = (options: ShardActorOptions) =>
       }
     }
 
+    firedAtMs = yield* takeOver(startMs)
+    // fired triggers are this node's (held, or swept now): the wheel starts at the mark
+    loadedUntil = Math.max(BEGINNING_MS, firedAtMs)
+    yield* sweep
     yield* load(startMs)
     yield* recover(startMs)
     yield* materialize(startMs)
@@ -265,7 +375,12 @@ export const runShardActor = (options: ShardActorOptions) =>
     }
   }).pipe(
     Effect.catchCause((cause) =>
-      Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.logError(`shard ${options.shard} actor failed; restarting`, cause)
+      Cause.hasInterruptsOnly(cause)
+        ? Effect.failCause(cause)
+        : Cause.squash(cause) instanceof ShardTakenOver
+        // another node holds the shard (this node's lock session is gone): its manager stops this actor
+        ? Effect.andThen(Effect.logWarning(`shard ${options.shard}: taken over by another node; firing stopped`), Effect.never)
+        : Effect.logError(`shard ${options.shard} actor failed; restarting`, cause)
     ),
     Effect.andThen(Effect.sleep(1_000)),
     Effect.forever

@@ -9,7 +9,7 @@
 //   so every actor stops at once (no longer an owner); the next round opens a new session with the
 //   same node id and takes shards again. Deliveries in flight go on and are recorded once the
 //   database is back (the dispatcher retries).
-// - Graceful stop: the actors stop (no more claims) and the shards are released at once, so other
+// - Graceful stop: the actors stop (no more claims or fires) and the shards are released at once, so other
 //   nodes take over within a round, while this node stays present until it has sent what it holds
 //   and recorded every outcome (bounded by DRAIN_TIMEOUT_SECONDS); only then does it leave.
 import * as Effect from "effect/Effect"
@@ -27,6 +27,7 @@ import { forkLoop } from "../lib/backgroundLoop.ts"
 import { Metrics } from "../ops/metrics.ts"
 import { gateKicks } from "../gates/kicks.ts"
 import { type Database, ShardCount } from "../store/db.ts"
+import { triggersGiveBackFired } from "../store/firedTriggers.ts"
 import { gatesWaiting } from "../store/gates.ts"
 import { presenceRead } from "../store/nodePresence.ts"
 import { Notifications, WAKE_CHANNEL } from "../store/notifications.ts"
@@ -131,6 +132,7 @@ export const ShardManagerLive = Layer.effectDiscard(Effect.gen(function*() {
     const extras = [...actors.keys()].slice(0, Math.max(0, actors.size - target))
     for (const shard of extras) {
       yield* stopActor(shard)
+      yield* giveBackUnheld([shard])
       yield* current.locks.unlock(shard)
     }
     const present = `${nodes.length} ${nodes.length === 1 ? "node" : "nodes"} present`
@@ -162,10 +164,25 @@ export const ShardManagerLive = Layer.effectDiscard(Effect.gen(function*() {
     }
   }))
 
-  /** Graceful stop, in this order: stop claiming, hand the shards over, finish and record, leave. */
+  /**
+   * Fired triggers of the shards this node is leaving that it does not hold (a fetch cut short)
+   * are given back before the shards are: their next owner fires them (store/firedTriggers.ts).
+   */
+  const giveBackUnheld = (shards: ReadonlyArray<number>) =>
+    Effect.provideContext(triggersGiveBackFired({ shards, holding: dispatcher.held() }), services).pipe(
+      Effect.flatMap((given) => wakeups.wake(given)),
+      Effect.catchCause((cause) => Effect.logWarning("giving back fired triggers failed; the next owner sweeps them", cause))
+    )
+
+  /**
+   * Graceful stop, in this order: stop firing and claiming (a fire under way finishes and hands its
+   * triggers over), give back what was fired and is not held, hand the shards over, finish and
+   * record, leave.
+   */
   const stop = Effect.gen(function*() {
     const owned = [...actors.keys()]
     yield* stopAllActors
+    yield* giveBackUnheld(owned)
     if (session !== undefined) yield* Effect.ignore(session.locks.releaseAllAndDrain)
     if (owned.length > 0) yield* logShards("shards_released", `released all ${owned.length} shards: stopping`, owned)
     yield* FiberSet.awaitEmpty(handOvers)

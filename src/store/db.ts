@@ -41,6 +41,11 @@ export const migrate = Effect.fnUntraced(function*(options: { readonly shards: n
     // SHARDS is fixed when the database is created; later starts read it from here.
     yield* sql`INSERT INTO settings (key, value) VALUES ('shards', ${String(options.shards)})
       ON CONFLICT (key) DO NOTHING`
+    // every shard has its fired mark from the start (store/shardMarks.ts): a command locking it
+    // must find a row to lock
+    yield* sql`INSERT INTO shard_marks (shard, fired_at, node)
+      SELECT s, '-infinity', '' FROM settings, generate_series(0, value::int - 1) AS s WHERE key = 'shards'
+      ON CONFLICT (shard) DO NOTHING`
     return ran
   }))
 })

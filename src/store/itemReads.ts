@@ -1,13 +1,15 @@
 // Reads of /declare and /bulk: the triggers their planners diff the items against (domain/declare.ts,
 // domain/bulk.ts), as StoredTrigger, oldest first. Taken without locks: the writes (itemWrites.ts)
 // are compare-and-sets on the status read here, so a change in between is seen, never overwritten.
-// A queued trigger is read only while held back by a tag gate (claimed by no node).
+// A queued trigger is read only while held back by a tag gate (claimed by no node). A fired
+// trigger (shardMarks.ts) is read as `running`, so the planners leave it alone.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { Fragment } from "effect/sql/Statement"
 import { HELD_BACK_STATUSES, type StoredTrigger } from "../domain/itemMatch.ts"
 import type { RetryPolicy } from "../domain/retry.ts"
 import { DUE_STATUSES, type HeaderPairs, KEY_OWNER_STATUSES, type TriggerKind, type TriggerStatus } from "../domain/trigger.ts"
+import { effectiveStatusSql } from "./shardMarks.ts"
 import { statusList } from "./sqlLists.ts"
 
 interface ItemRow {
@@ -30,7 +32,7 @@ interface ItemRow {
   readonly key_scope: string | null
 }
 
-const COLUMNS = `t.id, t.kind, t.status, t.generator_id, t.url, t.method, t.headers, t.body, t.content_type, t.title,
+const COLUMNS = `t.id, t.kind, ${effectiveStatusSql("t")} AS status, t.generator_id, t.url, t.method, t.headers, t.body, t.content_type, t.title,
   t.tags, t.custom_key, t.retry, (extract(epoch FROM t.scheduled_at) * 1000)::bigint::text AS scheduled_ms,
   t.cron_expr, t.cron_tz, t.key_scope`
 

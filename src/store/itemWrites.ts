@@ -2,11 +2,14 @@
 // parameter), so a batch of a thousand items is a handful of statements: insert new triggers,
 // update triggers in place, cancel triggers. Updates and cancels are compare-and-sets on the status
 // the planner read (itemReads.ts) and return the rows they changed: a row that moved meanwhile (a
-// claim by the scheduler, another request) is left alone and missing from the result.
+// claim by the scheduler, fired by its shard's mark, another request) is left alone and missing
+// from the result.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
 import { HELD_BACK_STATUSES } from "../domain/itemMatch.ts"
 import type { TriggerDefinition, TriggerKind, TriggerStatus } from "../domain/trigger.ts"
+import { shardMarksLockNear, unfiredUnder } from "./shardMarks.ts"
 import { statusList } from "./sqlLists.ts"
 
 /** A trigger as /declare or /bulk writes it: a one-shot (registered or skipped) or a generator (active). */
@@ -81,7 +84,7 @@ export const itemTriggersUpdate = Effect.fnUntraced(function*(input: {
   if (input.rows.length === 0) return [] as Array<{ id: string; shard: number }>
   const sql = yield* SqlClient.SqlClient
   const json = JSON.stringify(input.rows.map((row) => ({ ...recordOf(row), expected: row.expectedStatus })))
-  return yield* sql<{ id: string; shard: number }>`UPDATE triggers t SET status = x.status,
+  return yield* unfiredCompareAndSet(input.rows.map((row) => row.id), (locked) => sql<{ id: string; shard: number }>`UPDATE triggers t SET status = x.status,
       scheduled_at = x.scheduled_at, due_at = CASE WHEN x.status = 'registered' THEN x.scheduled_at END,
       attempts = CASE WHEN t.kind = 'job' THEN 0 ELSE t.attempts END, triggered_by = NULL,
       url = x.url, method = x.method, headers = x.headers, body = decode(x.body, 'base64'), content_type = x.content_type,
@@ -89,7 +92,8 @@ export const itemTriggersUpdate = Effect.fnUntraced(function*(input: {
       cron_expr = x.cron_expr, cron_tz = x.cron_tz, updated_at = ${new Date(input.nowMs)}
     FROM jsonb_to_recordset(${json}::jsonb) AS ${sql.unsafe(RECORD_TYPE)}
     WHERE t.id = x.id AND t.project_id = ${input.projectId} AND t.status = x.expected AND t.kind = x.kind
-    RETURNING t.id, t.shard`
+      AND ${unfiredUnder(sql, "t", locked)}
+    RETURNING t.id, t.shard`)
 })
 
 /**
@@ -105,10 +109,21 @@ export const itemTriggersCancel = Effect.fnUntraced(function*(input: {
   const sql = yield* SqlClient.SqlClient
   const ids = input.rows.map((row) => row.id)
   const statuses = input.rows.map((row) => row.expectedStatus)
-  return yield* sql<{ id: string; shard: number; kind: TriggerKind }>`UPDATE triggers t SET status = 'cancelled',
-      due_at = NULL, updated_at = ${new Date(input.nowMs)}
+  return yield* unfiredCompareAndSet(ids, (locked) => sql<{ id: string; shard: number; kind: TriggerKind }>`
+    UPDATE triggers t SET status = 'cancelled', due_at = NULL, updated_at = ${new Date(input.nowMs)}
     FROM unnest(${ids}::uuid[], ${statuses}::text[]) AS x(id, expected)
     WHERE t.id = x.id AND t.project_id = ${input.projectId} AND t.status = x.expected
       AND (t.status NOT IN ${statusList(sql, HELD_BACK_STATUSES)} OR t.claimed_by IS NULL)
-    RETURNING t.id, t.shard, t.kind`
+      AND ${unfiredUnder(sql, "t", locked)}
+    RETURNING t.id, t.shard, t.kind`)
 })
+
+/**
+ * A compare-and-set on triggers read earlier, which also leaves alone those fired meanwhile: the
+ * marks of their shards near their time are locked first (shardMarks.ts), in one transaction.
+ */
+const unfiredCompareAndSet = <A>(
+  ids: ReadonlyArray<string>,
+  statement: (lockedShards: ReadonlyArray<number>) => Effect.Effect<A, SqlError, never>
+) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => sql.withTransaction(Effect.flatMap(shardMarksLockNear(ids), statement)))

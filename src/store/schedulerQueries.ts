@@ -3,10 +3,11 @@
 // start replayed or recovered ones (queued → running), and recover triggers whose claimer died.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
-import { type ClaimedRow, CLAIMED_STATUSES, type DeliveryRow, DUE_STATUSES, type HeaderPairs } from "../domain/trigger.ts"
-import { uuidv7 } from "../domain/ids.ts"
+import { type ClaimedRow, CLAIMED_STATUSES, type DeliveryRow, DUE_STATUSES } from "../domain/trigger.ts"
+import { type DeliveryRecord, deliveryColumns, toDeliveryRow } from "./deliveryRows.ts"
+import { executionsInsert, interruptedExecution } from "./executions.ts"
+import { firedSql } from "./shardMarks.ts"
 import { GATED_SQL, GATED_TAGS_SQL } from "./gates.ts"
-import { signingSecretsOf } from "./signingSecrets.ts"
 import { statusList } from "./sqlLists.ts"
 
 export interface DueRow {
@@ -40,17 +41,6 @@ export const triggersLoadDue = Effect.fnUntraced(function*(input: {
   return rows.map((row): DueRow => ({ id: row.id, dueAtMs: Number(row.due_ms) }))
 })
 
-interface DeliveryRecord {
-  id: string; shard: number; generator_id: string | null; project_id: string; url: string; method: string
-  headers: HeaderPairs; body: Uint8Array | null; content_type: string | null; tags: Array<string>; attempts: number
-  retry: unknown; retry_policy: unknown; triggered_by: string | null; signing_secrets: Array<string>
-}
-
-const toDeliveryRow = (row: DeliveryRecord, gateTags: ReadonlyArray<string> = []): DeliveryRow => ({
-  id: row.id, shard: row.shard, generatorId: row.generator_id, projectId: row.project_id, url: row.url, method: row.method,
-  headers: row.headers, body: row.body, contentType: row.content_type, tags: row.tags, attempt: row.attempts,
-  retry: row.retry, projectRetry: row.retry_policy, triggeredBy: row.triggered_by, signingSecrets: row.signing_secrets, gateTags
-})
 
 /**
  * Claims due triggers in one statement: a compare-and-set on status that also re-checks the time
@@ -91,9 +81,7 @@ export const triggersClaim = Effect.fnUntraced(function*(input: {
       FROM projects p, async_commit -- joined: every updated row comes through it, so it runs before any write
       WHERE t.id = ANY(${input.ids}::uuid[]) AND t.status IN ${statusList(sql, DUE_STATUSES)}
         AND t.due_at <= ${new Date(input.untilMs)} AND p.id = t.project_id
-      RETURNING t.id, t.shard, t.generator_id, t.project_id, t.url, t.method, t.headers, t.body, t.content_type, t.tags,
-        t.attempts, t.retry, p.retry_policy, t.triggered_by, ${sql.unsafe(GATED_TAGS_SQL)} AS gate_tags, t.scheduled_at, t.due_at,
-        ${signingSecretsOf(sql, new Date(input.nowMs))} AS signing_secrets
+      RETURNING ${deliveryColumns(sql, new Date(input.nowMs))}, ${sql.unsafe(GATED_TAGS_SQL)} AS gate_tags, t.scheduled_at, t.due_at
     ), held AS (
       INSERT INTO gate_slots (trigger_id, tag, project_id, scheduled_at, not_before)
       SELECT c.id, g.tag, c.project_id, coalesce(c.scheduled_at, c.due_at), c.due_at
@@ -117,19 +105,10 @@ export const triggersStartDelivery = Effect.fnUntraced(function*(input: {
       claimed_at = ${new Date(input.nowMs)}
     FROM projects p
     WHERE t.id = ANY(${input.ids}::uuid[]) AND t.status = 'queued' AND p.id = t.project_id
-    RETURNING t.id, t.shard, t.generator_id, t.project_id, t.url, t.method, t.headers, t.body, t.content_type, t.tags,
-      t.attempts, t.retry, p.retry_policy, t.triggered_by, ${signingSecretsOf(sql, new Date(input.nowMs))} AS signing_secrets`
+    RETURNING ${deliveryColumns(sql, new Date(input.nowMs))}`
   return rows.map((row) => toDeliveryRow(row))
 })
 
-/** What an interrupted attempt is recorded with (SPEC "Execution": no response, outcome unknown). */
-export const INTERRUPTED_ATTEMPT = {
-  errorKind: "unknown",
-  errorCode: "INTERRUPTED",
-  errorMessage: "Attempt interrupted: the node sending it stopped before recording its outcome (the request may have reached the target)",
-  connectTimeoutSeconds: 10,
-  timeoutSeconds: 300
-} as const
 
 /**
  * Triggers of a shard left queued or running by a node that is gone (killed, or cut off): at least
@@ -151,7 +130,7 @@ export const triggersRecover = Effect.fnUntraced(function*(input: {
     const now = new Date(input.nowMs)
     const rows = yield* sql<{
       id: string; project_id: string; attempts: number; url: string; triggered_by: string | null; was: string; started_at: Date
-      gate_tags: Array<string>
+      gate_tags: Array<string>; scheduled_at: Date | null
     }>`
       WITH gone AS (
         SELECT old.id, old.status AS was, LEAST(${now}::timestamptz, GREATEST(old.claimed_at, old.due_at, old.updated_at)) AS started_at,
@@ -164,27 +143,15 @@ export const triggersRecover = Effect.fnUntraced(function*(input: {
         UPDATE triggers t SET status = 'queued', claimed_at = ${now},
           claimed_by = CASE WHEN cardinality(g.gate_tags) = 0 THEN ${input.node} END
         FROM gone g WHERE t.id = g.id
-        RETURNING t.id, t.project_id, t.attempts, t.url, t.triggered_by, g.was, g.started_at, g.gate_tags
+        RETURNING t.id, t.project_id, t.attempts, t.url, t.triggered_by, t.scheduled_at, g.was, g.started_at, g.gate_tags
       ), waiting AS (
         UPDATE gate_slots s SET running = false FROM requeued r WHERE s.trigger_id = r.id
       )
       SELECT * FROM requeued`
-    const interrupted = rows.filter((row) => row.was === "running")
-    if (interrupted.length > 0) {
-      const executions = JSON.stringify(interrupted.map((row) => ({
-        id: uuidv7(input.nowMs), trigger_id: row.id, project_id: row.project_id, attempt: row.attempts,
-        started_at: row.started_at.toISOString(),
-        duration_ms: Math.max(0, input.nowMs - row.started_at.getTime()), triggered_by: row.triggered_by, url: row.url
-      })))
-      const a = INTERRUPTED_ATTEMPT
-      yield* sql`INSERT INTO executions (id, trigger_id, project_id, attempt, status, started_at, finished_at, duration_ms,
-          error_kind, error_code, error_message, is_dead_letter, connect_timeout_seconds, timeout_seconds, triggered_by, url)
-        SELECT x.id, x.trigger_id, x.project_id, x.attempt, 'failed', x.started_at, ${now}, x.duration_ms,
-          ${a.errorKind}, ${a.errorCode}, ${a.errorMessage}, false, ${a.connectTimeoutSeconds}, ${a.timeoutSeconds},
-          x.triggered_by, x.url
-        FROM jsonb_to_recordset(${executions}::jsonb) AS x(id uuid, trigger_id uuid, project_id uuid, attempt int,
-          started_at timestamptz, duration_ms int, triggered_by text, url text)`
-    }
+    yield* executionsInsert(rows.filter((row) => row.was === "running").map((row) => interruptedExecution({
+      triggerId: row.id, projectId: row.project_id, attempt: row.attempts, startedAtMs: row.started_at.getTime(),
+      triggeredBy: row.triggered_by, url: row.url, scheduledAtMs: row.scheduled_at?.getTime() ?? null
+    }, input.nowMs)))
     return {
       ids: rows.filter((row) => row.gate_tags.length === 0).map((row) => row.id),
       gated: rows.filter((row) => row.gate_tags.length > 0).map((row) => ({ projectId: row.project_id, gateTags: row.gate_tags }))
@@ -193,10 +160,11 @@ export const triggersRecover = Effect.fnUntraced(function*(input: {
 })
 
 /**
- * Gives back triggers this node started but will not send after all (it is stopping): pending again
- * at their due time with their attempt count restored, unclaimed, for the shards' new owners (a
- * replay stays queued under this node, which crash recovery sends once the node is gone). Returns
- * them for wake-ups of those owners.
+ * Gives back triggers this node took but will not send after all (it is stopping), for the shards'
+ * new owners: a claimed one pending again with its attempt count restored, unclaimed (a replay stays
+ * queued under this node, which crash recovery sends once the node is gone); a fired one left
+ * pending. Either is due again just after its shard's mark (or at its own time if later), so it is
+ * not fired by that mark: the shard's next owner fires it. Returns them for wake-ups of those owners.
  */
 export const triggersRelease = Effect.fnUntraced(function*(input: {
   readonly ids: ReadonlyArray<string>
@@ -205,21 +173,27 @@ export const triggersRelease = Effect.fnUntraced(function*(input: {
 }) {
   if (input.ids.length === 0) return [] as Array<{ id: string; shard: number; dueAtMs: number | null }>
   const sql = yield* SqlClient.SqlClient
+  const afterMark = sql`GREATEST(coalesce(t.due_at, ${new Date(input.nowMs)}),
+    (SELECT m.fired_at FROM shard_marks m WHERE m.shard = t.shard) + interval '1 microsecond')`
   const rows = yield* sql<{ id: string; shard: number; due_ms: string | null }>`
     WITH released AS (
-    UPDATE triggers SET
-      status = CASE WHEN triggered_by IS NOT NULL THEN 'queued'
-        WHEN attempts > 1 OR generator_id IS NOT NULL THEN 'retrying' ELSE 'registered' END,
-      due_at = CASE WHEN triggered_by IS NOT NULL THEN due_at ELSE coalesce(due_at, ${new Date(input.nowMs)}) END,
-      claimed_by = CASE WHEN triggered_by IS NOT NULL THEN claimed_by END,
-      attempts = attempts - 1, claimed_at = NULL
-    WHERE id = ANY(${input.ids}::uuid[]) AND status = 'running' AND claimed_by = ${input.node}
-    RETURNING id, shard, CASE WHEN status = 'queued' THEN NULL
-      ELSE (extract(epoch FROM due_at) * 1000)::bigint::text END AS due_ms
+      UPDATE triggers t SET
+        status = CASE WHEN t.triggered_by IS NOT NULL THEN 'queued'
+          WHEN t.attempts > 1 OR t.generator_id IS NOT NULL THEN 'retrying' ELSE 'registered' END,
+        due_at = CASE WHEN t.triggered_by IS NOT NULL THEN t.due_at ELSE ${afterMark} END,
+        claimed_by = CASE WHEN t.triggered_by IS NOT NULL THEN t.claimed_by END,
+        attempts = t.attempts - 1, claimed_at = NULL
+      WHERE t.id = ANY(${input.ids}::uuid[]) AND t.status = 'running' AND t.claimed_by = ${input.node}
+      RETURNING t.id, t.shard, CASE WHEN t.status = 'queued' THEN NULL
+        ELSE (extract(epoch FROM t.due_at) * 1000)::bigint::text END AS due_ms
     ), ungated AS (
       -- its gates admit it again when it comes due again
       DELETE FROM gate_slots s USING released r WHERE s.trigger_id = r.id
+    ), unfired AS (
+      UPDATE triggers t SET due_at = ${afterMark}
+      WHERE t.id = ANY(${input.ids}::uuid[]) AND ${sql.unsafe(firedSql("t"))}
+      RETURNING t.id, t.shard, (extract(epoch FROM t.due_at) * 1000)::bigint::text AS due_ms
     )
-    SELECT * FROM released`
+    SELECT * FROM released UNION ALL SELECT * FROM unfired`
   return rows.map((row) => ({ id: row.id, shard: row.shard, dueAtMs: row.due_ms === null ? null : Number(row.due_ms) }))
 })

@@ -1,13 +1,15 @@
 // Trigger reads of the log endpoints (GET /jobs, GET /jobs/{id}). Every query is scoped by
 // project_id. Listing is newest first with keyset pagination on the UUIDv7 id, so a page is an
 // index range scan of triggers_project (project_id, id DESC); `tag` adds the GIN triggers_tags.
-// Cron expression and time zone are never selected (SPEC: they cannot be read back).
+// Cron expression and time zone are never selected (SPEC: they cannot be read back). A trigger its
+// shard's mark has fired reads as `running` (shardMarks.ts).
 // A list never reads a large body (DECISIONS: over 64 KiB it is listed without its value): only its
 // size (octet_length reads the stored length, not the value) and a short prefix to tell its encoding.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { Fragment } from "effect/sql/Statement"
 import type { TriggerKind } from "../domain/trigger.ts"
+import { effectiveStatusIs, effectiveStatusSql } from "./shardMarks.ts"
 import { ENCODING_PROBE_BYTES, LIST_BODY_MAX_BYTES, type TriggerRow } from "../domain/views.ts"
 
 /** The whole body, its size, not truncated. */
@@ -22,7 +24,7 @@ const listedBody = (sql: SqlClient.SqlClient) => sql`
 
 /** The upcoming instance is found through the unique partial index triggers_generator_upcoming. */
 const selectTrigger = (sql: SqlClient.SqlClient, body: Fragment) => sql`
-  SELECT t.id, t.kind, t.generator_id, t.status, t.scheduled_at,
+  SELECT t.id, t.kind, t.generator_id, ${sql.unsafe(effectiveStatusSql("t"))} AS status, t.scheduled_at,
     CASE WHEN t.kind = 'generator' THEN (
       SELECT i.scheduled_at FROM triggers i
       WHERE i.generator_id = t.id AND i.status = 'registered' AND i.project_id = t.project_id
@@ -57,8 +59,8 @@ export interface TriggersListInput {
 /** A page of the project's triggers, newest first; `more` when another page follows. */
 export const triggersList = Effect.fnUntraced(function*(input: TriggersListInput) {
   const sql = yield* SqlClient.SqlClient
-  const clauses = [sql`t.project_id = ${input.projectId}`]
-  if (input.status !== undefined) clauses.push(sql`t.status = ${input.status}`)
+  const clauses: Array<Fragment> = [sql`t.project_id = ${input.projectId}`]
+  if (input.status !== undefined) clauses.push(effectiveStatusIs(sql, "t", input.status))
   if (input.kind !== undefined) clauses.push(sql`t.kind = ${input.kind}`)
   if (input.tag !== undefined) clauses.push(sql`t.tags @> ARRAY[${input.tag}]::text[]`)
   if (input.customKey !== undefined) clauses.push(sql`t.custom_key = ${input.customKey}`)

@@ -4,6 +4,7 @@ import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import { KEY_OWNER_STATUSES, PENDING_STATUSES, type TriggerDefinition } from "../domain/trigger.ts"
 import { grantFromUsageRow, type GrantRow } from "./quota.ts"
+import { NEAR_DUE_SQL, triggerFiredLocked } from "./shardMarks.ts"
 import { statusList } from "./sqlLists.ts"
 
 export interface TriggerRef {
@@ -47,15 +48,23 @@ export const triggersFindKeyOwner = Effect.fnUntraced(function*(input: {
   return rows[0] === undefined ? undefined : toRef(rows[0])
 })
 
-/** A trigger of the project by id, locked for update. */
+/**
+ * A trigger of the project by id, locked for update, with the status a reader sees: `running` when
+ * its shard's mark fired it (shardMarks.ts; near its time, the mark is locked too, so the answer
+ * holds until the caller's transaction ends).
+ */
 export const triggersFindById = Effect.fnUntraced(function*(input: {
   readonly projectId: string
   readonly id: string
 }) {
   const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql<RefRow>`SELECT ${sql.unsafe(refColumns)} FROM triggers
-    WHERE id = ${input.id} AND project_id = ${input.projectId} FOR UPDATE`
-  return rows[0] === undefined ? undefined : toRef(rows[0])
+  const rows = yield* sql<RefRow & { near: boolean }>`SELECT ${sql.unsafe(refColumns)},
+      (status IN ('registered', 'retrying') AND custom_key IS NULL AND generator_id IS NULL
+        AND due_at <= ${sql.unsafe(NEAR_DUE_SQL)}) AS near
+    FROM triggers WHERE id = ${input.id} AND project_id = ${input.projectId} FOR UPDATE`
+  const row = rows[0]
+  if (row === undefined) return undefined
+  return toRef(row.near && (yield* triggerFiredLocked(row.id)) ? { ...row, status: "running" } : row)
 })
 
 /** A trigger definition as column values (headers and retry as JSON text for `::jsonb`). */

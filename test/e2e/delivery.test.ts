@@ -279,6 +279,39 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
         assert.strictEqual((yield* p.job(triggerId)).status, "running")
         assert.deepStrictEqual(yield* p.executions(triggerId), [])
       }))
+
+    it.effect("a keyless trigger being sent (fired by its shard's mark, not written) is running to every reader and every command", () =>
+      Effect.gen(function*() {
+        const p = yield* project()
+        const t = yield* target
+        t.reply("/held", "hang")
+        const { triggerId } = yield* p.schedule({
+          "ttr-url": `${t.origin}/held`, "ttr-scheduled-at": "now", "ttr-retry-strategy": "none", "ttr-tags": "held"
+        })
+        yield* waitFor("the request", () => t.at("/held")[0])
+        const sql = yield* SqlClient.SqlClient
+        const stored = (yield* sql<{ status: string }>`SELECT status FROM triggers WHERE id = ${triggerId}`)[0]!.status
+        assert.strictEqual(stored, "registered", "no write per trigger before it is sent")
+
+        const list = (query: string) => Effect.map(p.call("GET", `/jobs?${query}`), (r) => r.json().jobs.map((j: any) => j.id))
+        assert.include(yield* list("status=running"), triggerId)
+        assert.notInclude(yield* list("status=registered"), triggerId)
+        assertStatus(
+          yield* p.call("DELETE", "/cancel", { "ttr-trigger-id": triggerId }),
+          410,
+          { _tag: "Gone", message: "Job is no longer cancellable (status=running)" }
+        )
+        assertStatus(
+          yield* p.call("POST", "/schedule", { "ttr-trigger-id": triggerId, "ttr-url": `${t.origin}/held`, "ttr-scheduled-at": "now" }),
+          410,
+          { _tag: "Gone", message: "Job is no longer in registered state" }
+        )
+        const bulk = yield* p.call("POST", "/bulk", { "content-type": "application/json" }, JSON.stringify({ cancels: [triggerId] }))
+        assert.strictEqual(bulk.json().summary.cancelled, 0, "a /bulk cancel leaves a running trigger alone")
+        const declared = yield* p.call("POST", "/declare", { "content-type": "application/json" }, JSON.stringify({ tag: "held", items: [] }))
+        assert.strictEqual(declared.json().summary.cancelled, 0, "a /declare leaves a running trigger alone")
+        assert.strictEqual((yield* p.job(triggerId)).status, "running")
+      }))
   })
 
   describe("replay and scoping", () => {

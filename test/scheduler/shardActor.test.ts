@@ -6,7 +6,7 @@
 // wake-up, a test awaits the actor's own report that it is idle (see `startActor`), so whatever it
 // would do by then is done, and whatever it has not done it will not do before the clock moves on.
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect, Fiber, FiberSet, Layer, Queue } from "effect"
+import { Context, Effect, Fiber, FiberSet, Layer, Queue } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import { SCHEDULER_TIMING } from "../../src/config.ts"
@@ -17,10 +17,11 @@ import { TagPolicyCache } from "../../src/gates/tagPolicyCache.ts"
 import { ShardCount } from "../../src/store/db.ts"
 import { Notifications } from "../../src/store/notifications.ts"
 import { ClaimBatcher } from "../../src/scheduler/claimBatcher.ts"
+import { MarkBatcher } from "../../src/scheduler/markBatcher.ts"
 import { Heartbeats } from "../../src/scheduler/heartbeats.ts"
 import { NodeIdentity } from "../../src/cluster/node.ts"
 import { SHARDS_IN_TESTS, TestDatabase } from "../support/database.ts"
-import { ensureProject, insertTrigger, insertTriggers, instancesOf, statusOf, type TriggerRow } from "../support/fixtures.ts"
+import { ensureProject, insertTrigger, insertTriggers, instancesOf, statusOf, triggerRow, type TriggerRow } from "../support/fixtures.ts"
 
 const CLAIM_LEAD_MS = SCHEDULER_TIMING.claimLeadMs
 
@@ -41,6 +42,9 @@ const trigger = (status: string, dueAtMs: number | null, claimedBy: string | nul
   return insertTrigger({ projectId: PROJECT, shard: SHARD, status, scheduledAt: due, dueAt: due, claimedBy })
 }
 
+/** The nodes connected to the database, as the actor sees them (node-a alone unless a test says). */
+const LiveNodes = Context.Reference<ReadonlyArray<string>>("test/LiveNodes", { defaultValue: () => ["node-a"] })
+
 /** The TestClock is shared by the tests of a layer block: every test works relative to its start. */
 const clockNow = Effect.clockWith((clock) => clock.currentTimeMillis)
 
@@ -60,9 +64,18 @@ const startActor = Effect.gen(function*() {
   const submitted = yield* Queue.unbounded<string>()
   const mailbox = yield* Queue.unbounded<ShardMessage>()
   const events = yield* Queue.unbounded<ShardActorEvent>()
+  const held = new Set<string>()
   const dispatcher = Layer.succeed(Dispatcher)({
     submit: (ids) => Queue.offerAll(submitted, ids).pipe(Effect.asVoid),
     deliver: (rows) => Queue.offerAll(submitted, rows.map((row) => row.id)).pipe(Effect.asVoid),
+    hold: (rows) => {
+      const fresh = rows.filter((row) => !held.has(row.id))
+      for (const row of fresh) held.add(row.id)
+      return fresh
+    },
+    holds: (id) => held.has(id),
+    held: () => [...held],
+    awaitRoom: () => Effect.void,
     drain: () => Effect.void
   })
   const fiber = yield* Effect.forkChild(
@@ -71,7 +84,9 @@ const startActor = Effect.gen(function*() {
       node: "node-a",
       mailbox,
       // node-a alone is connected, to a database up for an hour (past the grace after a restart)
-      presence: Effect.succeed({ nodes: ["node-a"], draining: [], serverUpMs: 3_600_000 }),
+      presence: Effect.gen(function*() {
+        return { nodes: yield* LiveNodes, draining: [], serverUpMs: 3_600_000 }
+      }),
       handOvers: yield* FiberSet.make<void, never>(),
       onEvent: (event) => Queue.offer(events, event).pipe(Effect.asVoid)
     }).pipe(
@@ -81,7 +96,7 @@ const startActor = Effect.gen(function*() {
         Wakeups.none,
         Layer.succeed(ShardCount)({ count: SHARDS_IN_TESTS }),
         TagPolicyCache.layer.pipe(Layer.provide(Notifications.memory)),
-        ClaimBatcher.layer.pipe(Layer.provide(Layer.succeed(NodeIdentity)({ id: "node-a" })))
+        Layer.mergeAll(ClaimBatcher.layer, MarkBatcher.layer).pipe(Layer.provide(Layer.succeed(NodeIdentity)({ id: "node-a" })))
       ))
     )
   )
@@ -111,8 +126,22 @@ const startActor = Effect.gen(function*() {
 const setup = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql`DELETE FROM triggers`
+  yield* sql`UPDATE shard_marks SET fired_at = '-infinity', node = '' WHERE shard = ${SHARD}`
   yield* ensureProject(PROJECT)
 })
+
+/** The shard's mark as the database holds it: its node and time (ms). */
+const markOf = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<{ node: string; fired_ms: string | null }>`SELECT node,
+      CASE WHEN fired_at = '-infinity' THEN NULL ELSE (extract(epoch FROM fired_at) * 1000)::bigint::text END AS fired_ms
+    FROM shard_marks WHERE shard = ${SHARD}`
+  return { node: rows[0]!.node, firedAtMs: rows[0]!.fired_ms === null ? null : Number(rows[0]!.fired_ms) }
+})
+
+/** Sets the shard's mark as if `node` had fired the shard up to `firedAtMs`. */
+const setMark = (node: string, firedAtMs: number) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => sql`UPDATE shard_marks SET node = ${node}, fired_at = ${new Date(firedAtMs)} WHERE shard = ${SHARD}`)
 
 layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
   describe("firing", () => {
@@ -124,13 +153,12 @@ layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
         yield* actor.advance(4_999 - CLAIM_LEAD_MS)
         assert.strictEqual(yield* statusOf(id), "registered")
         yield* actor.advance(1)
-        // claimed (running) but held back until its time
+        // fired by the shard's mark (reads as running) but held back until its time
         assert.strictEqual(yield* statusOf(id), "running")
         yield* actor.advance(CLAIM_LEAD_MS - 1)
         assert.strictEqual(yield* Queue.size(actor.submitted), 0)
         yield* actor.advance(1)
         assert.strictEqual(yield* Queue.take(actor.submitted), id)
-        // claimed and started in one statement: running, attempt counted
         assert.strictEqual(yield* statusOf(id), "running")
         yield* Fiber.interrupt(actor.fiber)
       }))
@@ -212,6 +240,86 @@ layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
         yield* actor.advance(1_000)
         assert.strictEqual(yield* Queue.size(actor.submitted), 0)
         assert.strictEqual(yield* statusOf(id), "cancelled")
+        yield* Fiber.interrupt(actor.fiber)
+      }))
+  })
+
+  describe("the shard's fired mark", () => {
+    it.effect("a keyless trigger is fired by moving the mark, not by a write of its own; a keyed one is claimed", () =>
+      Effect.gen(function*() {
+        yield* setup
+        const dueAtMs = (yield* clockNow) + 1_000
+        const keyless = yield* trigger("registered", dueAtMs)
+        const keyed = yield* insertTrigger({
+          projectId: PROJECT, shard: SHARD, scheduledAt: new Date(dueAtMs), dueAt: new Date(dueAtMs), customKey: "k"
+        })
+        const actor = yield* startActor
+        yield* actor.advance(1_000)
+        const sent = yield* Queue.takeBetween(actor.submitted, 2, 2)
+        assert.deepStrictEqual([...sent].sort(), [keyless, keyed].sort())
+        assert.deepStrictEqual(yield* markOf, { node: "node-a", firedAtMs: dueAtMs }, "fired CLAIM_LEAD_MS ahead, up to then")
+        assert.deepStrictEqual([(yield* triggerRow(keyless)).status, (yield* triggerRow(keyless)).attempts], ["registered", 0])
+        assert.strictEqual(yield* statusOf(keyless), "running")
+        assert.deepStrictEqual([(yield* triggerRow(keyed)).status, (yield* triggerRow(keyed)).attempts], ["running", 1])
+        yield* Fiber.interrupt(actor.fiber)
+      }))
+
+    it.effect("a trigger that lands under the mark (woken after it moved) is sent at once, and only once", () =>
+      Effect.gen(function*() {
+        yield* setup
+        const now = yield* clockNow
+        const first = yield* trigger("registered", now + 1_000)
+        const actor = yield* startActor
+        yield* actor.advance(1_000)
+        assert.strictEqual(yield* Queue.take(actor.submitted), first)
+        const landed = yield* trigger("registered", now + 500) // e.g. a "now" written as the mark moved
+        yield* actor.wake({ shard: SHARD, id: landed, dueAtMs: now + 500 })
+        assert.strictEqual(yield* Queue.take(actor.submitted), landed)
+        yield* actor.wake({ shard: SHARD, id: landed, dueAtMs: now + 500 })
+        yield* actor.wake({ shard: SHARD, id: first, dueAtMs: now + 1_000 })
+        assert.strictEqual(yield* Queue.size(actor.submitted), 0, "a trigger held in memory is not handed over again")
+        yield* Fiber.interrupt(actor.fiber)
+      }))
+
+    it.effect("what a node that is gone fired and did not record is logged as interrupted and sent again", () =>
+      Effect.gen(function*() {
+        yield* setup
+        const now = yield* clockNow
+        const left = yield* trigger("registered", now - 2_000)
+        yield* setMark("dead-node", now - 1_000)
+        const actor = yield* startActor
+        assert.strictEqual(yield* Queue.take(actor.submitted), left)
+        const sql = yield* SqlClient.SqlClient
+        const executions = yield* sql<{ attempt: number; error_code: string }>`SELECT attempt, error_code FROM executions WHERE trigger_id = ${left}`
+        assert.deepStrictEqual(executions.map((x) => [x.attempt, x.error_code]), [[1, "INTERRUPTED"]])
+        assert.deepStrictEqual([(yield* triggerRow(left)).attempts, yield* statusOf(left)], [1, "running"])
+        assert.strictEqual((yield* markOf).node, "node-a")
+        yield* Fiber.interrupt(actor.fiber)
+      }))
+
+    it.effect("what a live node fired becomes its claims (it is still sending them); this node sends none of them", () =>
+      Effect.gen(function*() {
+        yield* setup
+        const now = yield* clockNow
+        const left = yield* trigger("registered", now - 2_000)
+        yield* setMark("node-b", now - 1_000)
+        const actor = yield* startActor.pipe(Effect.provideService(LiveNodes, ["node-a", "node-b"]))
+        const row = yield* triggerRow(left)
+        assert.deepStrictEqual([row.status, row.claimed_by, row.attempts], ["running", "node-b", 1])
+        assert.strictEqual(yield* Queue.size(actor.submitted), 0)
+        yield* Fiber.interrupt(actor.fiber)
+      }))
+
+    it.effect("a fired trigger this node does not hold (a fetch that failed after the mark moved) is swept and sent, not logged as interrupted", () =>
+      Effect.gen(function*() {
+        yield* setup
+        const now = yield* clockNow
+        const lost = yield* trigger("registered", now - 2_000)
+        yield* setMark("node-a", now - 1_000)
+        const actor = yield* startActor
+        assert.strictEqual(yield* Queue.take(actor.submitted), lost)
+        const sql = yield* SqlClient.SqlClient
+        assert.deepStrictEqual(yield* sql`SELECT id FROM executions WHERE trigger_id = ${lost}`, [])
         yield* Fiber.interrupt(actor.fiber)
       }))
   })

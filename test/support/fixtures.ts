@@ -7,6 +7,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { hashApiKey } from "../../src/domain/apiKey.ts"
 import { uuidv7 } from "../../src/domain/ids.ts"
+import { effectiveStatusSql } from "../../src/store/shardMarks.ts"
 import { NodeIdentity } from "../../src/cluster/node.ts"
 import { apiKeysFindProject } from "../../src/store/apiKeys.ts"
 
@@ -203,11 +204,15 @@ export const triggerRow = (id: string) =>
     return rows[0]!
   }).pipe(Effect.orDie)
 
-/** The trigger's status; undefined when there is no such trigger. */
+/**
+ * The trigger's status as a reader sees it (`running` while its shard's mark has fired it:
+ * store/shardMarks.ts); undefined when there is no such trigger. `triggerRow` has the stored one.
+ */
 export const statusOf = (id: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    return (yield* sql<{ status: string }>`SELECT status FROM triggers WHERE id = ${id}`)[0]?.status
+    return (yield* sql<{ status: string }>`SELECT ${sql.unsafe(effectiveStatusSql("t"))} AS status FROM triggers t WHERE t.id = ${id}`)[0]
+      ?.status
   }).pipe(Effect.orDie)
 
 /** Every instance of a generator, in time order (then id order). */
