@@ -257,7 +257,8 @@ export const runShardActor = (options: ShardActorOptions) =>
      * Fires the shard up to `untilMs`: moves its mark there (store/shardMarks.ts), then fetches what
      * the move covers — the range after the old mark a page at a time (a later page only once the
      * senders have room), and `lateIds` (wake-ups of triggers that landed under the old mark) — and
-     * hands it over. Not interruptible: a node stopping meanwhile still hands over what it fired.
+     * hands it over. Not interruptible but between pages: a node stopping meanwhile still hands over
+     * what it fetched.
      */
     const fire = (lateIds: ReadonlyArray<string>, untilMs: number) =>
       Effect.uninterruptible(Effect.gen(function*() {
@@ -277,7 +278,8 @@ export const runShardActor = (options: ShardActorOptions) =>
           const range = page.filter((fired: FiredRow) => fired.dueAtMs > afterMs)
           if (range.length < FETCH_PAGE) return
           cursor = range[range.length - 1]!.cursor
-          yield* dispatcher.awaitRoom(BACKLOG_LIMIT)
+          // a stop may come while waiting: the rest stays fired, and a stopping node gives it back
+          yield* Effect.interruptible(dispatcher.awaitRoom(BACKLOG_LIMIT))
         }
       }))
 

@@ -70,7 +70,7 @@ export const shardMarksLockNear = Effect.fnUntraced(function*(ids: ReadonlyArray
  */
 export const unfiredUnder = (sql: SqlClient.SqlClient, a: string, lockedShards: ReadonlyArray<number>): Fragment =>
   sql`NOT (${sql.unsafe(markable(a))} AND (
-    (${sql.unsafe(a)}.due_at <= ${sql.unsafe(NEAR_DUE_SQL)} AND NOT (${sql.unsafe(a)}.shard = ANY(${lockedShards}::int[])))
+    (coalesce(${sql.unsafe(a)}.due_at <= ${sql.unsafe(NEAR_DUE_SQL)}, false) AND NOT (${sql.unsafe(a)}.shard = ANY(${lockedShards}::int[])))
     OR coalesce(${sql.unsafe(a)}.due_at <= (SELECT m.fired_at FROM shard_marks m WHERE m.shard = ${sql.unsafe(a)}.shard), false)))`
 
 /**

@@ -7,6 +7,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { hashApiKey } from "../../src/domain/apiKey.ts"
 import { uuidv7 } from "../../src/domain/ids.ts"
+import { executionsInsert } from "../../src/store/executions.ts"
 import { effectiveStatusSql } from "../../src/store/shardMarks.ts"
 import { NodeIdentity } from "../../src/cluster/node.ts"
 import { apiKeysFindProject } from "../../src/store/apiKeys.ts"
@@ -133,7 +134,10 @@ export interface ExecutionFixture {
   readonly url?: string
 }
 
-/** Inserts an execution row (defaults: attempt 1 that got a 200 in 120 ms); its id. */
+/**
+ * Records an execution as delivery does (store/executions.ts: the row and its share of the
+ * overview's rollup; defaults: attempt 1 that got a 200 in 120 ms); its id.
+ */
 export const insertExecution = (fixture: ExecutionFixture) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -141,17 +145,20 @@ export const insertExecution = (fixture: ExecutionFixture) =>
     const started = fixture.startedAt ?? new Date(Date.UTC(2030, 5, 1))
     const durationMs = fixture.durationMs ?? 120
     const httpStatus = fixture.httpStatus === undefined ? 200 : fixture.httpStatus
-    yield* sql`INSERT INTO executions (id, trigger_id, project_id, attempt, status, started_at, finished_at,
-        duration_ms, http_status, response_headers, response_body, error_kind, error_code, error_message,
-        is_dead_letter, connect_timeout_seconds, timeout_seconds, triggered_by, url)
-      VALUES (${id}, ${fixture.triggerId}, ${fixture.projectId}, ${fixture.attempt ?? 1},
-        ${fixture.status ?? "succeeded"}, ${started}, ${new Date(started.getTime() + durationMs)}, ${durationMs},
-        ${httpStatus},
-        ${fixture.responseHeaders === undefined ? JSON.stringify({ "content-type": "text/plain" }) : fixture.responseHeaders === null ? null : JSON.stringify(fixture.responseHeaders)}::jsonb,
-        ${fixture.responseBody === undefined ? "ok" : fixture.responseBody}, ${fixture.errorKind ?? null},
-        ${fixture.errorCode ?? null}, ${fixture.errorMessage ?? null}, ${fixture.isDeadLetter ?? false},
-        ${fixture.connectTimeoutSeconds ?? 10}, ${fixture.timeoutSeconds ?? 300}, ${fixture.triggeredBy ?? null},
-        ${fixture.url ?? DEFAULT_URL})`
+    const scheduled = yield* sql<{ ms: string | null }>`
+      SELECT (extract(epoch FROM scheduled_at) * 1000)::bigint::text AS ms FROM triggers WHERE id = ${fixture.triggerId}`
+    const status = fixture.status ?? "succeeded"
+    yield* executionsInsert([{
+      id, triggerId: fixture.triggerId, projectId: fixture.projectId, attempt: fixture.attempt ?? 1,
+      succeeded: status === "succeeded", startedAtMs: started.getTime(), finishedAtMs: started.getTime() + durationMs, durationMs,
+      httpStatus,
+      responseHeaders: fixture.responseHeaders === undefined ? { "content-type": "text/plain" } : fixture.responseHeaders,
+      responseBody: fixture.responseBody === undefined ? "ok" : fixture.responseBody, errorKind: fixture.errorKind ?? null,
+      errorCode: fixture.errorCode ?? null, errorMessage: fixture.errorMessage ?? null, isDeadLetter: fixture.isDeadLetter ?? false,
+      connectTimeoutSeconds: fixture.connectTimeoutSeconds ?? 10, timeoutSeconds: fixture.timeoutSeconds ?? 300,
+      triggeredBy: fixture.triggeredBy ?? null, url: fixture.url ?? DEFAULT_URL,
+      scheduledAtMs: scheduled[0]?.ms == null ? null : Number(scheduled[0].ms)
+    }])
     return id
   })
 
