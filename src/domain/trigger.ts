@@ -62,6 +62,9 @@ export interface DeliveryRow {
    * holds a place in each until its outcome is recorded. Empty for an ungated trigger.
    */
   readonly gateTags: ReadonlyArray<string>
+  /** The W3C trace context of the call that wrote it (stored when tracing was on), for its attempt's span. */
+  readonly traceparent: string | null
+  readonly tracestate: string | null
 }
 
 /**

@@ -7,6 +7,7 @@
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { DeliveryRow, HeaderPairs } from "../domain/trigger.ts"
+import { EncryptionKeys, openStoredRequest } from "./sealedRequests.ts"
 import { signingSecretsOf } from "./signingSecrets.ts"
 
 /**
@@ -132,6 +133,7 @@ interface StartedRecord {
   id: string; shard: number; generator_id: string | null; project_id: string; url: string; method: string
   headers: HeaderPairs; body: Uint8Array | null; content_type: string | null; tags: Array<string>; attempts: number
   retry: unknown; retry_policy: unknown; triggered_by: string | null; gate_tags: Array<string>; signing_secrets: Array<string>
+  sealed_with: string | null; traceparent: string | null; tracestate: string | null
 }
 
 /**
@@ -157,7 +159,8 @@ export const gateStart = Effect.fnUntraced(function*(input: {
       FROM projects p
       WHERE t.id = ANY(${input.ids}::uuid[]) AND t.status = 'queued' AND t.claimed_by IS NULL AND p.id = t.project_id
       RETURNING t.id, t.shard, t.generator_id, t.project_id, t.url, t.method, t.headers, t.body, t.content_type, t.tags,
-        t.attempts, t.retry, p.retry_policy, t.triggered_by, ${signingSecretsOf(sql, now)} AS signing_secrets
+        t.attempts, t.retry, p.retry_policy, t.triggered_by, ${signingSecretsOf(sql, now)} AS signing_secrets,
+        t.sealed_with, t.traceparent, t.tracestate
     ), slots AS (
       UPDATE gate_slots s SET running = true FROM started WHERE s.trigger_id = started.id
       RETURNING s.trigger_id, s.tag
@@ -168,11 +171,12 @@ export const gateStart = Effect.fnUntraced(function*(input: {
     )
     SELECT started.*, coalesce((SELECT array_agg(slots.tag) FROM slots WHERE slots.trigger_id = started.id), '{}') AS gate_tags
     FROM started`
-  return rows.map((row): DeliveryRow => ({
+  const keys = yield* EncryptionKeys
+  return rows.map((sealed) => openStoredRequest(sealed, keys)).map((row): DeliveryRow => ({
     id: row.id, shard: row.shard, generatorId: row.generator_id, projectId: row.project_id, url: row.url, method: row.method,
     headers: row.headers, body: row.body, contentType: row.content_type, tags: row.tags, attempt: row.attempts,
     retry: row.retry, projectRetry: row.retry_policy, triggeredBy: row.triggered_by, signingSecrets: row.signing_secrets,
-    gateTags: row.gate_tags
+    gateTags: row.gate_tags, traceparent: row.traceparent, tracestate: row.tracestate
   }))
 })
 

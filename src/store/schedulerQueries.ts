@@ -6,6 +6,7 @@ import { SqlClient } from "effect/sql"
 import { type ClaimedRow, CLAIMED_STATUSES, type DeliveryRow, DUE_STATUSES, type HeaderPairs } from "../domain/trigger.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { GATED_SQL, GATED_TAGS_SQL } from "./gates.ts"
+import { EncryptionKeys, openStoredRequest } from "./sealedRequests.ts"
 import { signingSecretsOf } from "./signingSecrets.ts"
 import { statusList } from "./sqlLists.ts"
 
@@ -44,12 +45,14 @@ interface DeliveryRecord {
   id: string; shard: number; generator_id: string | null; project_id: string; url: string; method: string
   headers: HeaderPairs; body: Uint8Array | null; content_type: string | null; tags: Array<string>; attempts: number
   retry: unknown; retry_policy: unknown; triggered_by: string | null; signing_secrets: Array<string>
+  sealed_with: string | null; traceparent: string | null; tracestate: string | null
 }
 
 const toDeliveryRow = (row: DeliveryRecord, gateTags: ReadonlyArray<string> = []): DeliveryRow => ({
   id: row.id, shard: row.shard, generatorId: row.generator_id, projectId: row.project_id, url: row.url, method: row.method,
   headers: row.headers, body: row.body, contentType: row.content_type, tags: row.tags, attempt: row.attempts,
-  retry: row.retry, projectRetry: row.retry_policy, triggeredBy: row.triggered_by, signingSecrets: row.signing_secrets, gateTags
+  retry: row.retry, projectRetry: row.retry_policy, triggeredBy: row.triggered_by, signingSecrets: row.signing_secrets, gateTags,
+  traceparent: row.traceparent, tracestate: row.tracestate
 })
 
 /**
@@ -93,7 +96,7 @@ export const triggersClaim = Effect.fnUntraced(function*(input: {
         AND t.due_at <= ${new Date(input.untilMs)} AND p.id = t.project_id
       RETURNING t.id, t.shard, t.generator_id, t.project_id, t.url, t.method, t.headers, t.body, t.content_type, t.tags,
         t.attempts, t.retry, p.retry_policy, t.triggered_by, ${sql.unsafe(GATED_TAGS_SQL)} AS gate_tags, t.scheduled_at, t.due_at,
-        ${signingSecretsOf(sql, new Date(input.nowMs))} AS signing_secrets
+        ${signingSecretsOf(sql, new Date(input.nowMs))} AS signing_secrets, t.sealed_with, t.traceparent, t.tracestate
     ), held AS (
       INSERT INTO gate_slots (trigger_id, tag, project_id, scheduled_at, not_before)
       SELECT c.id, g.tag, c.project_id, coalesce(c.scheduled_at, c.due_at), c.due_at
@@ -101,7 +104,8 @@ export const triggersClaim = Effect.fnUntraced(function*(input: {
       ON CONFLICT (trigger_id, tag) DO UPDATE SET running = false, not_before = excluded.not_before
     )
     SELECT claimed.*, (extract(epoch FROM claimed.due_at) * 1000)::bigint::text AS due_ms FROM claimed`
-  return rows.map((row): ClaimedRow => ({ ...toDeliveryRow(row, row.gate_tags), dueAtMs: Number(row.due_ms) }))
+  const keys = yield* EncryptionKeys
+  return rows.map((row): ClaimedRow => ({ ...toDeliveryRow(openStoredRequest(row, keys), row.gate_tags), dueAtMs: Number(row.due_ms) }))
 })
 
 /** Moves queued triggers (replayed or recovered) to running and returns what to send. */
@@ -118,8 +122,10 @@ export const triggersStartDelivery = Effect.fnUntraced(function*(input: {
     FROM projects p
     WHERE t.id = ANY(${input.ids}::uuid[]) AND t.status = 'queued' AND p.id = t.project_id
     RETURNING t.id, t.shard, t.generator_id, t.project_id, t.url, t.method, t.headers, t.body, t.content_type, t.tags,
-      t.attempts, t.retry, p.retry_policy, t.triggered_by, ${signingSecretsOf(sql, new Date(input.nowMs))} AS signing_secrets`
-  return rows.map((row) => toDeliveryRow(row))
+      t.attempts, t.retry, p.retry_policy, t.triggered_by, ${signingSecretsOf(sql, new Date(input.nowMs))} AS signing_secrets,
+      t.sealed_with, t.traceparent, t.tracestate`
+  const keys = yield* EncryptionKeys
+  return rows.map((row) => toDeliveryRow(openStoredRequest(row, keys)))
 })
 
 /** What an interrupted attempt is recorded with (SPEC "Execution": no response, outcome unknown). */
