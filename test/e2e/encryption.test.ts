@@ -7,7 +7,7 @@
 // operator runs it), the service runs with the new key alone, and a start with a key missing for
 // stored rows is refused with one clear line, in-process and as `npm start`.
 import { assert, describe, it, layer } from "@effect/vitest"
-import { Effect, Layer } from "effect"
+import { Effect, Layer, type Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import * as crypto from "node:crypto"
 import { EncryptionKeysMissing } from "../../src/domain/sealing.ts"
@@ -149,7 +149,7 @@ describe("keys rotate-encryption and missing keys", () => {
   it.live("plain and k1 rows are re-sealed with k2; k2 alone reads and delivers them; a start without k2 is refused", () =>
     Effect.scoped(Effect.gen(function*() {
       const databaseUrl = yield* freshDatabaseUrl
-      const withService = <A, E>(env: Record<string, string>, use: Effect.Effect<A, E, TestServer | SqlClient.SqlClient>) =>
+      const withService = <A, E>(env: Record<string, string>, use: Effect.Effect<A, E, TestServer | SqlClient.SqlClient | Scope.Scope>) =>
         Effect.scoped(Effect.flatMap(Layer.build(testServerLayer({ DATABASE_URL: databaseUrl, ...env })), (context) =>
           Effect.provideContext(use, context)))
       const far = (key: string, path: string) =>
