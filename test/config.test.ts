@@ -137,7 +137,7 @@ describe("loadConfig", () => {
     const keys = loadConfig({ ENCRYPTION_KEYS: ` new:${a} , old_1:${b}` }).encryptionKeys!
     assert.strictEqual(keys.writer.id, "new")
     assert.deepStrictEqual([...keys.byId.keys()], ["new", "old_1"])
-    assert.deepStrictEqual(keys.byId.get("old_1")!.key, Buffer.alloc(32, 2))
+    assert.deepStrictEqual(keys.byId.get("old_1")!.key.export(), Buffer.alloc(32, 2))
   })
 
   describe("bad values: one line naming the setting", () => {

