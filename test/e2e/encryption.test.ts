@@ -16,7 +16,7 @@ import { programLines, runChild } from "../support/cli.ts"
 import { freshDatabaseUrl } from "../support/database.ts"
 import { projectIdOfKey } from "../support/fixtures.ts"
 import { TestServer, testServerLayer } from "../support/server.ts"
-import { type Arrival, headerValues, target } from "../support/target.ts"
+import { arrivalsAt, headerValues, target } from "../support/target.ts"
 import { pollUntil } from "../support/wait.ts"
 
 const keyText = () => crypto.randomBytes(32).toString("base64")
@@ -25,9 +25,6 @@ const K2 = `k2:${keyText()}`
 const SECRET = "Bearer s3cr3t-credential-of-the-target"
 const BODY = "{\"card\":\"4111 1111 1111 1111\"}"
 const FAR = "2099-01-01T00:00:00Z"
-
-const arrivalsAt = (t: { readonly at: (path: string) => ReadonlyArray<Arrival> }, path: string, count: number) =>
-  pollUntil(`${count} arrivals at ${path}`, Effect.sync(() => (t.at(path).length >= count ? t.at(path) : undefined)), { deadlineMs: 20_000 })
 
 /** Every stored row of the project: headers and body as PostgreSQL holds them (text and bytes). */
 const storedRows = (projectId: string) =>

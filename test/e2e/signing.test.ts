@@ -12,7 +12,7 @@ import { Webhook } from "standardwebhooks"
 import { rotateSigningSecret, showSigningSecret } from "../../src/commands/projects.ts"
 import { projectIdOfKey } from "../support/fixtures.ts"
 import { TestServer, testServerLayer } from "../support/server.ts"
-import { type Arrival, headerNames, headerValues, target } from "../support/target.ts"
+import { type Arrival, arrivalsAt, headerNames, headerValues, target } from "../support/target.ts"
 import { pollUntil } from "../support/wait.ts"
 
 /** What a target does with a delivery (docs/signatures.md): the library, the raw body, the headers as received. */
@@ -62,9 +62,6 @@ const project = Effect.gen(function*() {
     )
   return { name, schedule }
 })
-
-const arrivalsAt = (t: { readonly at: (path: string) => ReadonlyArray<Arrival> }, path: string, count: number) =>
-  pollUntil(`${count} arrivals at ${path}`, Effect.sync(() => (t.at(path).length >= count ? t.at(path) : undefined)), { deadlineMs: 20_000 })
 
 layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })("signed deliveries", (it) => {
   describe("what the target receives", () => {

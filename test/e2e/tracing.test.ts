@@ -15,7 +15,7 @@ import * as crypto from "node:crypto"
 import { ATTEMPT_SPAN, RECORD_SPAN } from "../../src/delivery/attemptTracing.ts"
 import { type OtlpReceiver, otlpReceiver, type ReceivedSpan } from "../support/otlpReceiver.ts"
 import { TestServer, testServerLayer } from "../support/server.ts"
-import { type Arrival, closedPort, headerValues, target } from "../support/target.ts"
+import { arrivalsAt, closedPort, headerValues, target } from "../support/target.ts"
 import { pollUntil } from "../support/wait.ts"
 
 class Receiver extends Context.Service<Receiver, OtlpReceiver>()("test/OtlpReceiver") {}
@@ -46,9 +46,6 @@ const spansWhere = (count: number, label: string, predicate: (span: ReceivedSpan
       const found = receiver.spans.filter(predicate)
       return found.length >= count ? found : undefined
     }), { deadlineMs: 20_000 }))
-
-const arrivalsAt = (t: { readonly at: (path: string) => ReadonlyArray<Arrival> }, path: string, count: number) =>
-  pollUntil(`${count} arrivals at ${path}`, Effect.sync(() => (t.at(path).length >= count ? t.at(path) : undefined)), { deadlineMs: 20_000 })
 
 const storedContext = (id: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
