@@ -33,8 +33,6 @@ export const MAX_SIGNING_SECRET_OVERLAP_HOURS = 720
 const SECRET_PREFIX = "whsec_"
 /** A secret as the service makes them: `whsec_` + base64 of 32 bytes. */
 export const SIGNING_SECRET_PATTERN = /^whsec_[A-Za-z0-9+/]{43}=$/
-/** A secret of the format before migration 9: `whsec_` + 64 hex characters, used whole as the key. */
-export const LEGACY_SIGNING_SECRET_PATTERN = /^whsec_[0-9a-f]{64}$/
 
 /** A new signing secret: 256 random bits. */
 export const generateSigningSecret = (): string => `${SECRET_PREFIX}${crypto.randomBytes(32).toString("base64")}`
