@@ -3,6 +3,7 @@
 import * as Context from "effect/Context"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { type Keyring, parseEncryptionKeys } from "./domain/sealing.ts"
 
 export const DEFAULTS = {
   DATABASE_URL: undefined,
@@ -25,7 +26,17 @@ export const DEFAULTS = {
   SESSION_IDLE_MINUTES: 30,
   SESSION_MAX_HOURS: 12,
   SMTP_URL: undefined,
-  SMTP_FROM: "timewheel <timewheel@localhost>"
+  SMTP_FROM: "timewheel <timewheel@localhost>",
+  ENCRYPTION_KEYS: undefined,
+  OTEL_EXPORTER_OTLP_ENDPOINT: undefined,
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: undefined,
+  OTEL_SERVICE_NAME: "timewheel",
+  OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf",
+  OTEL_EXPORTER_OTLP_TRACES_PROTOCOL: undefined,
+  OTEL_EXPORTER_OTLP_HEADERS: undefined,
+  OTEL_EXPORTER_OTLP_TRACES_HEADERS: undefined,
+  OTEL_BSP_SCHEDULE_DELAY: 5000,
+  OTEL_SDK_DISABLED: false
 } as const
 
 export const LOG_LEVELS = ["all", "trace", "debug", "info", "warn", "error", "fatal", "none"] as const
@@ -37,6 +48,18 @@ export type LogFormatName = (typeof LOG_FORMATS)[number]
 export interface TlsFiles {
   readonly cert: string
   readonly key: string
+}
+
+/** Where and how spans are exported (OpenTelemetry's environment, OTLP over HTTP). */
+export interface TracingSettings {
+  /** OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as given, else OTEL_EXPORTER_OTLP_ENDPOINT + `/v1/traces`. */
+  readonly url: string
+  readonly serviceName: string
+  readonly protocol: "http/protobuf" | "http/json"
+  /** OTEL_EXPORTER_OTLP_HEADERS (`name=value,…`, values URL-decoded), e.g. a vendor's key. */
+  readonly headers: Readonly<Record<string, string>>
+  /** OTEL_BSP_SCHEDULE_DELAY: how often a batch of ended spans is sent. */
+  readonly exportIntervalMs: number
 }
 
 export interface AppConfigShape {
@@ -75,6 +98,10 @@ export interface AppConfigShape {
   readonly smtpUrl: string | undefined
   /** The From of alert e-mails. */
   readonly smtpFrom: string
+  /** ENCRYPTION_KEYS: the keys sealing stored headers and bodies (the first writes); null: stored plain. */
+  readonly encryptionKeys: Keyring | null
+  /** Tracing: on when an OTLP endpoint is set (and OTEL_SDK_DISABLED is not true); null: off. */
+  readonly tracing: TracingSettings | null
 }
 
 export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("timewheel/AppConfig") {}
@@ -158,6 +185,62 @@ const smtpFrom = (env: Env): string => {
   return raw
 }
 
+const encryptionKeys = (env: Env): Keyring | null => {
+  const raw = setting(env, "ENCRYPTION_KEYS")
+  if (raw === undefined) return null
+  const keyring = parseEncryptionKeys(raw)
+  if (typeof keyring === "string") throw new ConfigError(`ENCRYPTION_KEYS: ${keyring}`)
+  return keyring
+}
+
+const httpUrl = (name: string, raw: string): URL => {
+  let url: URL | undefined
+  try {
+    url = new URL(raw)
+  } catch {
+    // reported below
+  }
+  if (url === undefined || (url.protocol !== "http:" && url.protocol !== "https:")) {
+    throw new ConfigError(`${name} must be an http:// or https:// URL, got "${raw}"`)
+  }
+  return url
+}
+
+const otlpHeaders = (raw: string | undefined): Record<string, string> => {
+  const headers: Record<string, string> = {}
+  for (const entry of (raw ?? "").split(",").map((part) => part.trim()).filter((part) => part !== "")) {
+    const eq = entry.indexOf("=")
+    if (eq <= 0) throw new ConfigError(`OTEL_EXPORTER_OTLP_HEADERS must be name=value pairs separated by commas, got "${entry}"`)
+    headers[entry.slice(0, eq).trim()] = decodeURIComponent(entry.slice(eq + 1).trim())
+  }
+  return headers
+}
+
+const tracing = (env: Env): TracingSettings | null => {
+  if (boolean(env, "OTEL_SDK_DISABLED", DEFAULTS.OTEL_SDK_DISABLED)) return null
+  const tracesEndpoint = setting(env, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+  const endpoint = setting(env, "OTEL_EXPORTER_OTLP_ENDPOINT")
+  let url: string
+  if (tracesEndpoint !== undefined) url = httpUrl("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", tracesEndpoint).toString()
+  else if (endpoint !== undefined) {
+    const base = httpUrl("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+    base.pathname = `${base.pathname.replace(/\/$/, "")}/v1/traces`
+    url = base.toString()
+  } else return null
+  const protocol = setting(env, "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") ?? setting(env, "OTEL_EXPORTER_OTLP_PROTOCOL") ??
+    DEFAULTS.OTEL_EXPORTER_OTLP_PROTOCOL
+  if (protocol !== "http/protobuf" && protocol !== "http/json") {
+    throw new ConfigError(`OTEL_EXPORTER_OTLP_PROTOCOL must be "http/protobuf" or "http/json" (grpc is not supported), got "${protocol}"`)
+  }
+  return {
+    url,
+    serviceName: setting(env, "OTEL_SERVICE_NAME") ?? DEFAULTS.OTEL_SERVICE_NAME,
+    protocol,
+    headers: otlpHeaders(setting(env, "OTEL_EXPORTER_OTLP_TRACES_HEADERS") ?? setting(env, "OTEL_EXPORTER_OTLP_HEADERS")),
+    exportIntervalMs: integer(env, "OTEL_BSP_SCHEDULE_DELAY", DEFAULTS.OTEL_BSP_SCHEDULE_DELAY, 1, 3_600_000)
+  }
+}
+
 const readPem = (name: string, file: string): string => {
   try {
     return fs.readFileSync(file, "utf8")
@@ -215,7 +298,9 @@ export const loadConfig = (env: Env): AppConfigShape => {
     sessionIdleMinutes: integer(env, "SESSION_IDLE_MINUTES", DEFAULTS.SESSION_IDLE_MINUTES, 1, 10_080),
     sessionMaxHours: integer(env, "SESSION_MAX_HOURS", DEFAULTS.SESSION_MAX_HOURS, 1, 8_760),
     smtpUrl: smtpUrl(env),
-    smtpFrom: smtpFrom(env)
+    smtpFrom: smtpFrom(env),
+    encryptionKeys: encryptionKeys(env),
+    tracing: tracing(env)
   }
 }
 

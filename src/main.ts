@@ -11,6 +11,7 @@ import * as crypto from "node:crypto"
 import { HttpServer } from "effect/http"
 import { loadTls } from "./api/tls.ts"
 import { ConfigError, loadConfig } from "./config.ts"
+import { EncryptionKeysMissing } from "./domain/sealing.ts"
 import { loggingLayer, ServiceLive } from "./service.ts"
 
 const fatal = (message: string): never => {
@@ -53,6 +54,8 @@ const stopped = Effect.log("timewheel stopped").pipe(Effect.annotateLogs({ event
 
 NodeRuntime.runMain(
   Layer.launch(announce.pipe(Layer.provideMerge(ServiceLive(config, tls, { nodeId: node })))).pipe(
+    // a refusal to start is one line, like a bad setting
+    Effect.catchIf((error) => error instanceof EncryptionKeysMissing, (error) => Effect.sync(() => fatal(error.message))),
     Effect.ensuring(stopped),
     Effect.provide(loggingLayer(config, node))
   ),

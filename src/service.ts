@@ -26,9 +26,11 @@ import { ShardManagerLive } from "./scheduler/shardManager.ts"
 import { WakeRouterLive } from "./scheduler/wakeRouter.ts"
 import { Metrics, makeMetrics } from "./ops/metrics.ts"
 import { OpsServerLive } from "./ops/opsServer.ts"
+import { apiTracingLayer, tracingLayer } from "./ops/tracing.ts"
 import { DatabaseLive, ShardCount } from "./store/db.ts"
 import { nodeApplicationName } from "./store/nodePresence.ts"
 import { Notifications } from "./store/notifications.ts"
+import { encryptionKeysLayer } from "./store/sealedRequests.ts"
 
 const LOG_LEVEL: Record<LogLevelName, LogLevel> = {
   all: "All", trace: "Trace", debug: "Debug", info: "Info", warn: "Warn", error: "Error", fatal: "Fatal", none: "None"
@@ -49,7 +51,8 @@ const jsonLogger = (node: string) =>
 
 /**
  * Logging at the configured level and format (logfmt text, or JSON lines carrying `node`); tracing
- * spans off: nothing exports them, and every HTTP request and SQL statement would otherwise build one.
+ * spans off: every HTTP request and SQL statement would otherwise build one. With tracing on
+ * (ops/tracing.ts) the API's requests turn them on for themselves, and delivery makes its own.
  */
 export const loggingLayer = (config: AppConfigShape, node: string) =>
   Layer.mergeAll(
@@ -78,7 +81,9 @@ export const ServiceLive = (
   const database = DatabaseLive(config, { applicationName: nodeApplicationName(node), maxConnections: POOL_CONNECTIONS }).pipe(
     Layer.provideMerge(Layer.succeed(AppConfig)(config))
   )
-  const notifications = Notifications.layer.pipe(Layer.provideMerge(database))
+  // stored headers and bodies sealed with ENCRYPTION_KEYS; a key missing for stored rows stops the start
+  const stored = encryptionKeysLayer(config.encryptionKeys).pipe(Layer.provideMerge(database))
+  const notifications = Notifications.layer.pipe(Layer.provideMerge(stored))
   const core = Layer.mergeAll(
     ShardCount.layer,
     Heartbeats.layer,
@@ -98,8 +103,12 @@ export const ServiceLive = (
   ).pipe(Layer.provideMerge(notifications))
   const delivery = Layer.mergeAll(DispatcherLive, ClaimBatcher.layer, MarkBatcher.layer).pipe(Layer.provideMerge(core))
   const scheduler = Layer.mergeAll(ShardManagerLive, HousekeepingLive).pipe(Layer.provideMerge(delivery))
-  return Layer.mergeAll(HttpsServerLive(tls), OpsServerLive({ poolConnections: POOL_CONNECTIONS })).pipe(
+  return Layer.mergeAll(
+    HttpsServerLive(tls).pipe(Layer.provide(apiTracingLayer(config.tracing))),
+    OpsServerLive({ poolConnections: POOL_CONNECTIONS })
+  ).pipe(
     Layer.provideMerge(scheduler),
+    Layer.provide(tracingLayer(config.tracing)),
     Layer.provide(loggingLayer(config, node))
   )
 }

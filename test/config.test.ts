@@ -53,7 +53,9 @@ describe("loadConfig", () => {
       sessionIdleMinutes: 30,
       sessionMaxHours: 12,
       smtpUrl: undefined,
-      smtpFrom: "timewheel <timewheel@localhost>"
+      smtpFrom: "timewheel <timewheel@localhost>",
+      encryptionKeys: null,
+      tracing: null
     }
     assert.deepStrictEqual(config, expected)
     assert.strictEqual(DEFAULTS.DATA_DIR, "./data")
@@ -97,7 +99,27 @@ describe("loadConfig", () => {
       ["SMTP_FROM a name and an address", { SMTP_FROM: "Alerts <alerts@example.com>" }, { smtpFrom: "Alerts <alerts@example.com>" }],
       ["postgres:// URL", { DATABASE_URL: "postgres://u:p@db.example:5433/tw" }, { databaseUrl: "postgres://u:p@db.example:5433/tw" }],
       ["postgresql:// URL", { DATABASE_URL: "postgresql://db.example/tw" }, { databaseUrl: "postgresql://db.example/tw" }],
-      ["both TLS files: their PEM contents", { TLS_CERT_FILE: CERT, TLS_KEY_FILE: KEY }, { tls: { cert: pems.cert, key: pems.key } }]
+      ["both TLS files: their PEM contents", { TLS_CERT_FILE: CERT, TLS_KEY_FILE: KEY }, { tls: { cert: pems.cert, key: pems.key } }],
+      [
+        "OTEL_EXPORTER_OTLP_ENDPOINT: traces to its /v1/traces, as protobuf, service timewheel",
+        { OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318" },
+        { tracing: { url: "http://collector:4318/v1/traces", serviceName: "timewheel", protocol: "http/protobuf", headers: {}, exportIntervalMs: 5000 } }
+      ],
+      [
+        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as given, before the general one; the other OTEL_ settings",
+        {
+          OTEL_EXPORTER_OTLP_ENDPOINT: "http://ignored:4318", OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "https://vendor.example/otlp/traces",
+          OTEL_SERVICE_NAME: "tw-eu", OTEL_EXPORTER_OTLP_PROTOCOL: "http/json", OTEL_EXPORTER_OTLP_HEADERS: "x-key=a%3Db, other = 2",
+          OTEL_BSP_SCHEDULE_DELAY: "200"
+        },
+        {
+          tracing: {
+            url: "https://vendor.example/otlp/traces", serviceName: "tw-eu", protocol: "http/json", headers: { "x-key": "a=b", other: "2" },
+            exportIntervalMs: 200
+          }
+        }
+      ],
+      ["OTEL_SDK_DISABLED=true: tracing off whatever the endpoint", { OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_SDK_DISABLED: "true" }, { tracing: null }]
     ]
     for (const [name, env, expected] of cases) {
       it(name, () => {
@@ -107,6 +129,15 @@ describe("loadConfig", () => {
         }
       })
     }
+  })
+
+  it("ENCRYPTION_KEYS: the first key writes, every key opens", () => {
+    const a = Buffer.alloc(32, 1).toString("base64")
+    const b = Buffer.alloc(32, 2).toString("base64")
+    const keys = loadConfig({ ENCRYPTION_KEYS: ` new:${a} , old_1:${b}` }).encryptionKeys!
+    assert.strictEqual(keys.writer.id, "new")
+    assert.deepStrictEqual([...keys.byId.keys()], ["new", "old_1"])
+    assert.deepStrictEqual(keys.byId.get("old_1")!.key.export(), Buffer.alloc(32, 2))
   })
 
   describe("bad values: one line naming the setting", () => {
@@ -190,7 +221,33 @@ describe("loadConfig", () => {
         { DATABASE_URL: "mysql://root@127.0.0.1/tw" },
         `DATABASE_URL must start with postgres:// or postgresql://, got "mysql://"`
       ],
-      ["DATABASE_URL without a host", { DATABASE_URL: "postgres:///timewheel" }, `DATABASE_URL has no host`]
+      ["DATABASE_URL without a host", { DATABASE_URL: "postgres:///timewheel" }, `DATABASE_URL has no host`],
+      [
+        "ENCRYPTION_KEYS without an id",
+        { ENCRYPTION_KEYS: "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=" },
+        `ENCRYPTION_KEYS: each entry must be <id>:<base64 of 32 bytes> with an id of 1-32 letters, digits, _ or -, got "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="`
+      ],
+      [
+        "ENCRYPTION_KEYS with a short key",
+        { ENCRYPTION_KEYS: "k1:c2hvcnQ=" },
+        `ENCRYPTION_KEYS: the key "k1" must be the base64 of 32 bytes (e.g. openssl rand -base64 32)`
+      ],
+      [
+        "ENCRYPTION_KEYS with an id twice",
+        { ENCRYPTION_KEYS: "k1:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=,k1:MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=" },
+        `ENCRYPTION_KEYS: the key id "k1" is given twice`
+      ],
+      ["OTEL_EXPORTER_OTLP_ENDPOINT not a URL", { OTEL_EXPORTER_OTLP_ENDPOINT: "collector:4318" }, `OTEL_EXPORTER_OTLP_ENDPOINT must be an http:// or https:// URL, got "collector:4318"`],
+      [
+        "OTEL_EXPORTER_OTLP_PROTOCOL grpc",
+        { OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4317", OTEL_EXPORTER_OTLP_PROTOCOL: "grpc" },
+        `OTEL_EXPORTER_OTLP_PROTOCOL must be "http/protobuf" or "http/json" (grpc is not supported), got "grpc"`
+      ],
+      [
+        "OTEL_EXPORTER_OTLP_HEADERS without =",
+        { OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_EXPORTER_OTLP_HEADERS: "token" },
+        `OTEL_EXPORTER_OTLP_HEADERS must be name=value pairs separated by commas, got "token"`
+      ]
     ]
     for (const [name, env, message] of cases) {
       it(name, () => {

@@ -2,7 +2,11 @@
 // plus graphile-worker at its lowest polling interval in the precision workload; the gated workload is
 // timewheel's alone (the peers have no tag policies). timewheel's ingest runs twice: driven by wrk
 // (its row, and the ceilings beside it) and by the bench's Node client (the row measured before wrk).
+// With --encryption and --tracing, the delivery workload also runs timewheel with ENCRYPTION_KEYS set
+// and with tracing on (to a discarding OTLP receiver, otlpSink.ts), each beside the plain run.
+import * as crypto from "node:crypto"
 import * as graphileWorker from "./graphileWorker.ts"
+import { startOtlpSink } from "./otlpSink.ts"
 import { startPeer } from "./peerProcess.ts"
 import * as pgBoss from "./pgBoss.ts"
 import type { PeerName, PeerSettings } from "./peers.ts"
@@ -66,5 +70,49 @@ const BY_WORKLOAD: Record<WorkloadName, ReadonlyArray<Contender>> = {
   gated: [timewheelContender]
 }
 
-export const contendersFor = (workload: WorkloadName, systems: ReadonlyArray<SystemName>) =>
-  BY_WORKLOAD[workload].filter((contender) => systems.includes(contender.system))
+/** The optional timewheel variants of the delivery workload (`--encryption`, `--tracing`). */
+export interface Variants {
+  readonly encryption: boolean
+  readonly tracing: boolean
+}
+
+/** timewheel with every stored header and body encrypted (one key, random per run). */
+const timewheelEncrypted: Contender = {
+  ...timewheelContender,
+  label: "timewheel (encrypted)",
+  settings: { ...timewheel.SETTINGS, service: { ...timewheel.SETTINGS.service, ENCRYPTION_KEYS: "one key (bench:<random>)" } },
+  start: (databaseUrl) => timewheel.startTimewheel(databaseUrl, { ENCRYPTION_KEYS: `bench:${crypto.randomBytes(32).toString("base64")}` })
+}
+
+/** timewheel exporting its spans (protobuf, every 5 s) to a local receiver that discards them. */
+const timewheelTraced: Contender = {
+  ...timewheelContender,
+  label: "timewheel (tracing)",
+  settings: { ...timewheel.SETTINGS, service: { ...timewheel.SETTINGS.service, OTEL_EXPORTER_OTLP_ENDPOINT: "local discarding receiver" } },
+  start: async (databaseUrl) => {
+    const receiver = await startOtlpSink()
+    const system = await timewheel.startTimewheel(databaseUrl, { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.origin }).catch(async (error: unknown) => {
+      await receiver.stop()
+      throw error
+    })
+    return {
+      ...system,
+      stop: async () => {
+        const rss = await system.stop()
+        const { exports, bytes } = receiver.received()
+        process.stderr.write(`  tracing: ${exports} exports, ${Math.round(bytes / 1024)} KiB of spans received\n`)
+        await receiver.stop()
+        return rss
+      }
+    }
+  }
+}
+
+export const contendersFor = (workload: WorkloadName, systems: ReadonlyArray<SystemName>, variants: Variants = { encryption: false, tracing: false }) => {
+  const extra = workload === "delivery"
+    ? [...(variants.encryption ? [timewheelEncrypted] : []), ...(variants.tracing ? [timewheelTraced] : [])]
+    : []
+  const all = [...BY_WORKLOAD[workload]]
+  all.splice(1, 0, ...extra) // right after timewheel's plain run
+  return all.filter((contender) => systems.includes(contender.system))
+}

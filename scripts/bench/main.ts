@@ -1,11 +1,11 @@
 // `npm run bench [-- --only ingest,delivery,precision,batch,gated] [--systems timewheel,graphile-worker,pg-boss]
-// [--n 20000] [--precision-n 2000] [--batch-n 100000] [--lead-ms N]`: runs each workload against each system on one
+// [--n 20000] [--precision-n 2000] [--batch-n 100000] [--lead-ms N] [--encryption] [--tracing]`: runs each workload against each system on one
 // PostgreSQL (DATABASE_URL, else an embedded one), a fresh database per run, a sink in its own process;
 // prints Markdown tables with timewheel/peer ratios (and, beside ingest and delivery, what the machine allows
 // the same client: the ceilings) and writes bench-results/<timestamp>.json.
 import { installExitHandlers, killAllChildren } from "./common.ts"
 import { contendersFor, SYSTEMS, WORKLOADS } from "./contenders.ts"
-import type { SystemName, WorkloadName } from "./contenders.ts"
+import type { SystemName, Variants, WorkloadName } from "./contenders.ts"
 import { freshDatabase, openDatabaseServer, serverVersion } from "./database.ts"
 import type { DatabaseServer } from "./database.ts"
 import { failWith, readFlags } from "./cliFlags.ts"
@@ -21,7 +21,7 @@ import type { Contender } from "./system.ts"
 import { BATCH_SIZE, GATED_DEFAULT_N, LoadOverrun, runBatch, runDelivery, runGated, runIngest, runPrecision } from "./workloads.ts"
 
 const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,batch,gated] [--systems timewheel,graphile-worker,pg-boss]
-                        [--n 20000] [--precision-n 2000] [--batch-n 100000] [--lead-ms N]
+                        [--n 20000] [--precision-n 2000] [--batch-n 100000] [--lead-ms N] [--encryption] [--tracing]
   --only         workloads to run (default all; "memory" is measured in every workload; gated is timewheel only)
                  ingest: timewheel driven by wrk (1 thread, 32 connections, 8 s after a 2 s warm-up; installed
                  with apt-get when missing and root) and by the Node client (n calls, as before); beside it the
@@ -32,7 +32,9 @@ const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,batch,g
                  the gated workload (default ${GATED_DEFAULT_N})
   --precision-n  requests in the precision workload, spread over 10 s (default 2000)
   --batch-n      requests in the batch workload, a multiple of ${BATCH_SIZE} (default 100000)
-  --lead-ms      time between the start of loading and the first due instant (default: estimated)`
+  --lead-ms      time between the start of loading and the first due instant (default: estimated)
+  --encryption   delivery also runs timewheel with ENCRYPTION_KEYS set (every stored header and body encrypted)
+  --tracing      delivery also runs timewheel with tracing on, exporting to a local OTLP receiver that discards the spans`
 
 interface Options {
   readonly workloads: ReadonlyArray<WorkloadName>
@@ -43,6 +45,7 @@ interface Options {
   readonly precisionN: number
   readonly batchN: number
   readonly leadMs: number | undefined
+  readonly variants: Variants
 }
 
 const fail = failWith(USAGE)
@@ -62,7 +65,7 @@ const batchCount = (raw: string): number => {
 }
 
 const parseOptions = (args: ReadonlyArray<string>): Options => {
-  const { values } = readFlags(args, USAGE, ["only", "systems", "n", "precision-n", "batch-n", "lead-ms"])
+  const { values, switches } = readFlags(args, USAGE, ["only", "systems", "n", "precision-n", "batch-n", "lead-ms"], ["encryption", "tracing"])
   const lead = values.get("lead-ms")
   return {
     workloads: values.has("only") ? listOf(values.get("only")!, WORKLOADS, ["memory"]) : WORKLOADS,
@@ -71,7 +74,8 @@ const parseOptions = (args: ReadonlyArray<string>): Options => {
     gatedN: positiveInt(values.get("n") ?? String(GATED_DEFAULT_N), "--n"),
     precisionN: positiveInt(values.get("precision-n") ?? "2000", "--precision-n"),
     batchN: batchCount(values.get("batch-n") ?? "100000"),
-    leadMs: lead === undefined ? undefined : positiveInt(lead, "--lead-ms")
+    leadMs: lead === undefined ? undefined : positiveInt(lead, "--lead-ms"),
+    variants: { encryption: switches.has("encryption"), tracing: switches.has("tracing") }
   }
 }
 
@@ -195,7 +199,7 @@ const main = async () => {
     for (const workload of options.workloads) {
       const ceiling = ceilingOf(workload, options, sink)
       if (ceiling?.first === true) await measureCeiling(ceiling)
-      for (const contender of contendersFor(workload, options.systems)) {
+      for (const contender of contendersFor(workload, options.systems, options.variants)) {
         say(`${workload} · ${contender.label} …`)
         const base = { workload, system: contender.system, label: contender.label, settings: contender.settings }
         try {

@@ -104,8 +104,11 @@ const expectSummary = (what: string, answer: ItemsAnswer, field: keyof ItemsAnsw
   if (answer.summary[field] !== count) throw new Error(`${what}: expected ${count} ${field}, got ${JSON.stringify(answer.summary)}`)
 }
 
-/** Starts the service on `databaseUrl` and creates the project and key; `worker` is implied (one process). */
-export const startTimewheel = async (databaseUrl: string): Promise<StartedSystem> => {
+/**
+ * Starts the service on `databaseUrl` and creates the project and key; `worker` is implied (one
+ * process). `serviceEnv`: more settings for the service alone (ENCRYPTION_KEYS, OTEL_…: contenders.ts).
+ */
+export const startTimewheel = async (databaseUrl: string, serviceEnv: Readonly<Record<string, string>> = {}): Promise<StartedSystem> => {
   // what `npm start` runs: the JavaScript compiled into dist/ (built here when missing or stale)
   await execFileAsync(process.execPath, [path.join(REPO_ROOT, "scripts/build.ts")], { cwd: REPO_ROOT })
   const dataDir = makeTempDir("service")
@@ -117,7 +120,8 @@ export const startTimewheel = async (databaseUrl: string): Promise<StartedSystem
     HOST: "127.0.0.1",
     DATA_DIR: dataDir,
     LOG_LEVEL: "warn",
-    PREFIX
+    PREFIX,
+    ...serviceEnv
   }
   // BENCH_SERVICE_NODE_ARGS passes flags to the service's node, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"
   // after the flags `npm start` gives it (package.json "start")

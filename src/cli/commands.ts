@@ -4,7 +4,9 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import { createAdmin } from "../commands/admins.ts"
 import { createApiKey, listApiKeys, revokeApiKey } from "../commands/apiKeys.ts"
+import { resealStoredTriggers } from "../commands/encryptionKeys.ts"
 import { createProject, rotateSigningSecret, setProjectQuota, showSigningSecret } from "../commands/projects.ts"
+import type { Keyring } from "../domain/sealing.ts"
 import { MAX_SIGNING_SECRET_OVERLAP_HOURS } from "../domain/signing.ts"
 
 export class CliError extends Data.TaggedError("CliError")<{ readonly message: string }> {}
@@ -46,3 +48,12 @@ export const keyList = (projectName: string) =>
 export const keyRevoke = (keyId: string) => Effect.as(revokeApiKey(keyId), `key ${keyId} revoked`)
 
 export const adminCreate = (email: string, password: string) => Effect.as(createAdmin(email, password), `admin ${email} created`)
+
+/** Seals every stored trigger with the first key of ENCRYPTION_KEYS; one line saying how many. */
+export const keysRotateEncryption = (keyring: Keyring | null) =>
+  keyring === null
+    ? fail("ENCRYPTION_KEYS is not set: there is no key to encrypt with")
+    : Effect.map(resealStoredTriggers(keyring), (done) =>
+      done.skipped
+        ? `${done.resealed} triggers sealed with key "${done.writerId}"; some were busy every time: run the command again`
+        : `${done.resealed} triggers sealed with key "${done.writerId}"; every stored trigger now is (older keys can leave ENCRYPTION_KEYS)`)

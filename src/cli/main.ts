@@ -11,7 +11,8 @@ import { AppConfig, ConfigError, loadConfig } from "../config.ts"
 import { isSpecFailure } from "../domain/errors.ts"
 import { type Database, DatabaseLive } from "../store/db.ts"
 import {
-  adminCreate, CliError, keyCreate, keyList, keyRevoke, parseOverlapHours, parseQuota, projectCreate, projectSetQuota, secretRotate, secretShow
+  adminCreate, CliError, keyCreate, keyList, keyRevoke, keysRotateEncryption, parseOverlapHours, parseQuota, projectCreate, projectSetQuota,
+  secretRotate, secretShow
 } from "./commands.ts"
 
 export const USAGE = `usage: npm run --silent cli -- <command>
@@ -23,6 +24,7 @@ export const USAGE = `usage: npm run --silent cli -- <command>
   key list <project-name>
   key revoke <key-id>
   admin create <email> [--password P]      (otherwise the password is read from stdin)
+  keys rotate-encryption                   (seals every stored trigger with the first key of ENCRYPTION_KEYS)
   cron next '<value>' [--from <ISO>] [--count N]`
 
 const usage = (message: string) => Effect.fail(new CliError({ message: `${message}\n${USAGE}` }))
@@ -93,6 +95,11 @@ const databaseCommand = (args: ReadonlyArray<string>): Effect.Effect<DatabaseCom
       return Effect.map(expect(3, "<project-name>"), () => keyList(first!))
     case "key revoke":
       return Effect.map(expect(3, "<key-id>"), () => keyRevoke(first!))
+    case "keys rotate-encryption":
+      return Effect.map(expect(2, "no argument"), (): DatabaseCommand =>
+        Effect.gen(function*() {
+          return yield* keysRotateEncryption((yield* AppConfig).encryptionKeys)
+        }))
     case "admin create":
       return Effect.gen(function*() {
         yield* expect(3, "<email>")

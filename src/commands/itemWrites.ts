@@ -12,6 +12,7 @@ import type { ItemWrite, OperationEntry, PlannedTrigger, StoredTrigger } from ".
 import { shardOf } from "../domain/trigger.ts"
 import type { MetricsShape } from "../ops/metrics.ts"
 import { type ItemTriggerRow, itemTriggersCancel, itemTriggersInsert, itemTriggersUpdate } from "../store/itemWrites.ts"
+import { callTraceContext } from "./callTrace.ts"
 
 /** Counts the triggers a call created (entries `added`, or `skipped` for a new one in the past). */
 export const countCreated = (metrics: MetricsShape, source: "declare" | "bulk", operations: ReadonlyArray<OperationEntry>) => {
@@ -110,7 +111,9 @@ export const applyItemWrites = (input: ApplyInput) =>
     // 2. updates in place
     const updates = input.writes.flatMap((w) => (w._tag === "Update" ? [w.trigger] : []))
     const updateRows = updates.map((trigger) => ({ ...rowOf(trigger, input.shards), expectedStatus: stored.get(trigger.id)!.status }))
-    const updated = yield* itemTriggersUpdate({ projectId, rows: updateRows, nowMs })
+    // the call's trace context goes with what it writes (tracing on)
+    const trace = yield* callTraceContext
+    const updated = yield* itemTriggersUpdate({ projectId, rows: updateRows, nowMs, trace })
     const updatedIds = new Set(updated.map((row) => row.id))
     const missedUpdates = updates.filter((trigger) => !updatedIds.has(trigger.id))
     for (const row of updateRows) {
@@ -135,7 +138,7 @@ export const applyItemWrites = (input: ApplyInput) =>
       changedEntries.set(missed.id, addedEntry(fresh))
     }
     const insertRows = inserts.map((trigger) => rowOf(trigger, input.shards))
-    yield* itemTriggersInsert({ projectId, keyScope: input.keyScope, rows: insertRows, nowMs })
+    yield* itemTriggersInsert({ projectId, keyScope: input.keyScope, rows: insertRows, nowMs, trace })
     for (const row of insertRows) {
       const due = dueOf(row)
       if (row.kind === "job" && due !== null && due < input.wakeHorizonMs) wake.push({ shard: row.shard, id: row.id, dueAtMs: due })

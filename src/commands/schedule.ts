@@ -17,6 +17,7 @@ import { orUnavailable } from "../store/unavailable.ts"
 import {
   triggersCancel, triggersFindById, triggersFindKeyOwner, triggersInsertOneShot, triggersReplaceOneShot
 } from "../store/triggers.ts"
+import { callTraceContext } from "./callTrace.ts"
 import { InsertBatcher } from "./insertBatcher.ts"
 import { QuotaBatcher } from "./quotaBatcher.ts"
 import { upsertGenerator } from "./scheduleGenerator.ts"
@@ -47,7 +48,7 @@ const upsertOneShot = (command: ScheduleCommand, value: OnceValue, nowMs: number
     const { fireAtMs, nowBased } = value
     const status = !nowBased && !command.runMissed && isPast(fireAtMs, nowMs) ? "skipped" : "registered"
     const dueAtMs = status === "registered" ? fireAtMs : null
-    const write = { status, scheduledAtMs: fireAtMs, definition: command.definition, nowMs } as const
+    const write = { status, scheduledAtMs: fireAtMs, definition: command.definition, nowMs, trace: yield* callTraceContext } as const
 
     const key = command.definition.customKey
     const owner = key === null ? undefined : yield* triggersFindKeyOwner({ projectId: command.projectId, customKey: key })
@@ -101,7 +102,8 @@ const insertPlain = (command: ScheduleCommand, value: OnceValue, nowMs: number) 
     const id = uuidv7(nowMs)
     const shard = shardOf(id, shards)
     const quota = yield* (yield* InsertBatcher).insert({
-      id, projectId: command.projectId, shard, status, scheduledAtMs: fireAtMs, definition: command.definition, nowMs
+      id, projectId: command.projectId, shard, status, scheduledAtMs: fireAtMs, definition: command.definition, nowMs,
+      trace: yield* callTraceContext
     })
     if (quota._tag === "Exceeded") return yield* Effect.fail(quotaExceeded(quota.limit))
     const metrics = yield* Metrics

@@ -12,6 +12,7 @@ import { shardOf } from "../domain/trigger.ts"
 import { ShardCount } from "../store/db.ts"
 import { generatorsInsert, generatorsReplace, instancesCancelUpcoming, instancesInsert } from "../store/generators.ts"
 import { triggersCancel, triggersFindById, triggersFindKeyOwner, type TriggerRef } from "../store/triggers.ts"
+import { callTraceContext } from "./callTrace.ts"
 import type { Upserted } from "./schedule.ts"
 
 type CronValue = Extract<ScheduleValue, { readonly _tag: "Cron" }>
@@ -44,10 +45,11 @@ export const upsertGenerator = (command: ScheduleCommand, value: CronValue, nowM
     const id = target?.id ?? uuidv7(nowMs)
     const shard = target?.shard ?? shardOf(id, shards)
     const cron = { cronExpr: value.cronExpr, cronTz: value.cronTz }
+    const trace = yield* callTraceContext
     if (target === undefined) {
-      yield* generatorsInsert({ id, projectId: command.projectId, shard, ...cron, definition: command.definition, nowMs })
+      yield* generatorsInsert({ id, projectId: command.projectId, shard, ...cron, definition: command.definition, nowMs, trace })
     } else {
-      yield* generatorsReplace({ id, ...cron, definition: command.definition, nowMs })
+      yield* generatorsReplace({ id, ...cron, definition: command.definition, nowMs, trace })
       wake.push(...cancelled(yield* instancesCancelUpcoming({ generatorId: id, nowMs })))
     }
     // `H` is seeded by the generator id, so the first time is computed once the id is known

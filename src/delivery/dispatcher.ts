@@ -24,6 +24,7 @@ import { type Database, ShardCount } from "../store/db.ts"
 import { type ExecutionRecord, executionsRecord, type TriggerOutcome } from "../store/executions.ts"
 import { gateStartsSent } from "../store/gates.ts"
 import { triggersRelease, triggersStartDelivery } from "../store/schedulerQueries.ts"
+import { type AttemptSpan, DeliveryTracing, type RecordingSpan } from "./attemptTracing.ts"
 import { Dispatcher } from "./dispatch.ts"
 import { type DeliveryOutcome, Executor } from "./executor.ts"
 import { makeSenderPool } from "./senderPool.ts"
@@ -41,12 +42,16 @@ interface Outgoing {
   readonly tagRetry: ReadonlyArray<RetryPolicy>
   /** A throughput window counts its start: when it actually leaves is recorded. */
   readonly countsStart: boolean
+  /** Its attempt's span, from when it leaves (tracing on; attemptTracing.ts). */
+  span: AttemptSpan | undefined
 }
 
 interface Completion {
   readonly row: DeliveryRow
   readonly execution: ExecutionRecord
   readonly outcome: TriggerOutcome
+  /** The span of recording it (tracing on), ended once its batch is committed. */
+  readonly recording?: RecordingSpan
 }
 
 /** What the trigger's tag policies say about its delivery; nothing to look up for a trigger without tags. */
@@ -54,7 +59,8 @@ const outgoing = (row: DeliveryRow, policies: ReadonlyArray<StoredTagPolicy>): O
   row,
   timeoutSeconds: requestTimeoutFor(policies) ?? DEFAULT_TIMEOUT_SECONDS,
   tagRetry: tagRetryPolicies(policies),
-  countsStart: row.gateTags.length > 0 && policies.some((policy) => policy.throughput !== null && row.gateTags.includes(policy.tag))
+  countsStart: row.gateTags.length > 0 && policies.some((policy) => policy.throughput !== null && row.gateTags.includes(policy.tag)),
+  span: undefined
 })
 
 const attemptResult = (outcome: DeliveryOutcome): AttemptResult =>
@@ -141,6 +147,7 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
   const sentGated = yield* Queue.unbounded<{ readonly triggerId: string; readonly atMs: number }>()
   const clock = yield* Clock.Clock
   const metrics = yield* Metrics
+  const tracing = yield* DeliveryTracing
   /** Submitted ids not yet started, and outcomes not yet recorded: what a drain waits for. */
   let unstarted = 0
   let unrecorded = 0
@@ -149,16 +156,19 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
 
   const senders = makeSenderPool<Outgoing, DeliveryOutcome>({
     maxInFlight: config.maxInFlight,
-    send: ({ row, timeoutSeconds, countsStart }) => {
+    send: (sent) => {
+      const { row, timeoutSeconds, countsStart } = sent
       const nowMs = clock.currentTimeMillisUnsafe()
       // lateness of a trigger handed over at its due time by its shard (not gated, replayed or recovered)
       const dueAtMs = (row as Partial<ClaimedRow>).dueAtMs
       if (dueAtMs !== undefined) metrics.observeLateness((nowMs - dueAtMs) / 1000)
+      if (tracing !== null) sent.span = tracing.start(row, dueAtMs)
       return executor.send({
         url: row.url, method: row.method, headers: row.headers, body: row.body, contentType: row.contentType, timeoutSeconds,
         // signed as it leaves (DECISIONS "What a target sees beyond the stored request")
         identity: {
-          triggerId: row.id, attempt: row.attempt, signingSecrets: row.signingSecrets, timestampSeconds: Math.floor(nowMs / 1000)
+          triggerId: row.id, attempt: row.attempt, signingSecrets: row.signingSecrets, timestampSeconds: Math.floor(nowMs / 1000),
+          trace: sent.span?.outgoing
         }
       }, countsStart
         // when it is written to a connection: a connect or a busy event loop can hold it well past this instant
@@ -169,11 +179,13 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
       unrecorded++
       const completion = completionOf(row, outcome, random.nextDoubleUnsafe(), uuidv7(outcome.finishedAtMs))
       const execution = completion.execution
-      metrics.delivered(
-        execution.succeeded ? "succeeded" : execution.isDeadLetter ? "dead_letter" : "retrying", outcome.errorKind, outcome.httpStatus
-      )
+      const next = execution.succeeded ? "succeeded" : execution.isDeadLetter ? "dead_letter" : "retrying"
+      metrics.delivered(next, outcome.errorKind, outcome.httpStatus)
       metrics.observeDuration(outcome.durationMs / 1000)
-      Queue.offerUnsafe(completions, completion)
+      const span = row.span
+      if (span === undefined) return void Queue.offerUnsafe(completions, completion)
+      span.ended(outcome)
+      Queue.offerUnsafe(completions, { ...completion, recording: span.recording(next) })
     },
     onCrash: (error) => Effect.runForkWith(services)(Effect.logError("delivery failed unexpectedly", error))
   })
@@ -225,6 +237,7 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
     )
     unrecorded -= batch.length
     for (const { row } of batch) if (row.fired !== null) held.delete(row.id)
+    if (tracing !== null) for (const completion of batch) completion.recording?.recorded()
     for (const { execution } of batch) if (execution.isDeadLetter) yield* logDeadLetter(execution)
     yield* wakeups.wake([
       ...batch.flatMap((c) => c.outcome.retryAtMs === null ? [] : [{ shard: c.row.shard, id: c.outcome.id, dueAtMs: c.outcome.retryAtMs }]),

@@ -2,9 +2,13 @@
 // Pure: a request that can never be sent (bad URL, method, header) is an InvalidRequestError, not an exception.
 // With an identity, the headers of DECISIONS "What a target sees beyond the stored request" are added
 // (domain/signing.ts), signed over the exact body bytes sent; a stored header of the same name is dropped.
+// With a trace context (tracing on), `traceparent` and `tracestate` are ours too, replacing stored ones.
 import { isIP } from "node:net"
 import * as Result from "effect/Result"
-import { ATTEMPT_HEADER, SIGNATURE_HEADER, signatureHeader, SIGNING_HEADERS_LOWER, TRIGGER_ID_HEADER } from "../domain/signing.ts"
+import {
+  ATTEMPT_HEADER, SIGNATURE_HEADER, signatureHeader, SIGNING_HEADERS_LOWER, TRIGGER_ID_HEADER, WEBHOOK_ID_HEADER,
+  WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER, webhookSignature
+} from "../domain/signing.ts"
 import { InvalidRequestError } from "./classify.ts"
 
 /** Who sends what: the trigger, its attempt, and the project's signing secrets (current first). */
@@ -13,9 +17,18 @@ export interface DeliveryIdentity {
   /** 1-based. */
   readonly attempt: number
   readonly signingSecrets: ReadonlyArray<string>
-  /** The signature's `t`: unix seconds when the request leaves. */
+  /** `webhook-timestamp` and the signature's `t`: unix seconds when the request leaves. */
   readonly timestampSeconds: number
+  /** The W3C trace context to send (tracing on): the attempt's span, and the stored `tracestate`. */
+  readonly trace?: OutgoingTraceContext | undefined
 }
+
+export interface OutgoingTraceContext {
+  readonly traceparent: string
+  readonly tracestate: string | null
+}
+
+const TRACE_HEADERS_LOWER: ReadonlySet<string> = new Set(["traceparent", "tracestate"])
 
 /** A stored request, as the executor receives it. */
 export interface DeliveryRequest {
@@ -98,6 +111,7 @@ export const prepareRequest = (req: DeliveryRequest): Result.Result<PreparedRequ
     }
     if (DROPPED.has(lower)) continue
     if (identity !== undefined && SIGNING_HEADERS_LOWER.has(lower)) continue // ours replace it
+    if (identity?.trace !== undefined && TRACE_HEADERS_LOWER.has(lower)) continue // so does our trace context
     if (lower === "host" && seen.has("host")) return invalid("INVALID_HEADER", "Header Host is given more than once")
     seen.add(lower)
     headers.push(name, value)
@@ -117,11 +131,19 @@ export const prepareRequest = (req: DeliveryRequest): Result.Result<PreparedRequ
     headers.push("authorization", `Basic ${credentials}`)
   }
   if (identity !== undefined) {
+    const { signingSecrets: secrets, timestampSeconds: t, triggerId, trace } = identity
     headers.push(
-      TRIGGER_ID_HEADER, identity.triggerId,
+      TRIGGER_ID_HEADER, triggerId,
       ATTEMPT_HEADER, String(identity.attempt),
-      SIGNATURE_HEADER, signatureHeader(identity.signingSecrets, identity.timestampSeconds, body)
+      WEBHOOK_ID_HEADER, triggerId,
+      WEBHOOK_TIMESTAMP_HEADER, String(t),
+      WEBHOOK_SIGNATURE_HEADER, webhookSignature(secrets, triggerId, t, body),
+      SIGNATURE_HEADER, signatureHeader(secrets, t, body)
     )
+    if (trace !== undefined) {
+      headers.push("traceparent", trace.traceparent)
+      if (trace.tracestate !== null) headers.push("tracestate", trace.tracestate)
+    }
   }
 
   const hostname = url.hostname.replace(/^\[(.*)\]$/, "$1")

@@ -70,6 +70,9 @@ export interface DeliveryRow {
    * outcome is recorded only while it is as it was fetched (`seenUs`: its updated_at in µs).
    */
   readonly fired: { readonly seenUs: string } | null
+  /** The W3C trace context of the call that wrote it (stored when tracing was on), for its attempt's span. */
+  readonly traceparent: string | null
+  readonly tracestate: string | null
 }
 
 /**

@@ -9,7 +9,7 @@ import * as Redacted from "effect/Redacted"
 import { SqlClient } from "effect/sql"
 import * as path from "node:path"
 import { EMBEDDED_DATABASE, embeddedUrl, startEmbedded } from "./embedded.ts"
-import { MIGRATIONS } from "./schema.ts"
+import { type Migration, MIGRATIONS } from "./schema.ts"
 
 /** What every store function needs: the connection pool (callers need not know it speaks SQL). */
 export type Database = SqlClient.SqlClient
@@ -17,7 +17,12 @@ export type Database = SqlClient.SqlClient
 /** Advisory lock key taken while migrating ("timewheel" in ASCII, as a bigint). */
 const MIGRATION_LOCK = 0x74696d6577686565n
 
-export const migrate = Effect.fnUntraced(function*(options: { readonly shards: number; readonly nowMs: number }) {
+export const migrate = Effect.fnUntraced(function*(options: {
+  readonly shards: number
+  readonly nowMs: number
+  /** Every migration by default; a test applies fewer to check what a later one does to existing rows. */
+  readonly migrations?: ReadonlyArray<Migration>
+}) {
   const sql = yield* SqlClient.SqlClient
   return yield* sql.withTransaction(Effect.gen(function*() {
     yield* sql`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`
@@ -28,7 +33,7 @@ export const migrate = Effect.fnUntraced(function*(options: { readonly shards: n
     )
     const now = new Date(options.nowMs)
     const ran: Array<number> = []
-    for (const migration of MIGRATIONS) {
+    for (const migration of options.migrations ?? MIGRATIONS) {
       if (applied.has(migration.version)) continue
       // the driver speaks only the extended protocol: one statement per query
       for (const statement of migration.sql.split(/;\s*(?:\n|$)/)) {

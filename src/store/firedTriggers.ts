@@ -8,6 +8,7 @@ import { DUE_STATUSES } from "../domain/trigger.ts"
 import { type DeliveryRecord, deliveryColumns, toDeliveryRow } from "./deliveryRows.ts"
 import { executionsInsert, interruptedExecution } from "./executions.ts"
 import { GATED_SQL } from "./gates.ts"
+import { EncryptionKeys } from "./sealedRequests.ts"
 import { firedSql } from "./shardMarks.ts"
 import { statusList } from "./sqlLists.ts"
 
@@ -75,11 +76,12 @@ export const triggersFetchFired = Effect.fnUntraced(function*(input: {
     (SELECT ${columns} FROM triggers t JOIN projects p ON p.id = t.project_id
       WHERE ${pending} AND ${from} AND t.due_at <= ${new Date(input.untilMs)}
       ORDER BY t.due_at, t.id LIMIT ${input.limit})`
+  const keys = yield* EncryptionKeys
   return rows.map((row): FiredRow => ({
     id: row.id,
     dueAtMs: Number(row.due_ms),
     claimNeeded: row.claim_needed,
-    row: toDeliveryRow(row, [], { seenUs: row.updated_us }),
+    row: toDeliveryRow(row, keys, [], { seenUs: row.updated_us }),
     cursor: { dueAt: row.due_text, id: row.id }
   }))
 })

@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { DeliveryRow, HeaderPairs } from "../domain/trigger.ts"
 import { type DeliveryRecord, deliveryColumns, toDeliveryRow } from "./deliveryRows.ts"
+import { EncryptionKeys } from "./sealedRequests.ts"
 
 /**
  * Whether the trigger `t` has a gated tag — one whose policy limits concurrency or throughput — and
@@ -165,7 +166,8 @@ export const gateStart = Effect.fnUntraced(function*(input: {
     )
     SELECT started.*, coalesce((SELECT array_agg(slots.tag) FROM slots WHERE slots.trigger_id = started.id), '{}') AS gate_tags
     FROM started`
-  return rows.map((row): DeliveryRow => toDeliveryRow(row, row.gate_tags))
+  const keys = yield* EncryptionKeys
+  return rows.map((row): DeliveryRow => toDeliveryRow(row, keys, row.gate_tags))
 })
 
 /**

@@ -1,9 +1,12 @@
 // Generators (recurring triggers) and their instances. A generator row keeps the cron expression
 // and zone (never returned by the API); an instance is an ordinary one-shot row with generator_id,
-// copying the generator's url, method, headers, body, tags, title and retry policy when created.
+// copying the generator's url, method, headers, body, tags, title and retry policy when created (a
+// sealed definition is copied sealed, with its key id, and so is the generator's trace context).
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
+import type { TraceContext } from "../domain/traceContext.ts"
 import type { TriggerDefinition } from "../domain/trigger.ts"
+import { EncryptionKeys } from "./sealedRequests.ts"
 import { definitionColumns } from "./triggers.ts"
 
 export const generatorsInsert = Effect.fnUntraced(function*(input: {
@@ -14,15 +17,16 @@ export const generatorsInsert = Effect.fnUntraced(function*(input: {
   readonly cronTz: string
   readonly definition: TriggerDefinition
   readonly nowMs: number
+  readonly trace?: TraceContext | null
 }) {
   const sql = yield* SqlClient.SqlClient
-  const d = definitionColumns(input.definition)
+  const d = definitionColumns(input.definition, yield* EncryptionKeys, input.trace)
   const now = new Date(input.nowMs)
-  yield* sql`INSERT INTO triggers (id, project_id, kind, shard, status, url, method, headers, body, content_type,
-      title, tags, custom_key, retry, cron_expr, cron_tz, created_at, updated_at)
+  yield* sql`INSERT INTO triggers (id, project_id, kind, shard, status, url, method, headers, body, sealed_with, content_type,
+      title, tags, custom_key, retry, cron_expr, cron_tz, traceparent, tracestate, created_at, updated_at)
     VALUES (${input.id}, ${input.projectId}, 'generator', ${input.shard}, 'active', ${d.url}, ${d.method},
-      ${d.headers}::jsonb, ${d.body}, ${d.content_type}, ${d.title}, ${d.tags}::text[], ${d.custom_key},
-      ${d.retry}::jsonb, ${input.cronExpr}, ${input.cronTz}, ${now}, ${now})`
+      ${d.headers}::jsonb, ${d.body}, ${d.sealed_with}, ${d.content_type}, ${d.title}, ${d.tags}::text[], ${d.custom_key},
+      ${d.retry}::jsonb, ${input.cronExpr}, ${input.cronTz}, ${d.traceparent}, ${d.tracestate}, ${now}, ${now})`
 })
 
 /** Replaces an active generator's definition in place (same id). */
@@ -32,13 +36,14 @@ export const generatorsReplace = Effect.fnUntraced(function*(input: {
   readonly cronTz: string
   readonly definition: TriggerDefinition
   readonly nowMs: number
+  readonly trace?: TraceContext | null
 }) {
   const sql = yield* SqlClient.SqlClient
-  const d = definitionColumns(input.definition)
+  const d = definitionColumns(input.definition, yield* EncryptionKeys, input.trace)
   yield* sql`UPDATE triggers SET url = ${d.url}, method = ${d.method}, headers = ${d.headers}::jsonb, body = ${d.body},
-      content_type = ${d.content_type}, title = ${d.title}, tags = ${d.tags}::text[], custom_key = ${d.custom_key},
-      retry = ${d.retry}::jsonb, cron_expr = ${input.cronExpr}, cron_tz = ${input.cronTz},
-      updated_at = ${new Date(input.nowMs)}
+      sealed_with = ${d.sealed_with}, content_type = ${d.content_type}, title = ${d.title}, tags = ${d.tags}::text[],
+      custom_key = ${d.custom_key}, retry = ${d.retry}::jsonb, cron_expr = ${input.cronExpr}, cron_tz = ${input.cronTz},
+      traceparent = ${d.traceparent}, tracestate = ${d.tracestate}, updated_at = ${new Date(input.nowMs)}
     WHERE id = ${input.id} AND kind = 'generator' AND status = 'active'`
 })
 
@@ -81,9 +86,9 @@ export const instancesInsert = Effect.fnUntraced(function*(input: {
   const now = new Date(input.nowMs)
   return yield* sql<{ id: string; shard: number; generator_id: string }>`
     INSERT INTO triggers (id, project_id, kind, generator_id, shard, status, scheduled_at, due_at, url, method,
-      headers, body, content_type, title, tags, retry, created_at, updated_at)
+      headers, body, sealed_with, content_type, title, tags, retry, traceparent, tracestate, created_at, updated_at)
     SELECT v.id, g.project_id, 'job', g.id, g.shard, 'registered', v.scheduled_at, v.scheduled_at, g.url, g.method,
-      g.headers, g.body, g.content_type, g.title, g.tags, g.retry, ${now}, ${now}
+      g.headers, g.body, g.sealed_with, g.content_type, g.title, g.tags, g.retry, g.traceparent, g.tracestate, ${now}, ${now}
     FROM jsonb_to_recordset(${rows}::jsonb) AS v(generator_id uuid, id uuid, scheduled_at timestamptz)
     JOIN triggers g ON g.id = v.generator_id AND g.kind = 'generator' AND g.status = 'active'
     FOR SHARE OF g

@@ -9,6 +9,7 @@ import type { Fragment } from "effect/sql/Statement"
 import { HELD_BACK_STATUSES, type StoredTrigger } from "../domain/itemMatch.ts"
 import type { RetryPolicy } from "../domain/retry.ts"
 import { DUE_STATUSES, type HeaderPairs, KEY_OWNER_STATUSES, type TriggerKind, type TriggerStatus } from "../domain/trigger.ts"
+import { EncryptionKeys, type Opened, openStoredRequest } from "./sealedRequests.ts"
 import { effectiveStatusSql } from "./shardMarks.ts"
 import { statusList } from "./sqlLists.ts"
 
@@ -21,6 +22,7 @@ interface ItemRow {
   readonly method: string
   readonly headers: HeaderPairs
   readonly body: Uint8Array | null
+  readonly sealed_with: string | null
   readonly content_type: string | null
   readonly title: string | null
   readonly tags: ReadonlyArray<string>
@@ -32,11 +34,11 @@ interface ItemRow {
   readonly key_scope: string | null
 }
 
-const COLUMNS = `t.id, t.kind, ${effectiveStatusSql("t")} AS status, t.generator_id, t.url, t.method, t.headers, t.body, t.content_type, t.title,
+const COLUMNS = `t.id, t.kind, ${effectiveStatusSql("t")} AS status, t.generator_id, t.url, t.method, t.headers, t.body, t.sealed_with, t.content_type, t.title,
   t.tags, t.custom_key, t.retry, (extract(epoch FROM t.scheduled_at) * 1000)::bigint::text AS scheduled_ms,
   t.cron_expr, t.cron_tz, t.key_scope`
 
-const toStored = (row: ItemRow): StoredTrigger => ({
+const toStored = (row: Opened<ItemRow>): StoredTrigger => ({
   id: row.id,
   kind: row.kind,
   status: row.status,
@@ -80,7 +82,8 @@ export const itemsReadForDeclare = Effect.fnUntraced(function*(input: {
         SELECT t.id FROM triggers t WHERE ${tagged} AND t.kind = 'generator' AND t.status = 'active')
       AND ${liveOr(sql, DUE_STATUSES)}
     ORDER BY id`
-  return rows.map(toStored)
+  const keyring = yield* EncryptionKeys
+  return rows.map((row) => toStored(openStoredRequest(row, keyring)))
 })
 
 /**
@@ -119,5 +122,6 @@ export const itemsReadForBulk = Effect.fnUntraced(function*(input: {
     WHERE t.generator_id IN (SELECT id FROM found WHERE kind = 'generator' AND status = 'active')
       AND t.generator_id IS NOT NULL AND t.status = 'registered'
     ORDER BY id`
-  return rows.map(toStored)
+  const keyring = yield* EncryptionKeys
+  return rows.map((row) => toStored(openStoredRequest(row, keyring)))
 })

@@ -6,6 +6,7 @@ import { SqlClient } from "effect/sql"
 import { type ClaimedRow, CLAIMED_STATUSES, type DeliveryRow, DUE_STATUSES } from "../domain/trigger.ts"
 import { type DeliveryRecord, deliveryColumns, toDeliveryRow } from "./deliveryRows.ts"
 import { executionsInsert, interruptedExecution } from "./executions.ts"
+import { EncryptionKeys } from "./sealedRequests.ts"
 import { firedSql } from "./shardMarks.ts"
 import { GATED_SQL, GATED_TAGS_SQL } from "./gates.ts"
 import { statusList } from "./sqlLists.ts"
@@ -89,7 +90,8 @@ export const triggersClaim = Effect.fnUntraced(function*(input: {
       ON CONFLICT (trigger_id, tag) DO UPDATE SET running = false, not_before = excluded.not_before
     )
     SELECT claimed.*, (extract(epoch FROM claimed.due_at) * 1000)::bigint::text AS due_ms FROM claimed`
-  return rows.map((row): ClaimedRow => ({ ...toDeliveryRow(row, row.gate_tags), dueAtMs: Number(row.due_ms) }))
+  const keys = yield* EncryptionKeys
+  return rows.map((row): ClaimedRow => ({ ...toDeliveryRow(row, keys, row.gate_tags), dueAtMs: Number(row.due_ms) }))
 })
 
 /** Moves queued triggers (replayed or recovered) to running and returns what to send. */
@@ -106,7 +108,8 @@ export const triggersStartDelivery = Effect.fnUntraced(function*(input: {
     FROM projects p
     WHERE t.id = ANY(${input.ids}::uuid[]) AND t.status = 'queued' AND p.id = t.project_id
     RETURNING ${deliveryColumns(sql, new Date(input.nowMs))}`
-  return rows.map((row) => toDeliveryRow(row))
+  const keys = yield* EncryptionKeys
+  return rows.map((row) => toDeliveryRow(row, keys))
 })
 
 

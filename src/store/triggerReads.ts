@@ -5,22 +5,27 @@
 // shard's mark has fired reads as `running` (shardMarks.ts).
 // A list never reads a large body (DECISIONS: over 64 KiB it is listed without its value): only its
 // size (octet_length reads the stored length, not the value) and a short prefix to tell its encoding.
+// Sealed headers and bodies (ENCRYPTION_KEYS) are opened by openStoredRequest; a sealed body's plain
+// size is its stored size less the seal's overhead, and its prefix opens to the plain prefix.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { Fragment } from "effect/sql/Statement"
 import type { TriggerKind } from "../domain/trigger.ts"
 import { effectiveStatusIs, effectiveStatusSql } from "./shardMarks.ts"
 import { ENCODING_PROBE_BYTES, LIST_BODY_MAX_BYTES, type TriggerRow } from "../domain/views.ts"
+import { bodyPrefixSql, EncryptionKeys, openStoredRequest, plainBodySizeSql } from "./sealedRequests.ts"
 
 /** The whole body, its size, not truncated. */
-const wholeBody = (sql: SqlClient.SqlClient) => sql`t.body, octet_length(t.body) AS body_size, false AS body_truncated`
+const wholeBody = (sql: SqlClient.SqlClient) => sql`t.body, ${plainBodySizeSql(sql)} AS body_size, false AS body_truncated`
 
 /** A body up to LIST_BODY_MAX_BYTES whole; a larger one as its first ENCODING_PROBE_BYTES, marked truncated. */
 const listedBody = (sql: SqlClient.SqlClient) => sql`
-    CASE WHEN octet_length(t.body) > ${LIST_BODY_MAX_BYTES} THEN substring(t.body FROM 1 FOR ${ENCODING_PROBE_BYTES})
+    CASE WHEN ${plainBodySizeSql(sql)} > ${LIST_BODY_MAX_BYTES} THEN ${bodyPrefixSql(sql, ENCODING_PROBE_BYTES)}
       ELSE t.body END AS body,
-    octet_length(t.body) AS body_size,
-    coalesce(octet_length(t.body) > ${LIST_BODY_MAX_BYTES}, false) AS body_truncated`
+    ${plainBodySizeSql(sql)} AS body_size,
+    coalesce(${plainBodySizeSql(sql)} > ${LIST_BODY_MAX_BYTES}, false) AS body_truncated`
+
+type StoredTriggerRow = TriggerRow & { readonly sealed_with: string | null }
 
 /** The upcoming instance is found through the unique partial index triggers_generator_upcoming. */
 const selectTrigger = (sql: SqlClient.SqlClient, body: Fragment) => sql`
@@ -29,7 +34,7 @@ const selectTrigger = (sql: SqlClient.SqlClient, body: Fragment) => sql`
       SELECT i.scheduled_at FROM triggers i
       WHERE i.generator_id = t.id AND i.status = 'registered' AND i.project_id = t.project_id
     ) END AS upcoming_at,
-    t.url, t.method, t.headers, ${body}, t.content_type, t.title, t.tags, t.custom_key, t.retry,
+    t.url, t.method, t.headers, ${body}, t.sealed_with, t.content_type, t.title, t.tags, t.custom_key, t.retry,
     t.attempts, t.created_at, t.updated_at
   FROM triggers t`
 
@@ -39,9 +44,10 @@ export const triggersGet = Effect.fnUntraced(function*(input: {
   readonly id: string
 }) {
   const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql<TriggerRow>`${selectTrigger(sql, wholeBody(sql))}
+  const keyring = yield* EncryptionKeys
+  const rows = yield* sql<StoredTriggerRow>`${selectTrigger(sql, wholeBody(sql))}
     WHERE t.id = ${input.id} AND t.project_id = ${input.projectId}`
-  return rows[0]
+  return rows[0] === undefined ? undefined : openStoredRequest(rows[0], keyring) as TriggerRow
 })
 
 export interface TriggersListInput {
@@ -65,9 +71,13 @@ export const triggersList = Effect.fnUntraced(function*(input: TriggersListInput
   if (input.tag !== undefined) clauses.push(sql`t.tags @> ARRAY[${input.tag}]::text[]`)
   if (input.customKey !== undefined) clauses.push(sql`t.custom_key = ${input.customKey}`)
   if (input.olderThanId !== undefined) clauses.push(sql`t.id < ${input.olderThanId}`)
-  const rows = yield* sql<TriggerRow>`${selectTrigger(sql, listedBody(sql))}
+  const keyring = yield* EncryptionKeys
+  const rows = yield* sql<StoredTriggerRow>`${selectTrigger(sql, listedBody(sql))}
     WHERE ${sql.and(clauses)}
     ORDER BY t.id DESC
     LIMIT ${input.limit + 1}`
-  return { rows: rows.slice(0, input.limit), more: rows.length > input.limit }
+  return {
+    rows: rows.slice(0, input.limit).map((row): TriggerRow => openStoredRequest(row, keyring)),
+    more: rows.length > input.limit
+  }
 })

@@ -2,8 +2,11 @@
 // SQL, so a concurrent scheduler claim or a second request can never act on a stale state.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
+import type { Keyring } from "../domain/sealing.ts"
+import type { TraceContext } from "../domain/traceContext.ts"
 import { KEY_OWNER_STATUSES, PENDING_STATUSES, type TriggerDefinition } from "../domain/trigger.ts"
 import { grantFromUsageRow, type GrantRow } from "./quota.ts"
+import { EncryptionKeys, sealRequest } from "./sealedRequests.ts"
 import { NEAR_DUE_SQL, triggerFiredLocked } from "./shardMarks.ts"
 import { statusList } from "./sqlLists.ts"
 
@@ -67,18 +70,27 @@ export const triggersFindById = Effect.fnUntraced(function*(input: {
   return toRef(row.near && (yield* triggerFiredLocked(row.id)) ? { ...row, status: "running" } : row)
 })
 
-/** A trigger definition as column values (headers and retry as JSON text for `::jsonb`). */
-export const definitionColumns = (definition: TriggerDefinition) => ({
-  url: definition.url,
-  method: definition.method,
-  headers: JSON.stringify(definition.headers),
-  body: definition.body,
-  content_type: definition.contentType,
-  title: definition.title,
-  tags: definition.tags,
-  custom_key: definition.customKey,
-  retry: definition.retry === null ? null : JSON.stringify(definition.retry)
-})
+/**
+ * A trigger definition as column values (headers and retry as JSON text for `::jsonb`), its headers
+ * and body sealed when ENCRYPTION_KEYS is set, and the trace context of the call writing it.
+ */
+export const definitionColumns = (definition: TriggerDefinition, keyring: Keyring | null, trace: TraceContext | null = null) => {
+  const request = sealRequest(definition.headers, definition.body, keyring)
+  return {
+    url: definition.url,
+    method: definition.method,
+    headers: JSON.stringify(request.headers),
+    body: request.body,
+    sealed_with: request.sealedWith,
+    content_type: definition.contentType,
+    title: definition.title,
+    tags: definition.tags,
+    custom_key: definition.customKey,
+    retry: definition.retry === null ? null : JSON.stringify(definition.retry),
+    traceparent: trace?.traceparent ?? null,
+    tracestate: trace?.tracestate ?? null
+  }
+}
 
 export interface NewOneShot {
   readonly id: string
@@ -89,19 +101,22 @@ export interface NewOneShot {
   readonly definition: TriggerDefinition
   readonly generatorId?: string
   readonly nowMs: number
+  /** The trace context of the call creating it (tracing on). */
+  readonly trace?: TraceContext | null
 }
 
 export const triggersInsertOneShot = Effect.fnUntraced(function*(input: NewOneShot) {
   const sql = yield* SqlClient.SqlClient
-  const d = definitionColumns(input.definition)
+  const d = definitionColumns(input.definition, yield* EncryptionKeys, input.trace)
   const scheduledAt = new Date(input.scheduledAtMs)
   const now = new Date(input.nowMs)
   yield* sql`INSERT INTO triggers (id, project_id, kind, generator_id, shard, status, scheduled_at, due_at,
-      url, method, headers, body, content_type, title, tags, custom_key, retry, created_at, updated_at)
+      url, method, headers, body, sealed_with, content_type, title, tags, custom_key, retry, traceparent, tracestate,
+      created_at, updated_at)
     VALUES (${input.id}, ${input.projectId}, 'job', ${input.generatorId ?? null}, ${input.shard}, ${input.status},
       ${scheduledAt}, ${input.status === "registered" ? scheduledAt : null},
-      ${d.url}, ${d.method}, ${d.headers}::jsonb, ${d.body}, ${d.content_type}, ${d.title}, ${d.tags}::text[],
-      ${d.custom_key}, ${d.retry}::jsonb, ${now}, ${now})`
+      ${d.url}, ${d.method}, ${d.headers}::jsonb, ${d.body}, ${d.sealed_with}, ${d.content_type}, ${d.title}, ${d.tags}::text[],
+      ${d.custom_key}, ${d.retry}::jsonb, ${d.traceparent}, ${d.tracestate}, ${now}, ${now})`
 })
 
 /**
@@ -117,14 +132,17 @@ export const triggersCreateWithinQuota = Effect.fnUntraced(function*(input: {
   readonly rows: ReadonlyArray<NewOneShot>
 }) {
   const sql = yield* SqlClient.SqlClient
+  const keyring = yield* EncryptionKeys
   const json = JSON.stringify(input.rows.map((row, i) => {
     const d = row.definition
+    const request = sealRequest(d.headers, d.body, keyring)
     const scheduledAt = new Date(row.scheduledAtMs).toISOString()
     return {
       n: i + 1, id: row.id, generator_id: row.generatorId ?? null, shard: row.shard, status: row.status,
       scheduled_at: scheduledAt, due_at: row.status === "registered" ? scheduledAt : null, url: d.url, method: d.method,
-      headers: d.headers, body: d.body === null ? null : Buffer.from(d.body).toString("base64"),
-      content_type: d.contentType, title: d.title, tags: d.tags, custom_key: d.customKey, retry: d.retry,
+      headers: request.headers, body: request.body === null ? null : Buffer.from(request.body).toString("base64"),
+      sealed_with: request.sealedWith, content_type: d.contentType, title: d.title, tags: d.tags, custom_key: d.customKey,
+      retry: d.retry, traceparent: row.trace?.traceparent ?? null, tracestate: row.trace?.tracestate ?? null,
       now: new Date(row.nowMs).toISOString()
     }
   }))
@@ -138,13 +156,15 @@ export const triggersCreateWithinQuota = Effect.fnUntraced(function*(input: {
       RETURNING old.used AS before, q.used AS after, p.monthly_quota AS quota
     ), created AS (
       INSERT INTO triggers (id, project_id, kind, generator_id, shard, status, scheduled_at, due_at,
-        url, method, headers, body, content_type, title, tags, custom_key, retry, created_at, updated_at)
+        url, method, headers, body, sealed_with, content_type, title, tags, custom_key, retry, traceparent, tracestate,
+        created_at, updated_at)
       SELECT x.id, ${input.projectId}, 'job', x.generator_id, x.shard, x.status, x.scheduled_at, x.due_at, x.url,
-        x.method, x.headers, decode(x.body, 'base64'), x.content_type, x.title,
-        ARRAY(SELECT jsonb_array_elements_text(x.tags)), x.custom_key, x.retry, x.now, x.now
+        x.method, x.headers, decode(x.body, 'base64'), x.sealed_with, x.content_type, x.title,
+        ARRAY(SELECT jsonb_array_elements_text(x.tags)), x.custom_key, x.retry, x.traceparent, x.tracestate, x.now, x.now
       FROM granted, jsonb_to_recordset(${json}::jsonb) AS x(n int, id uuid, generator_id uuid, shard int, status text,
-        scheduled_at timestamptz, due_at timestamptz, url text, method text, headers jsonb, body text, content_type text,
-        title text, tags jsonb, custom_key text, retry jsonb, now timestamptz)
+        scheduled_at timestamptz, due_at timestamptz, url text, method text, headers jsonb, body text, sealed_with text,
+        content_type text, title text, tags jsonb, custom_key text, retry jsonb, traceparent text, tracestate text,
+        now timestamptz)
       WHERE x.n <= granted.after - granted.before
     )
     SELECT before::text, after::text, quota::text FROM granted`)
@@ -157,15 +177,16 @@ export const triggersReplaceOneShot = Effect.fnUntraced(function*(input: {
   readonly scheduledAtMs: number
   readonly definition: TriggerDefinition
   readonly nowMs: number
+  readonly trace?: TraceContext | null
 }) {
   const sql = yield* SqlClient.SqlClient
-  const d = definitionColumns(input.definition)
+  const d = definitionColumns(input.definition, yield* EncryptionKeys, input.trace)
   const scheduledAt = new Date(input.scheduledAtMs)
   yield* sql`UPDATE triggers SET status = ${input.status}, scheduled_at = ${scheduledAt},
       due_at = ${input.status === "registered" ? scheduledAt : null}, attempts = 0, triggered_by = NULL,
-      url = ${d.url}, method = ${d.method}, headers = ${d.headers}::jsonb, body = ${d.body},
+      url = ${d.url}, method = ${d.method}, headers = ${d.headers}::jsonb, body = ${d.body}, sealed_with = ${d.sealed_with},
       content_type = ${d.content_type}, title = ${d.title}, tags = ${d.tags}::text[], custom_key = ${d.custom_key},
-      retry = ${d.retry}::jsonb, updated_at = ${new Date(input.nowMs)}
+      retry = ${d.retry}::jsonb, traceparent = ${d.traceparent}, tracestate = ${d.tracestate}, updated_at = ${new Date(input.nowMs)}
     WHERE id = ${input.id} AND status IN ${statusList(sql, PENDING_STATUSES)}`
 })
 

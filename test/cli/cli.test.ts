@@ -89,7 +89,7 @@ layer(CliDatabase, { timeout: "120 seconds" })("cli on DATABASE_URL", (it) => {
 
     it.effect("secret show prints the signing secret alone; rotate prints a new one, the old one signing for the overlap", () =>
       Effect.gen(function*() {
-        const SECRET = /^whsec_[0-9a-f]{64}$/
+        const SECRET = /^whsec_[A-Za-z0-9+/]{43}=$/ // Standard Webhooks: base64 of 32 bytes
         const secretsOf = (name: string) =>
           Effect.map(query<{ current: string; previous: string | null; overlap_h: string | null }>(
             `SELECT signing_secret AS current, previous_signing_secret AS previous,

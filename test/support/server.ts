@@ -53,10 +53,11 @@ let projectCounter = 0
 /** The default clock, captured outside any test (module scope has no TestClock). */
 const LIVE_CLOCK = Effect.runSync(Effect.clockWith((clock) => Effect.succeed(clock)))
 
-/** The whole service on a fresh database; `env` overrides settings (as environment variables). */
+/** The whole service on a fresh database (or env.DATABASE_URL); `env` overrides settings (as environment variables). */
 export const testServerLayer = (env: Record<string, string> = {}) =>
   Layer.unwrap(Effect.gen(function*() {
-    const databaseUrl = yield* freshDatabaseUrl
+    // a test starting several services on one database passes its DATABASE_URL
+    const databaseUrl = env.DATABASE_URL ?? (yield* freshDatabaseUrl)
     const dataDir = makeTempDir("data")
     yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dataDir, { recursive: true, force: true })))
     const config = loadConfig({

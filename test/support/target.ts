@@ -5,6 +5,7 @@ import * as http from "node:http"
 import * as net from "node:net"
 import { Effect } from "effect"
 import type { Scope } from "effect"
+import { pollUntil } from "./wait.ts"
 
 export interface Arrival {
   readonly method: string
@@ -97,3 +98,7 @@ export const closedPort: Effect.Effect<number> = Effect.promise(async () => {
 
 // the wait helpers live in wait.ts; re-exported for the files that import them from here
 export { pollUntil, realSleep } from "./wait.ts"
+
+/** The first `count` arrivals at a path, once there (20 s at most). */
+export const arrivalsAt = (t: Pick<Target, "at">, path: string, count: number) =>
+  pollUntil(`${count} arrivals at ${path}`, Effect.sync(() => (t.at(path).length >= count ? t.at(path) : undefined)), { deadlineMs: 20_000 })
