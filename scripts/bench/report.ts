@@ -5,7 +5,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { REPO_ROOT } from "./common.ts"
-import type { SystemName, WorkloadName } from "./contenders.ts"
+import { type SystemName, type WorkloadName, WORKLOADS } from "./contenders.ts"
 import type { DeliveryCeilingMetrics } from "./deliveryCeiling.ts"
 import { DELIVERY_CEILING_SETTINGS } from "./deliveryCeiling.ts"
 import type { BareCeilingMetrics, IngestWrkMetrics } from "./ingestWrk.ts"
@@ -68,6 +68,15 @@ interface Row {
   readonly better?: "higher" | "lower"
 }
 
+const PRECISION_ROWS: ReadonlyArray<Row> = [
+  { label: "lateness p50 (ms)", key: "latenessP50Ms", better: "lower" },
+  { label: "lateness p99 (ms)", key: "latenessP99Ms", better: "lower" },
+  { label: "lateness max (ms)", key: "latenessMaxMs", better: "lower" },
+  { label: "lateness min (ms)", key: "latenessMinMs" },
+  { label: "peak RSS (MiB)", key: "peakRssMiB", better: "lower" },
+  { label: "missing", key: "missing" }
+]
+
 const ROWS: Record<WorkloadName, ReadonlyArray<Row>> = {
   ingest: [
     { label: "calls/s", key: "ratePerS", better: "higher" },
@@ -83,14 +92,8 @@ const ROWS: Record<WorkloadName, ReadonlyArray<Row>> = {
     { label: "peak RSS (MiB)", key: "peakRssMiB", better: "lower" },
     { label: "missing", key: "missing" }
   ],
-  precision: [
-    { label: "lateness p50 (ms)", key: "latenessP50Ms", better: "lower" },
-    { label: "lateness p99 (ms)", key: "latenessP99Ms", better: "lower" },
-    { label: "lateness max (ms)", key: "latenessMaxMs", better: "lower" },
-    { label: "lateness min (ms)", key: "latenessMinMs" },
-    { label: "peak RSS (MiB)", key: "peakRssMiB", better: "lower" },
-    { label: "missing", key: "missing" }
-  ],
+  precision: PRECISION_ROWS,
+  "precision-fast": PRECISION_ROWS,
   batch: [
     { label: "jobs/s", key: "ratePerS", better: "higher" },
     { label: `call of ${BATCH_SIZE} p50 (ms)`, key: "callP50Ms", better: "lower" },
@@ -124,6 +127,7 @@ const TITLES: Record<WorkloadName, (n: number) => string> = {
   ingest: (n) => `ingest: one-shot requests 1 h ahead, 32 concurrent callers (timewheel: ${WRK_TITLE}; node client and peers: ${n} calls)`,
   delivery: (n) => `delivery: ${n} requests due at one instant, POSTed to a loopback sink`,
   precision: (n) => `precision: ${n} requests at instants spread evenly over 10 s`,
+  "precision-fast": (n) => `precision at ten times the rate: ${n} requests at instants spread evenly over 10 s`,
   batch: (n) => `batch: ${n} one-shot requests 1 h ahead, ${BATCH_SIZE} per call, ${BATCH_CONCURRENCY} concurrent callers`,
   gated: (n) => `gated: ${n} requests due at one instant on one tag, per policy (timewheel only)`
 }
@@ -301,7 +305,7 @@ const deliveryCeilingTable = (entries: ReadonlyArray<Entry>, ceilings: ReadonlyA
 
 export const markdown = (entries: ReadonlyArray<Entry>, ceilings: ReadonlyArray<CeilingEntry>, machine: Machine): string =>
   [
-    ...(["ingest", "delivery", "precision", "batch", "gated"] as const).flatMap((workload) => [
+    ...WORKLOADS.flatMap((workload) => [
       workloadTable(workload, entries),
       workload === "ingest" ? ingestCeilingTable(entries, ceilings) : workload === "delivery" ? deliveryCeilingTable(entries, ceilings) : ""
     ]).filter((t) => t !== ""),
