@@ -41,9 +41,14 @@ const LOAD_LIMIT = 5_000
 const CLAIM_CHUNK = 1_000
 const MATERIALIZE_BATCH = 1_000
 const CLAIM_RETRY_MS = 1_000
-/** Fired triggers fetched per statement; the next page of a larger burst waits for room (below). */
+/**
+ * Fired triggers fetched per statement: a first page small enough that every shard's comes back
+ * within a few milliseconds of a burst's time (the first arrivals do not wait behind 64 shards'
+ * whole bursts), then the rest of the shard's burst in large pages.
+ */
+const FIRST_FETCH_PAGE = 64
 const FETCH_PAGE = 1_000
-/** While this many rows wait for a sender, a burst's next page is not fetched: memory stays bounded. */
+/** While this many rows wait for a sender, no fetch starts: a burst is read as it is sent, memory stays bounded. */
 const BACKLOG_LIMIT = 2_000
 
 /**
@@ -245,12 +250,12 @@ export const runShardActor = (options: ShardActorOptions) =>
     /** What a fetch of fired triggers returned: sent from memory (held), or claimed when the mark does not cover them. */
     const handFired = (page: ReadonlyArray<FiredRow>, untilMs: number) =>
       Effect.gen(function*() {
-        const direct = dispatcher.hold(page.filter((fired) => !fired.claimNeeded).map((fired) => ({ ...fired.row, dueAtMs: fired.dueAtMs })))
+        const direct = dispatcher.hold(page.filter((fired) => !fired.claimNeeded).map((fired) => fired.row))
         if (direct.length > 0) {
           yield* report({ _tag: "Claimed", ids: direct.map((row) => row.id) })
           yield* handOver(direct)
         }
-        yield* claimAndHandOver(page.filter((fired) => fired.claimNeeded).map((fired) => fired.id), untilMs)
+        yield* claimAndHandOver(page.filter((fired) => fired.claimNeeded).map((fired) => fired.row.id), untilMs)
       })
 
     /**
@@ -270,16 +275,19 @@ export const runShardActor = (options: ShardActorOptions) =>
         const late = lateIds.filter((id) => !dispatcher.holds(id))
         let cursor: FetchCursor | null = null
         for (;;) {
+          // every shard's fetch waits while the senders have a backlog (a burst is read as it is sent,
+          // and memory holds a bounded number of rows); a stop may come meanwhile: the rest stays
+          // fired, and a stopping node gives it back
+          yield* Effect.interruptible(dispatcher.awaitRoom(BACKLOG_LIMIT))
           const nowMs = yield* Clock.currentTimeMillis
+          const limit = cursor === null ? FIRST_FETCH_PAGE : FETCH_PAGE
           const page: ReadonlyArray<FiredRow> = yield* triggersFetchFired({
-            shard: options.shard, afterMs, untilMs: firedAtMs, lateIds: late, cursor, limit: FETCH_PAGE, nowMs
+            shard: options.shard, afterMs, untilMs: firedAtMs, lateIds: late, cursor, limit, nowMs
           })
           yield* handFired(page, firedAtMs)
-          const range = page.filter((fired: FiredRow) => fired.dueAtMs > afterMs)
-          if (range.length < FETCH_PAGE) return
+          const range = page.filter((fired: FiredRow) => fired.row.dueAtMs > afterMs)
+          if (range.length < limit) return
           cursor = range[range.length - 1]!.cursor
-          // a stop may come while waiting: the rest stays fired, and a stopping node gives it back
-          yield* Effect.interruptible(dispatcher.awaitRoom(BACKLOG_LIMIT))
         }
       }))
 
@@ -299,9 +307,11 @@ export const runShardActor = (options: ShardActorOptions) =>
     const fireDue = (nowMs: number) =>
       Effect.gen(function*() {
         const untilMs = nowMs + timing.claimLeadMs
-        const due = wheel.advance(untilMs)
+        // the wheel's time is the mark's: what it yields up to the mark landed under it after it moved
+        const late = firedAtMs === -Infinity ? [] : wheel.advance(firedAtMs)
+        const due = [...late, ...wheel.advance(untilMs)]
         if (due.length === 0) return
-        yield* fire(due, untilMs).pipe(
+        yield* fire(late, untilMs).pipe(
           Effect.catchCause((cause) =>
             Cause.hasInterruptsOnly(cause) || Cause.squash(cause) instanceof ShardTakenOver
               ? Effect.failCause(cause)

@@ -2,7 +2,7 @@
 // starts of replayed or recovered ones, gate admissions): the columns each returns and the
 // DeliveryRow made of them, in one place.
 import { SqlClient } from "effect/sql"
-import type { DeliveryRow, HeaderPairs } from "../domain/trigger.ts"
+import type { ClaimedRow, DeliveryRow, HeaderPairs } from "../domain/trigger.ts"
 import type { Keyring } from "../domain/sealing.ts"
 import { openStoredRequest } from "./sealedRequests.ts"
 import { signingSecretsOf } from "./signingSecrets.ts"
@@ -26,12 +26,22 @@ export const deliveryColumns = (sql: SqlClient.SqlClient, now: Date) =>
  * `attempt`: a claimed trigger's attempt was counted when it was claimed; a fired one's (`fired`
  * set) is counted when its outcome is recorded, so it is the next one.
  */
-export const toDeliveryRow = (
+export function toDeliveryRow(sealed: DeliveryRecord, keys: Keyring | null, gateTags?: ReadonlyArray<string>): DeliveryRow
+/** With its due time: a row handed over when it comes due (ClaimedRow). */
+export function toDeliveryRow(
+  sealed: DeliveryRecord,
+  keys: Keyring | null,
+  gateTags: ReadonlyArray<string>,
+  fired: DeliveryRow["fired"],
+  dueAtMs: number
+): ClaimedRow
+export function toDeliveryRow(
   sealed: DeliveryRecord,
   keys: Keyring | null,
   gateTags: ReadonlyArray<string> = [],
-  fired: DeliveryRow["fired"] = null
-): DeliveryRow => {
+  fired: DeliveryRow["fired"] = null,
+  dueAtMs?: number
+): DeliveryRow | ClaimedRow {
   const row = openStoredRequest(sealed, keys)
   return {
   id: row.id, shard: row.shard, generatorId: row.generator_id, projectId: row.project_id, url: row.url, method: row.method,
@@ -39,6 +49,7 @@ export const toDeliveryRow = (
   attempt: fired === null ? row.attempts : row.attempts + 1,
   retry: row.retry, projectRetry: row.retry_policy, triggeredBy: row.triggered_by, signingSecrets: row.signing_secrets, gateTags,
   scheduledAtMs: row.scheduled_ms === null ? null : Number(row.scheduled_ms), fired,
-  traceparent: row.traceparent, tracestate: row.tracestate
+  traceparent: row.traceparent, tracestate: row.tracestate,
+  ...(dueAtMs === undefined ? {} : { dueAtMs })
   }
 }

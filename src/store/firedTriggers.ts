@@ -4,7 +4,7 @@
 // node will not send.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
-import { DUE_STATUSES } from "../domain/trigger.ts"
+import { type ClaimedRow, DUE_STATUSES } from "../domain/trigger.ts"
 import { type DeliveryRecord, deliveryColumns, toDeliveryRow } from "./deliveryRows.ts"
 import { executionsInsert, interruptedExecution } from "./executions.ts"
 import { GATED_SQL } from "./gates.ts"
@@ -14,15 +14,13 @@ import { statusList } from "./sqlLists.ts"
 
 /** A pending trigger an advance of its shard's mark reached. */
 export interface FiredRow {
-  readonly id: string
-  readonly dueAtMs: number
   /**
    * Keyed, a generator's instance, or gated: the mark does not cover it; it is to be claimed
    * (schedulerQueries.ts triggersClaim), which also holds a gated one at its gates.
    */
   readonly claimNeeded: boolean
-  /** What to send, for a trigger the mark covers. */
-  readonly row: ReturnType<typeof toDeliveryRow>
+  /** What to send (for a trigger the mark covers), and when. */
+  readonly row: ClaimedRow
   /** Keyset position of the row in its shard's (due_at, id) order, for the next page. */
   readonly cursor: FetchCursor
 }
@@ -78,10 +76,8 @@ export const triggersFetchFired = Effect.fnUntraced(function*(input: {
       ORDER BY t.due_at, t.id LIMIT ${input.limit})`
   const keys = yield* EncryptionKeys
   return rows.map((row): FiredRow => ({
-    id: row.id,
-    dueAtMs: Number(row.due_ms),
     claimNeeded: row.claim_needed,
-    row: toDeliveryRow(row, keys, [], { seenUs: row.updated_us }),
+    row: toDeliveryRow(row, keys, [], { seenUs: row.updated_us }, Number(row.due_ms)),
     cursor: { dueAt: row.due_text, id: row.id }
   }))
 })

@@ -91,7 +91,7 @@ export const triggersClaim = Effect.fnUntraced(function*(input: {
     )
     SELECT claimed.*, (extract(epoch FROM claimed.due_at) * 1000)::bigint::text AS due_ms FROM claimed`
   const keys = yield* EncryptionKeys
-  return rows.map((row): ClaimedRow => ({ ...toDeliveryRow(row, keys, row.gate_tags), dueAtMs: Number(row.due_ms) }))
+  return rows.map((row): ClaimedRow => toDeliveryRow(row, keys, row.gate_tags, null, Number(row.due_ms)))
 })
 
 /** Moves queued triggers (replayed or recovered) to running and returns what to send. */
