@@ -120,6 +120,7 @@ export const startPeer = async (peer: PeerName, settings: PeerSettings, database
     },
     batch: async (jobs, batchSize, concurrency, deadlineMs) =>
       (await call({ type: "batch", jobs, batchSize, concurrency, deadlineMs }, "batched", deadlineMs - Date.now() + 30_000)).batch,
+    pid: child.pid!,
     stop: async () => {
       try {
         return (await call({ type: "stop" }, "stopped", 30_000)).peakRssKiB

@@ -89,6 +89,9 @@ const ROWS: Record<WorkloadName, ReadonlyArray<Row>> = {
     { label: "time to last arrival (s)", key: "lastArrivalS", better: "lower" },
     { label: "deliveries/s", key: "ratePerS", better: "higher" },
     { label: "first arrival after due (ms)", key: "firstArrivalMs", better: "lower" },
+    { label: "CPU of the working process per delivery (µs)", key: "costs.workerCpuUs", better: "lower" },
+    { label: "CPU of PostgreSQL per delivery (µs)", key: "costs.postgresCpuUs", better: "lower" },
+    { label: "WAL per delivery (bytes)", key: "costs.walBytes", better: "lower" },
     { label: "peak RSS (MiB)", key: "peakRssMiB", better: "lower" },
     { label: "missing", key: "missing" }
   ],

@@ -32,6 +32,8 @@ export interface StartedSystem {
   readonly tagPolicy?: (policy: Readonly<Record<string, unknown>>) => Promise<void>
   /** timewheel only: where its HTTPS API answers, for a client of another kind (wrk) to call it. */
   readonly endpoint?: { readonly origin: string; readonly apiKey: string; readonly headerPrefix: string }
+  /** The process that does the work (timewheel's service, a peer's worker), for its CPU time. */
+  readonly pid: number
   /** Stops the system; resolves the peak RSS (VmHWM, KiB) of the process that did the work. */
   readonly stop: () => Promise<number>
 }

@@ -218,6 +218,7 @@ export const startTimewheel = async (databaseUrl: string, serviceEnv: Readonly<R
       if (response.statusCode !== 201) throw new Error(`/tag-policies answered ${response.statusCode}: ${text.slice(0, 200)}`)
     },
     endpoint: { origin, apiKey: key, headerPrefix: PREFIX },
+    pid: child.pid!,
     stop: async () => {
       const rss = peakRssKiB(child.pid!)
       const exit = exited()

@@ -10,7 +10,8 @@
 //   maxConcurrent against a sink that answers after a delay, then a throughput window (see runGated).
 // Peak RSS of the working process is taken at the end of each.
 import * as crypto from "node:crypto"
-import { nowMs, percentile, sortedCopy } from "./common.ts"
+import { nowMs, percentile, sleep, sortedCopy } from "./common.ts"
+import { costProbe, type Costs } from "./costs.ts"
 import type { JobSpec } from "./common.ts"
 import { runIngestWrk } from "./ingestWrk.ts"
 import type { IngestWrkMetrics } from "./ingestWrk.ts"
@@ -80,6 +81,8 @@ export interface DeliveryMetrics extends TimedCommon {
   readonly lastArrivalMs: number
   /** Arrivals per second over [T, last arrival]. */
   readonly ratePerS: number
+  /** Per delivery, from just before T until the outcomes are recorded (costs.ts); absent when not measurable. */
+  readonly costs?: Costs
 }
 
 export interface PrecisionMetrics extends TimedCommon {
@@ -196,12 +199,17 @@ interface TimedRun {
   readonly instants: Float64Array
   readonly arrivals: Float64Array
   readonly common: TimedCommon
+  readonly costs: Costs | undefined
 }
 
 interface SinkRun extends Arrivals {
   readonly instants: Float64Array
   readonly loadMs: number
+  readonly costs?: Costs
 }
+
+/** After the last arrival, how long the outcomes are given to be recorded before costs are read. */
+const RECORDING_GRACE_MS = 2_000
 
 /**
  * On a started system: loads n jobs due at `instantOf(i, T)` with T = now + lead, then waits for the
@@ -215,7 +223,7 @@ const timedOnSystem = async (
   leadMs: number,
   instantOf: (i: number, t: number) => number,
   waitMs: number,
-  options: { readonly tags?: ReadonlyArray<string>; readonly sinkDelayMs?: number } = {}
+  options: { readonly tags?: ReadonlyArray<string>; readonly sinkDelayMs?: number; readonly costsOn?: string } = {}
 ): Promise<SinkRun> => {
   const run = newRun()
   await sink.expect(run, n, { delayMs: options.sinkDelayMs ?? 0 })
@@ -233,8 +241,16 @@ const timedOnSystem = async (
   const loadMs = nowMs() - loadStart
   if (nowMs() >= t) throw new LoadOverrun(loadMs, leadMs)
   const last = instants.reduce((a, b) => Math.max(a, b), t)
+  // costs: from just before T (loading done, the system idle) until the outcomes are recorded
+  const probe = options.costsOn === undefined ? undefined : await costProbe(options.costsOn, system.pid)
+  if (probe !== undefined) await sleep(Math.max(0, t - 200 - nowMs()))
+  const before = await probe?.snapshot()
   await sink.waitComplete(last + waitMs)
-  return { instants, loadMs, ...(await sink.collect()) }
+  const collected = await sink.collect()
+  if (probe === undefined || before === undefined) return { instants, loadMs, ...collected }
+  await sleep(RECORDING_GRACE_MS)
+  const costs = await probe.perOperation(before, await probe.snapshot(), arrivedCount(collected.arrivals))
+  return { instants, loadMs, ...collected, costs }
 }
 
 const arrivedCount = (arrivals: Float64Array) => arrivals.reduce((count, at) => (Number.isNaN(at) ? count : count + 1), 0)
@@ -250,14 +266,17 @@ const runTimed = async (
   n: number,
   leadMs: number,
   instantOf: (i: number, t: number) => number,
-  waitMs: number
+  waitMs: number,
+  options: { readonly costs?: boolean } = {}
 ): Promise<TimedRun> => {
   const system = await contender.start(databaseUrl, true)
-  const { result, peakRssMiB } = await withSystem(system, () => timedOnSystem(system, sink, n, leadMs, instantOf, waitMs))
+  const costsOn = options.costs === true ? { costsOn: databaseUrl } : {}
+  const { result, peakRssMiB } = await withSystem(system, () => timedOnSystem(system, sink, n, leadMs, instantOf, waitMs, costsOn))
   const arrived = arrivedCount(result.arrivals)
   return {
     instants: result.instants,
     arrivals: result.arrivals,
+    costs: result.costs,
     common: {
       n,
       arrived,
@@ -273,7 +292,7 @@ const runTimed = async (
 
 export const runDelivery = async (contender: Contender, databaseUrl: string, sink: Sink, n: number, leadMs: number): Promise<DeliveryMetrics> => {
   const waitMs = Math.max(60_000, n * 10)
-  const timed = await runTimed(contender, databaseUrl, sink, n, leadMs, (_, t) => t, waitMs)
+  const timed = await runTimed(contender, databaseUrl, sink, n, leadMs, (_, t) => t, waitMs, { costs: true })
   const t = timed.instants[0] ?? 0
   let first = Number.POSITIVE_INFINITY
   let last = Number.NEGATIVE_INFINITY
@@ -288,7 +307,8 @@ export const runDelivery = async (contender: Contender, databaseUrl: string, sin
     ...timed.common,
     firstArrivalMs: round(first - t),
     lastArrivalMs: round(lastArrivalMs),
-    ratePerS: round(timed.common.arrived / (lastArrivalMs / 1000))
+    ratePerS: round(timed.common.arrived / (lastArrivalMs / 1000)),
+    ...(timed.costs === undefined ? {} : { costs: timed.costs })
   }
 }
 
