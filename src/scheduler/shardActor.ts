@@ -15,6 +15,7 @@ import * as Effect from "effect/Effect"
 import * as FiberSet from "effect/FiberSet"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
+import type * as Semaphore from "effect/Semaphore"
 import { type GateRef, isGateKick, type ShardMessage, Wakeups } from "../cluster/wakeups.ts"
 import { SchedulerTiming } from "../config.ts"
 import { Dispatcher } from "../delivery/dispatch.ts"
@@ -47,9 +48,13 @@ const CLAIM_RETRY_MS = 1_000
  * whole bursts), then the rest of the shard's burst in large pages.
  */
 const FIRST_FETCH_PAGE = 64
-const FETCH_PAGE = 1_000
-/** While this many rows wait for a sender, no fetch starts: a burst is read as it is sent, memory stays bounded. */
-const BACKLOG_LIMIT = 2_000
+const FETCH_PAGE = 512
+/**
+ * While this many rows wait for a sender, no later page is fetched (and only `laterPages` of the
+ * node's shards fetch one at a time): a burst is read as it is sent, and the node holds a bounded
+ * number of rows, few enough to die young rather than be promoted through a small young generation.
+ */
+const BACKLOG_LIMIT = 1_024
 
 /**
  * Where a shard's periodic work falls within its period, in [0, 1): shards are spread evenly (golden
@@ -89,6 +94,11 @@ export interface ShardActorOptions {
    * so stopping this actor neither loses nor early-sends them, and a stopping node can await them.
    */
   readonly handOvers: FiberSet.FiberSet<void, never>
+  /**
+   * Turns of the node's shards at fetching the later pages of large bursts (owned by the shard
+   * manager): one or two at a time, so that the backlog they fill stays near BACKLOG_LIMIT.
+   */
+  readonly laterPages: Semaphore.Semaphore
   /** Observer of the actor's progress (tests); none in the service. */
   readonly onEvent?: (event: ShardActorEvent) => Effect.Effect<void>
 }
@@ -275,16 +285,22 @@ export const runShardActor = (options: ShardActorOptions) =>
         const late = lateIds.filter((id) => !dispatcher.holds(id))
         let cursor: FetchCursor | null = null
         for (;;) {
-          // every shard's fetch waits while the senders have a backlog (a burst is read as it is sent,
-          // and memory holds a bounded number of rows); a stop may come meanwhile: the rest stays
-          // fired, and a stopping node gives it back
-          yield* Effect.interruptible(dispatcher.awaitRoom(BACKLOG_LIMIT))
-          const nowMs = yield* Clock.currentTimeMillis
           const limit = cursor === null ? FIRST_FETCH_PAGE : FETCH_PAGE
-          const page: ReadonlyArray<FiredRow> = yield* triggersFetchFired({
-            shard: options.shard, afterMs, untilMs: firedAtMs, lateIds: late, cursor, limit, nowMs
+          const fetchPage = Effect.gen(function*() {
+            const page: ReadonlyArray<FiredRow> = yield* triggersFetchFired({
+              shard: options.shard, afterMs, untilMs: firedAtMs, lateIds: late, cursor, limit,
+              nowMs: yield* Clock.currentTimeMillis
+            })
+            yield* handFired(page, firedAtMs)
+            return page
           })
-          yield* handFired(page, firedAtMs)
+          // a first page goes at once; a later one waits for its turn and for room among the senders
+          // (a stop may come meanwhile: the rest stays fired, and a stopping node gives it back)
+          const page: ReadonlyArray<FiredRow> = cursor === null
+            ? yield* fetchPage
+            : yield* options.laterPages.withPermit(
+              Effect.andThen(Effect.interruptible(dispatcher.awaitRoom(BACKLOG_LIMIT)), fetchPage)
+            )
           const range = page.filter((fired: FiredRow) => fired.row.dueAtMs > afterMs)
           if (range.length < limit) return
           cursor = range[range.length - 1]!.cursor

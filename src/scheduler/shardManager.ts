@@ -19,6 +19,7 @@ import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Queue from "effect/Queue"
 import * as Scope from "effect/Scope"
+import * as Semaphore from "effect/Semaphore"
 import { NodeIdentity } from "../cluster/node.ts"
 import { decodeWake, type ShardMessage, Wakeups } from "../cluster/wakeups.ts"
 import { AppConfig } from "../config.ts"
@@ -37,6 +38,8 @@ import { runShardActor } from "./shardActor.ts"
 
 const REBALANCE_EVERY = "1 second"
 const GATE_DISCOVERY_EVERY = "5 seconds"
+/** Shards fetching a later page of a large burst at once (shardActor.ts). */
+const LATER_PAGES_AT_ONCE = 2
 
 interface LockSession {
   readonly locks: ShardLockSession
@@ -59,6 +62,7 @@ export const ShardManagerLive = Layer.effectDiscard(Effect.gen(function*() {
   // this node owns, and one that left within it is recovered from at the next turn.
   const actorsPresence = yield* Effect.cachedWithTTL(presence, (exit) => (Exit.isSuccess(exit) ? "1 second" : 0))
   const handOvers = yield* FiberSet.make<void, never>()
+  const laterPages = yield* Semaphore.make(LATER_PAGES_AT_ONCE)
   const metrics = yield* Metrics
 
   const actors = new Map<number, Fiber.Fiber<unknown, unknown>>()
@@ -79,7 +83,7 @@ export const ShardManagerLive = Layer.effectDiscard(Effect.gen(function*() {
     Effect.gen(function*() {
       const mailbox = yield* Queue.unbounded<ShardMessage>()
       yield* wakeups.attach(shard, (items) => Queue.offerAll(mailbox, items).pipe(Effect.asVoid))
-      const fiber = yield* Effect.forkDetach(runShardActor({ shard, node, mailbox, presence: actorsPresence, handOvers }))
+      const fiber = yield* Effect.forkDetach(runShardActor({ shard, node, mailbox, presence: actorsPresence, handOvers, laterPages }))
       actors.set(shard, fiber)
     })
 

@@ -6,7 +6,7 @@
 // wake-up, a test awaits the actor's own report that it is idle (see `startActor`), so whatever it
 // would do by then is done, and whatever it has not done it will not do before the clock moves on.
 import { assert, describe, layer } from "@effect/vitest"
-import { Context, Effect, Fiber, FiberSet, Layer, Queue } from "effect"
+import { Context, Effect, Fiber, FiberSet, Layer, Queue, Semaphore } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import { SCHEDULER_TIMING } from "../../src/config.ts"
@@ -88,6 +88,7 @@ const startActor = Effect.gen(function*() {
         return { nodes: yield* LiveNodes, draining: [], serverUpMs: 3_600_000 }
       }),
       handOvers: yield* FiberSet.make<void, never>(),
+      laterPages: yield* Semaphore.make(2),
       onEvent: (event) => Queue.offer(events, event).pipe(Effect.asVoid)
     }).pipe(
       Effect.provide(Layer.mergeAll(
