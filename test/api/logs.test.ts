@@ -497,13 +497,13 @@ layer(testServerLayer(), { timeout: "60 seconds" })("logs and replay", (it) => {
         const running = yield* insertTrigger({ projectId: p.projectId, status: "running" })
         const generator = yield* insertTrigger({ projectId: p.projectId, kind: "generator", status: "completed" })
         // queued: its gated tags (none here: this node sends it); not queued: undefined
-        const replay = (id: string, projectId = p.projectId) => triggersQueueReplay({ projectId, id, node: "node-a", nowMs: 1_234_567 })
+        const replay = (id: string, projectId = p.projectId) => triggersQueueReplay({ projectId, ids: [id], node: "node-a", nowMs: 1_234_567 })
         const other = yield* newProject
-        assert.isUndefined(yield* replay(completed, other.projectId))
-        assert.deepStrictEqual(yield* replay(completed), { gateTags: [] })
-        assert.isUndefined(yield* replay(completed))
-        assert.isUndefined(yield* replay(running))
-        assert.isUndefined(yield* replay(generator))
+        assert.deepStrictEqual(yield* replay(completed, other.projectId), [])
+        assert.deepStrictEqual(yield* replay(completed), [{ id: completed, gateTags: [] }])
+        assert.deepStrictEqual(yield* replay(completed), [])
+        assert.deepStrictEqual(yield* replay(running), [])
+        assert.deepStrictEqual(yield* replay(generator), [])
         const [row] = yield* sql<{ status: string; triggered_by: string; due_at: Date | null; updated_at: Date; attempts: number; claimed_by: string }>`
           SELECT status, triggered_by, due_at, updated_at, attempts, claimed_by FROM triggers WHERE id = ${completed}`
         assert.deepStrictEqual({ ...row! }, {
