@@ -151,6 +151,21 @@ layer(CHUNKED, { timeout: "90 seconds" })("bulk actions", (it) => {
       }))
   })
 
+  it.effect("the OpenAPI document: the action endpoints with their responses, the filter on GET /jobs", () =>
+    Effect.gen(function*() {
+      const document = (yield* (yield* TestServer).call("GET", "/openapi/json")).json()
+      const start = document.paths["/actions"].post
+      assert.strictEqual(start.operationId, "startAction")
+      assert.includeMembers(Object.keys(start.responses), ["200", "202", "400", "401", "413", "415", "503"])
+      assert.sameMembers(Object.keys(start.requestBody.content["application/json"].schema.properties.filter.properties), [
+        "status", "kind", "tag", "customKey", "deadLetter", "scheduledFrom", "scheduledTo"
+      ])
+      assert.strictEqual(document.paths["/actions"].get.operationId, "listActions")
+      assert.includeMembers(Object.keys(document.paths["/actions/{id}"].get.responses), ["200", "401", "404"])
+      const jobs = document.paths["/jobs"].get.parameters.map((parameter: { name: string }) => parameter.name)
+      assert.includeMembers(jobs, ["status", "kind", "tag", "customKey", "deadLetter", "scheduledFrom", "scheduledTo", "limit", "cursor"])
+    }))
+
   describe("cancel by filter", () => {
     it.effect("DELETE /cancel's rules per trigger; the dry run counts what GET /jobs lists; another project untouched; no quota", () =>
       Effect.gen(function*() {
