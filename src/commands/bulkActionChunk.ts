@@ -57,9 +57,9 @@ const actOn = (action: RunningActionRow, ids: ReadonlyArray<string>, nowMs: numb
   })
 
 /** The chunk's transaction; undefined when no running action is free. */
-const chunkTransaction = (nowMs: number) =>
+const chunkTransaction = (nowMs: number, last: ReadonlyArray<string>) =>
   withTransaction(Effect.gen(function*() {
-    const action = yield* bulkActionsLockNext
+    const action = yield* bulkActionsLockNext({ last })
     if (action === undefined) return undefined
     const work = Effect.gen(function*() {
       const ids = yield* bulkActionItemsNext({ actionId: action.id, limit: yield* BulkChunkSize })
@@ -75,9 +75,12 @@ const chunkTransaction = (nowMs: number) =>
     return yield* Effect.mapError(work, (cause) => new ChunkFailed({ actionId: action.id, cause }))
   }))
 
-/** Runs one chunk and its after-commit work; the action it advanced, or undefined when there was none. */
-export const runBulkActionChunk = Effect.gen(function*() {
-  const done = yield* chunkTransaction(yield* Clock.currentTimeMillis)
+/**
+ * Runs one chunk and its after-commit work; the action it advanced, or undefined when there was none.
+ * Actions in `last` (whose chunks failed on this node) are taken only when no other is free.
+ */
+export const runBulkActionChunk = (last: ReadonlyArray<string> = []) => Effect.gen(function*() {
+  const done = yield* chunkTransaction(yield* Clock.currentTimeMillis, last)
   if (done === undefined) return undefined
   if (done.cancelled.length > 0) yield* (yield* Wakeups).wake(done.cancelled.map((row) => ({ shard: row.shard, id: row.id, dueAtMs: null })))
   yield* handOverReplays(done.projectId, done.replayed)

@@ -2,9 +2,9 @@
 // to back while some running action is free, then waits for a kick (an action started on this node)
 // or ACTION_POLL_MS. Any node works on any project's actions, one node at a time per action (its row
 // is locked for each chunk), so an action goes on when the node that started it stops or dies: the
-// others find it at their next look. A chunk that fails is rolled back and done again on the next
-// turn; an action whose chunk fails MAX_CHUNK_FAILURES times in a row on a node (not counting the
-// database being away) is given up as `failed`, its error kept.
+// others find it at their next look. A chunk that fails is rolled back and done again later (the
+// node's other actions first); an action whose chunk fails MAX_CHUNK_FAILURES times in a row on a
+// node (not counting the database being away) is given up as `failed`, its error kept.
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -13,7 +13,7 @@ import * as Layer from "effect/Layer"
 import * as Queue from "effect/Queue"
 import { forkLoop } from "../lib/backgroundLoop.ts"
 import { bulkActionsFail } from "../store/bulkActions.ts"
-import { isDatabaseUnavailable } from "../store/unavailable.ts"
+import { failureText, isDatabaseUnavailable } from "../store/unavailable.ts"
 import { ChunkFailed, runBulkActionChunk } from "./bulkActionChunk.ts"
 
 /** How often an idle node looks for running actions (one indexed query on bulk_actions_running). */
@@ -39,13 +39,13 @@ export class BulkActionRunner extends Context.Service<BulkActionRunner, {
         yield* Effect.logError(`bulk action ${error.actionId}: chunk failed (${count} of ${MAX_CHUNK_FAILURES})`, Cause.fail(error.cause))
         if (count < MAX_CHUNK_FAILURES) return yield* Effect.sleep(ACTION_POLL_MS)
         failures.delete(error.actionId)
-        yield* bulkActionsFail({ id: error.actionId, error: String(error.cause), nowMs: yield* Clock.currentTimeMillis })
+        yield* bulkActionsFail({ id: error.actionId, error: failureText(error.cause), nowMs: yield* Clock.currentTimeMillis })
       })
 
     /** Chunks while there is work, then a wait for a kick or the next poll. */
     const turn = Effect.gen(function*() {
       for (;;) {
-        const advanced = yield* runBulkActionChunk.pipe(
+        const advanced = yield* runBulkActionChunk([...failures.keys()]).pipe(
           Effect.tap((action) => Effect.sync(() => action !== undefined && failures.delete(action.id))),
           Effect.catchTag("ChunkFailed", (error) => Effect.as(failed(error), null))
         )

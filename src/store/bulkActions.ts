@@ -95,12 +95,13 @@ export const bulkActionsList = Effect.fnUntraced(function*(input: {
 
 /**
  * In a transaction: the oldest running action no other node is working on, locked until the
- * transaction ends (bulk_actions_running); undefined when there is none.
+ * transaction ends (bulk_actions_running), those in `last` (failing ones) only when no other is free;
+ * undefined when there is none.
  */
-export const bulkActionsLockNext = Effect.gen(function*() {
+export const bulkActionsLockNext = Effect.fnUntraced(function*(input: { readonly last: ReadonlyArray<string> }) {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql<RunningActionRow>`SELECT ${sql.unsafe(COLUMNS)}, project_id, replay FROM bulk_actions
-    WHERE status = 'running' ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED`
+    WHERE status = 'running' ORDER BY id = ANY(${input.last}::uuid[]), id LIMIT 1 FOR UPDATE SKIP LOCKED`
   return rows[0]
 })
 
@@ -141,7 +142,9 @@ export const bulkActionsAdvance = Effect.fnUntraced(function*(input: {
 /** Gives up on an action that keeps failing (the runner's decision); the error is kept. */
 export const bulkActionsFail = Effect.fnUntraced(function*(input: { readonly id: string; readonly error: string; readonly nowMs: number }) {
   const sql = yield* SqlClient.SqlClient
-  yield* sql`UPDATE bulk_actions SET status = 'failed', error = ${input.error}, finished_at = ${new Date(input.nowMs)}
-    WHERE id = ${input.id} AND status = 'running'`
-  yield* sql`DELETE FROM bulk_action_items WHERE action_id = ${input.id}`
+  yield* sql`WITH failed AS (
+      UPDATE bulk_actions SET status = 'failed', error = ${input.error}, finished_at = ${new Date(input.nowMs)}
+      WHERE id = ${input.id} AND status = 'running' RETURNING id
+    )
+    DELETE FROM bulk_action_items WHERE action_id IN (SELECT id FROM failed)`
 })
