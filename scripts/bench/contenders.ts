@@ -1,6 +1,6 @@
 // Who runs in each workload, under which label and settings: timewheel, graphile-worker and pg-boss,
-// plus graphile-worker at its lowest polling interval in the precision workload; the gated workload is
-// timewheel's alone (the peers have no tag policies). timewheel's ingest runs twice: driven by wrk
+// plus graphile-worker at its lowest polling interval in the precision workload; the gated and redrive
+// workloads are timewheel's alone (the peers have no tag policies, no bulk actions). timewheel's ingest runs twice: driven by wrk
 // (its row, and the ceilings beside it) and by the bench's Node client (the row measured before wrk).
 import * as graphileWorker from "./graphileWorker.ts"
 import { startPeer } from "./peerProcess.ts"
@@ -10,10 +10,10 @@ import type { Contender } from "./system.ts"
 import * as timewheel from "./timewheel.ts"
 import { WRK_SETTINGS } from "./wrk.ts"
 
-export type WorkloadName = "ingest" | "delivery" | "precision" | "batch" | "gated"
+export type WorkloadName = "ingest" | "delivery" | "precision" | "batch" | "gated" | "redrive"
 export type SystemName = Contender["system"]
 
-export const WORKLOADS: ReadonlyArray<WorkloadName> = ["ingest", "delivery", "precision", "batch", "gated"]
+export const WORKLOADS: ReadonlyArray<WorkloadName> = ["ingest", "delivery", "precision", "batch", "gated", "redrive"]
 export const SYSTEMS: ReadonlyArray<SystemName> = ["timewheel", "graphile-worker", "pg-boss"]
 
 const timewheelContender: Contender = {
@@ -63,7 +63,8 @@ const BY_WORKLOAD: Record<WorkloadName, ReadonlyArray<Contender>> = {
     peer("graphile-worker", "graphile-worker", graphileWorker.SETTINGS.batch),
     peer("pg-boss", "pg-boss", pgBoss.SETTINGS.batch)
   ],
-  gated: [timewheelContender]
+  gated: [timewheelContender],
+  redrive: [timewheelContender]
 }
 
 export const contendersFor = (workload: WorkloadName, systems: ReadonlyArray<SystemName>) =>

@@ -113,11 +113,14 @@ export const bulkActionItemsNext = Effect.fnUntraced(function*(input: { readonly
   return rows.map((row) => row.trigger_id)
 })
 
-/** Marks the items done (deletes them) and returns each trigger's status now (undefined: deleted). */
+/**
+ * Marks the items done (deletes them) and returns each trigger's status now (undefined: deleted). The
+ * ids are cast once (store/triggerReplay.ts says why).
+ */
 export const bulkActionItemsDone = Effect.fnUntraced(function*(input: { readonly actionId: string; readonly ids: ReadonlyArray<string> }) {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql<{ trigger_id: string; status: string | null }>`DELETE FROM bulk_action_items i
-    WHERE i.action_id = ${input.actionId} AND i.trigger_id = ANY(${input.ids}::uuid[])
+    WHERE i.action_id = ${input.actionId} AND i.trigger_id = ANY((SELECT ${input.ids}::uuid[])::uuid[])
     RETURNING i.trigger_id, (SELECT t.status FROM triggers t WHERE t.id = i.trigger_id) AS status`
   return new Map(rows.map((row) => [row.trigger_id, row.status ?? undefined]))
 })

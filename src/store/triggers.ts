@@ -170,9 +170,11 @@ export const triggersCancel = Effect.fnUntraced(function*(input: { readonly ids:
   if (input.ids.length === 0) return [] as Array<TriggerRef>
   const sql = yield* SqlClient.SqlClient
   const now = new Date(input.nowMs)
-  const rows = yield* sql<RefRow>`UPDATE triggers t SET status = 'cancelled', due_at = NULL, updated_at = ${now}
-    WHERE (t.id = ANY(${input.ids}::uuid[]) AND t.status IN ${statusList(sql, KEY_OWNER_STATUSES)})
-       OR (t.generator_id = ANY(${input.ids}::uuid[]) AND t.status = 'registered'
+  // the ids cast once, in a subquery (store/triggerReplay.ts says why)
+  const rows = yield* sql<RefRow>`WITH x AS (SELECT ${input.ids}::uuid[] AS ids)
+    UPDATE triggers t SET status = 'cancelled', due_at = NULL, updated_at = ${now}
+    WHERE (t.id = ANY((SELECT ids FROM x)::uuid[]) AND t.status IN ${statusList(sql, KEY_OWNER_STATUSES)})
+       OR (t.generator_id = ANY((SELECT ids FROM x)::uuid[]) AND t.status = 'registered'
            AND EXISTS (SELECT 1 FROM triggers g WHERE g.id = t.generator_id AND g.status = 'active'))
     RETURNING ${sql.unsafe(refColumns.split(", ").map((column) => `t.${column}`).join(", "))}`
   return rows.map(toRef)
