@@ -9,33 +9,18 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { BulkChunkSize } from "../../src/commands/bulkActionChunk.ts"
-import { insertDeadLetters, insertExecution, insertTrigger, insertTriggers, nextId, projectIdOfKey, quotaUsed, setStatus, statusOf } from "../support/fixtures.ts"
+import { insertDeadLetters, insertExecution, insertTrigger, insertTriggers, nextId, quotaUsed, setStatus, statusOf } from "../support/fixtures.ts"
+import { newProject, type ProjectClient } from "../support/projectClient.ts"
 import { TestServer, testServerLayer, type TestResponse } from "../support/server.ts"
 import { headerValues, target } from "../support/target.ts"
 import { pollUntil } from "../support/wait.ts"
 
 const CHUNK = 2
 
-/** A fresh project: its key, id, and calls authenticated with the key header. */
-const newProject = Effect.gen(function*() {
-  const server = yield* TestServer
-  const key = yield* server.newKey()
-  const projectId = yield* projectIdOfKey(key)
-  const auth = { "ttr-api-key": key }
-  return {
-    key,
-    projectId,
-    get: (path: string) => server.call("GET", path, { headers: auth }),
-    post: (path: string, body: unknown, headers: Record<string, string> = { "content-type": "application/json" }) =>
-      server.call("POST", path, { headers: { ...auth, ...headers }, body: typeof body === "string" ? body : JSON.stringify(body) })
-  }
-})
-type Project = Effect.Success<typeof newProject>
-
 const badRequest = (message: string) => ({ _tag: "BadRequest", message })
 
 /** Ids listed by GET /jobs with this query (every page). */
-const listed = (p: Project, query: string) =>
+const listed = (p: ProjectClient, query: string) =>
   Effect.gen(function*() {
     const ids: Array<string> = []
     let cursor: string | null = null
@@ -50,14 +35,14 @@ const listed = (p: Project, query: string) =>
   })
 
 /** Starts an action (202) and returns its view. */
-const started = (p: Project, body: unknown) =>
+const started = (p: ProjectClient, body: unknown) =>
   Effect.map(p.post("/actions", body), (response) => {
     assert.strictEqual(response.status, 202, response.text)
     return response.json()
   })
 
 /** The action once it is no longer running. */
-const finished = (p: Project, id: string) =>
+const finished = (p: ProjectClient, id: string) =>
   pollUntil(`action ${id} to finish`, Effect.map(p.get(`/actions/${id}`), (response) => {
     const action = response.json()
     return action.status === "running" ? undefined : action

@@ -7,24 +7,10 @@ import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { triggersQueueReplay } from "../../src/store/triggerReplay.ts"
 import { headerValues, httpServer } from "../delivery/servers.ts"
-import { DEFAULT_URL, insertExecution, insertTrigger, nextId, projectIdOfKey } from "../support/fixtures.ts"
+import { DEFAULT_URL, insertExecution, insertTrigger, nextId } from "../support/fixtures.ts"
 import { TestServer, testServerLayer } from "../support/server.ts"
+import { newProject } from "../support/projectClient.ts"
 import { pollUntil, waitUntil } from "../support/wait.ts"
-
-/** A fresh project: its key, id, and GET / POST helpers authenticated with the key header. */
-const newProject = Effect.gen(function*() {
-  const server = yield* TestServer
-  const key = yield* server.newKey()
-  const projectId = yield* projectIdOfKey(key)
-  const auth = { "ttr-api-key": key }
-  return {
-    key,
-    projectId,
-    get: (path: string) => server.call("GET", path, { headers: auth }),
-    post: (path: string, body: string, headers: Record<string, string> = { "content-type": "application/json" }) =>
-      server.call("POST", path, { headers: { ...auth, ...headers }, body })
-  }
-})
 
 const notFound = (message: string) => ({ _tag: "NotFound", message })
 const badRequest = (message: string) => ({ _tag: "BadRequest", message })
