@@ -14,7 +14,7 @@ import { orUnavailable } from "../store/unavailable.ts"
 import { BulkActionRunner } from "./bulkActionRunner.ts"
 import { cursorId, nextCursor } from "./logs.ts"
 
-/** Starts the running one finished between the two statements of a start: this many tries. */
+/** A start that found the same action running, which then finished before it could be read, tries again: this many times. */
 const START_ATTEMPTS = 3
 
 export type ActionAnswer =

@@ -3,8 +3,8 @@
 // the reads of GET /actions, and the steps of one chunk (commands/bulkActionChunk.ts) in the chunk's
 // transaction: lock the next running action (SKIP LOCKED: one node at a time per action), take its
 // next items, mark them done, add to its counters.
-// The start reads triggers without locking any: a set of 100,000 costs one INSERT … SELECT (about a
-// second here) and no claim waits behind it.
+// The start reads triggers without locking any: a set is one INSERT … SELECT (0.4 s for 20,000 on
+// the busy 2-core machine) and no claim waits behind it.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { BulkActionKind, BulkActionRow } from "../domain/bulkAction.ts"
