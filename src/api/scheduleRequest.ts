@@ -17,7 +17,6 @@ import { unstorableCharacter, unstorableMessage } from "../domain/storableText.t
 import type { HeaderPairs } from "../domain/trigger.ts"
 import { authenticateKey } from "./auth.ts"
 
-
 const NO_BODY_METHODS = new Set(["GET", "HEAD", "OPTIONS"])
 
 /** SPEC "/schedule" other request parts 1: for GET, HEAD and OPTIONS no body is read or stored. */
