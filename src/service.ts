@@ -1,6 +1,6 @@
 // The whole service as one layer: configuration, database (migrated), heartbeats, the HTTPS API and
-// the background roles (shard manager with its actors, delivery). `npm start` launches it; the test
-// helpers build it in-process.
+// the background roles (shard manager with its actors, delivery, the bulk actions' worker).
+// `npm start` launches it; the test helpers build it in-process.
 import * as Formatter from "effect/Formatter"
 import * as Layer from "effect/Layer"
 import * as crypto from "node:crypto"
@@ -11,6 +11,7 @@ import { DashboardSessionsLive } from "./api/dashboardSessions.ts"
 import { HttpsServerLive } from "./api/server.ts"
 import { NodeIdentity } from "./cluster/node.ts"
 import { ApiKeyCache } from "./commands/apiKeyCache.ts"
+import { BulkActionRunner } from "./commands/bulkActionRunner.ts"
 import { InsertBatcher } from "./commands/insertBatcher.ts"
 import { QuotaBatcher } from "./commands/quotaBatcher.ts"
 import { AppConfig, type AppConfigShape, type LogLevelName } from "./config.ts"
@@ -102,7 +103,7 @@ export const ServiceLive = (
     })
   ).pipe(Layer.provideMerge(notifications))
   const delivery = Layer.mergeAll(DispatcherLive, ClaimBatcher.layer, MarkBatcher.layer).pipe(Layer.provideMerge(core))
-  const scheduler = Layer.mergeAll(ShardManagerLive, HousekeepingLive).pipe(Layer.provideMerge(delivery))
+  const scheduler = Layer.mergeAll(ShardManagerLive, HousekeepingLive, BulkActionRunner.layer).pipe(Layer.provideMerge(delivery))
   return Layer.mergeAll(
     HttpsServerLive(tls).pipe(Layer.provide(apiTracingLayer(config.tracing))),
     OpsServerLive({ poolConnections: POOL_CONNECTIONS })

@@ -1,7 +1,7 @@
 // Who runs in each workload, under which label and settings: timewheel, graphile-worker and pg-boss,
 // plus graphile-worker at its lowest polling interval in the precision workloads (precision-fast: at ten
-// times the rate, timewheel and that graphile-worker only); the gated workload is
-// timewheel's alone (the peers have no tag policies). timewheel's ingest runs twice: driven by wrk
+// times the rate, timewheel and that graphile-worker only); the gated and redrive workloads are
+// timewheel's alone (the peers have no tag policies, no bulk actions). timewheel's ingest runs twice: driven by wrk
 // (its row, and the ceilings beside it) and by the bench's Node client (the row measured before wrk).
 // With --encryption and --tracing, the delivery workload also runs timewheel with ENCRYPTION_KEYS set
 // and with tracing on (to a discarding OTLP receiver, otlpSink.ts), each beside the plain run.
@@ -15,10 +15,10 @@ import type { Contender } from "./system.ts"
 import * as timewheel from "./timewheel.ts"
 import { WRK_SETTINGS } from "./wrk.ts"
 
-export type WorkloadName = "ingest" | "delivery" | "precision" | "precision-fast" | "batch" | "gated"
+export type WorkloadName = "ingest" | "delivery" | "precision" | "precision-fast" | "batch" | "gated" | "redrive"
 export type SystemName = Contender["system"]
 
-export const WORKLOADS: ReadonlyArray<WorkloadName> = ["ingest", "delivery", "precision", "precision-fast", "batch", "gated"]
+export const WORKLOADS: ReadonlyArray<WorkloadName> = ["ingest", "delivery", "precision", "precision-fast", "batch", "gated", "redrive"]
 export const SYSTEMS: ReadonlyArray<SystemName> = ["timewheel", "graphile-worker", "pg-boss"]
 
 const timewheelContender: Contender = {
@@ -74,7 +74,8 @@ const BY_WORKLOAD: Record<WorkloadName, ReadonlyArray<Contender>> = {
     peer("graphile-worker", "graphile-worker", graphileWorker.SETTINGS.batch),
     peer("pg-boss", "pg-boss", pgBoss.SETTINGS.batch)
   ],
-  gated: [timewheelContender]
+  gated: [timewheelContender],
+  redrive: [timewheelContender]
 }
 
 /** The optional timewheel variants of the delivery workload (`--encryption`, `--tracing`). */

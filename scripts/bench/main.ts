@@ -1,5 +1,5 @@
-// `npm run bench [-- --only ingest,delivery,precision,precision-fast,batch,gated] [--systems timewheel,graphile-worker,pg-boss]
-// [--n 20000] [--precision-n 2000] [--batch-n 100000] [--lead-ms N] [--encryption] [--tracing]`: runs each workload against each system on one
+// `npm run bench [-- --only ingest,delivery,precision,precision-fast,batch,gated,redrive] [--systems timewheel,graphile-worker,pg-boss]
+// [--n 20000] [--precision-n 2000] [--batch-n 100000] [--redrive-n 100000] [--lead-ms N] [--encryption] [--tracing]`: runs each workload against each system on one
 // PostgreSQL (DATABASE_URL, else an embedded one), a fresh database per run, a sink in its own process;
 // prints Markdown tables with timewheel/peer ratios (and, beside ingest and delivery, what the machine allows
 // the same client: the ceilings) and writes bench-results/<timestamp>.json.
@@ -12,6 +12,7 @@ import { failWith, readFlags } from "./cliFlags.ts"
 import { runDeliveryCeiling } from "./deliveryCeiling.ts"
 import { DELIVERY_CEILING_SETTINGS } from "./deliveryCeiling.ts"
 import { runBareCeiling } from "./ingestWrk.ts"
+import { REDRIVE_DEFAULT_N, runRedrive } from "./redrive.ts"
 import { describeMachine, markdown, writeJson } from "./report.ts"
 import type { CeilingEntry, Entry, Metrics } from "./report.ts"
 import { startSink } from "./sink.ts"
@@ -20,9 +21,9 @@ import type { Sink } from "./sink.ts"
 import type { Contender } from "./system.ts"
 import { BATCH_SIZE, GATED_DEFAULT_N, LoadOverrun, runBatch, runDelivery, runGated, runIngest, runPrecision } from "./workloads.ts"
 
-const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,precision-fast,batch,gated] [--systems timewheel,graphile-worker,pg-boss]
-                        [--n 20000] [--precision-n 2000] [--batch-n 100000] [--lead-ms N] [--encryption] [--tracing]
-  --only         workloads to run (default all; "memory" is measured in every workload; gated is timewheel only)
+const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,precision-fast,batch,gated,redrive] [--systems timewheel,graphile-worker,pg-boss]
+                        [--n 20000] [--precision-n 2000] [--batch-n 100000] [--redrive-n ${REDRIVE_DEFAULT_N}] [--lead-ms N] [--encryption] [--tracing]
+  --only         workloads to run (default all; "memory" is measured in every workload; gated and redrive are timewheel only)
                  ingest: timewheel driven by wrk (1 thread, 32 connections, 8 s after a 2 s warm-up; installed
                  with apt-get when missing and root) and by the Node client (n calls, as before); beside it the
                  ceilings: the same wrk against a bare node:https server, timewheel's GET /health and POST /schedule
@@ -33,6 +34,8 @@ const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,precisi
   --precision-n  requests in the precision workload, spread over 10 s (default 2000); precision-fast sends
                  ten times as many in the same 10 s
   --batch-n      requests in the batch workload, a multiple of ${BATCH_SIZE} (default 100000)
+  --redrive-n    dead letters redriven by one bulk action in the redrive workload (default ${REDRIVE_DEFAULT_N}), with the
+                 longest wait of a claim of one of them beside it
   --lead-ms      time between the start of loading and the first due instant (default: estimated)
   --encryption   delivery also runs timewheel with ENCRYPTION_KEYS set (every stored header and body encrypted)
   --tracing      delivery also runs timewheel with tracing on, exporting to a local OTLP receiver that discards the spans`
@@ -45,6 +48,7 @@ interface Options {
   readonly gatedN: number
   readonly precisionN: number
   readonly batchN: number
+  readonly redriveN: number
   readonly leadMs: number | undefined
   readonly variants: Variants
 }
@@ -66,7 +70,7 @@ const batchCount = (raw: string): number => {
 }
 
 const parseOptions = (args: ReadonlyArray<string>): Options => {
-  const { values, switches } = readFlags(args, USAGE, ["only", "systems", "n", "precision-n", "batch-n", "lead-ms"], ["encryption", "tracing"])
+  const { values, switches } = readFlags(args, USAGE, ["only", "systems", "n", "precision-n", "batch-n", "redrive-n", "lead-ms"], ["encryption", "tracing"])
   const lead = values.get("lead-ms")
   return {
     workloads: values.has("only") ? listOf(values.get("only")!, WORKLOADS, ["memory"]) : WORKLOADS,
@@ -75,6 +79,7 @@ const parseOptions = (args: ReadonlyArray<string>): Options => {
     gatedN: positiveInt(values.get("n") ?? String(GATED_DEFAULT_N), "--n"),
     precisionN: positiveInt(values.get("precision-n") ?? "2000", "--precision-n"),
     batchN: batchCount(values.get("batch-n") ?? "100000"),
+    redriveN: positiveInt(values.get("redrive-n") ?? String(REDRIVE_DEFAULT_N), "--redrive-n"),
     leadMs: lead === undefined ? undefined : positiveInt(lead, "--lead-ms"),
     variants: { encryption: switches.has("encryption"), tracing: switches.has("tracing") }
   }
@@ -108,6 +113,10 @@ const summary = (workload: WorkloadName, m: Metrics): string => {
     const { concurrency: c, throughput: t } = m as unknown as Record<string, Record<string, number>>
     return `maxConcurrent ${c!.maxConcurrent}: ${c!.ratePerS}/s, peak in flight ${c!.peakInFlight}; ` +
       `throughput: most in a window ${t!.maxInWindow}, mean ${t!.meanRatePerS}/s; ${r.missing} missing, ${r.peakRssMiB} MiB`
+  }
+  if (workload === "redrive") {
+    return `${r.matched} matched, POST ${r.startMs} ms, action ${r.actionMs} ms (${r.ratePerS}/s), longest claim wait ${r.lockWaitMs} ms ` +
+      `(${r.probes} probes), last replay at the sink ${r.lastArrivalMs} ms, ${r.missing} missing, ${r.peakRssMiB} MiB`
   }
   if (workload === "batch") {
     const d = (m as { declare?: Record<string, number> }).declare
@@ -152,6 +161,7 @@ const runOne = async (
       if (workload === "ingest") return await runIngest(contender, database.url, sink, options.n)
       if (workload === "delivery") return await runDelivery(contender, database.url, sink, options.n, leadMs)
       if (workload === "batch") return await runBatch(contender, database.url, sink, options.batchN)
+      if (workload === "redrive") return await runRedrive(contender, database.url, sink, options.redriveN)
       if (workload === "gated") return await runGated(contender, database.url, sink, options.gatedN, leadMs, options.leadMs !== undefined)
       return await runPrecision(contender, database.url, sink, precisionNOf(workload, options), leadMs)
     } finally {
@@ -159,7 +169,8 @@ const runOne = async (
       await database.drop().catch((error: unknown) => say(`  could not drop the database: ${String(error)}`))
     }
   }
-  const n = workload.startsWith("precision") ? precisionNOf(workload, options) : workload === "gated" ? options.gatedN : options.n
+  const n = workload.startsWith("precision") ? precisionNOf(workload, options)
+    : workload === "gated" ? options.gatedN : workload === "redrive" ? options.redriveN : options.n
   const lead = options.leadMs ?? estimateLead(contender, n, timewheelIngestRate)
   try {
     return await attempt(lead)

@@ -9,13 +9,14 @@ import { type SystemName, type WorkloadName, WORKLOADS } from "./contenders.ts"
 import type { DeliveryCeilingMetrics } from "./deliveryCeiling.ts"
 import { DELIVERY_CEILING_SETTINGS } from "./deliveryCeiling.ts"
 import type { BareCeilingMetrics, IngestWrkMetrics } from "./ingestWrk.ts"
+import type { RedriveMetrics } from "./redrive.ts"
 import { WRK_TITLE } from "./ingestWrk.ts"
 import type { BatchMetrics, DeliveryMetrics, GatedMetrics, IngestMetrics, PrecisionMetrics } from "./workloads.ts"
 import {
   BATCH_CONCURRENCY, BATCH_SIZE, GATED_MAX_CONCURRENT, GATED_RATE, GATED_SINK_DELAY_MS, GATED_WINDOW
 } from "./workloads.ts"
 
-export type Metrics = IngestMetrics | IngestWrkMetrics | DeliveryMetrics | PrecisionMetrics | BatchMetrics | GatedMetrics
+export type Metrics = IngestMetrics | IngestWrkMetrics | DeliveryMetrics | PrecisionMetrics | BatchMetrics | GatedMetrics | RedriveMetrics
 
 export interface Entry {
   readonly workload: WorkloadName
@@ -123,6 +124,17 @@ const ROWS: Record<WorkloadName, ReadonlyArray<Row>> = {
     { label: "— last arrival after due (ms)", key: "throughput.lastArrivalMs", better: "lower" },
     { label: "peak RSS (MiB)", key: "peakRssMiB", better: "lower" },
     { label: "missing", key: "missing" }
+  ],
+  redrive: [
+    { label: "POST /actions: the set fixed (ms)", key: "startMs", better: "lower" },
+    { label: "action, POST to completed (ms)", key: "actionMs", better: "lower" },
+    { label: "triggers processed/s", key: "ratePerS", better: "higher" },
+    { label: "longest claim wait behind it (ms; batch: behind a /bulk of 10,000)", key: "lockWaitMs", better: "lower" },
+    { label: "claim probes during the action", key: "probes" },
+    { label: "POST to the last replay at the sink (ms)", key: "lastArrivalMs", better: "lower" },
+    { label: "replayed", key: "replayed" },
+    { label: "peak RSS (MiB)", key: "peakRssMiB", better: "lower" },
+    { label: "missing", key: "missing" }
   ]
 }
 
@@ -132,7 +144,8 @@ const TITLES: Record<WorkloadName, (n: number) => string> = {
   precision: (n) => `precision: ${n} requests at instants spread evenly over 10 s`,
   "precision-fast": (n) => `precision at ten times the rate: ${n} requests at instants spread evenly over 10 s`,
   batch: (n) => `batch: ${n} one-shot requests 1 h ahead, ${BATCH_SIZE} per call, ${BATCH_CONCURRENCY} concurrent callers`,
-  gated: (n) => `gated: ${n} requests due at one instant on one tag, per policy (timewheel only)`
+  gated: (n) => `gated: ${n} requests due at one instant on one tag, per policy (timewheel only)`,
+  redrive: (n) => `redrive: ${n} dead letters replayed by one bulk action, POSTed to a loopback sink (timewheel only)`
 }
 
 const valueOf = (metrics: Metrics | undefined, key: string): number | undefined => {

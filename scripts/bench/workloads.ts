@@ -154,12 +154,12 @@ export class LoadOverrun extends Error {
 }
 
 const mib = (kib: number) => Math.round((kib / 1024) * 10) / 10
-const round = (x: number, digits = 1) => (Number.isFinite(x) ? Math.round(x * 10 ** digits) / 10 ** digits : x)
-const newRun = () => crypto.randomBytes(4).toString("hex")
+export const round = (x: number, digits = 1) => (Number.isFinite(x) ? Math.round(x * 10 ** digits) / 10 ** digits : x)
+export const newRun = () => crypto.randomBytes(4).toString("hex")
 const bodyOf = (i: number) => JSON.stringify({ n: i })
 
 /** Stops the system whatever happened; a stop failure never hides the run's own error. */
-const withSystem = async <A>(system: StartedSystem, body: () => Promise<A>): Promise<{ result: A; peakRssMiB: number }> => {
+export const withSystem = async <A>(system: StartedSystem, body: () => Promise<A>): Promise<{ result: A; peakRssMiB: number }> => {
   let result: A
   try {
     result = await body()

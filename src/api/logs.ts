@@ -7,11 +7,13 @@ import { HttpRouter, HttpServerRequest } from "effect/http"
 import { EXECUTION_STATUSES, getExecution, getJob, listExecutions, listJobExecutions, listJobs } from "../commands/logs.ts"
 import { replayTrigger } from "../commands/replay.ts"
 import { BadRequest } from "../domain/errors.ts"
-import { TRIGGER_KINDS, TRIGGER_STATUSES } from "../domain/trigger.ts"
+import { decodeTriggerFilter, FILTER_FIELDS, type FilterField } from "../domain/triggerFilter.ts"
 import { authenticate } from "./auth.ts"
 import { jsonResponse } from "./errors.ts"
 import { handle } from "./handle.ts"
-import { booleanParam, integerParam, oneOf, pageLimit, queryParams, readJsonBody, requireExactPath } from "./requestParts.ts"
+import {
+  booleanParam, integerParam, oneOf, pageLimit, type QueryParams, queryParams, readJsonBody, requireExactPath
+} from "./requestParts.ts"
 
 const JOBS = /^\/jobs$/
 const JOB = /^\/jobs\/[^/]+$/
@@ -30,14 +32,23 @@ const authenticated = (path: RegExp) =>
     return (yield* authenticate(request)).projectId
   })
 
+/** The filter fields of GET /jobs (domain/triggerFilter.ts, read as query text). */
+const jobFilter = (query: QueryParams) =>
+  Effect.gen(function*() {
+    const values: Partial<Record<FilterField, string>> = {}
+    for (const field of FILTER_FIELDS) {
+      const value = yield* query.get(field)
+      if (value !== undefined) values[field] = value
+    }
+    const decoded = decodeTriggerFilter(values, "query")
+    return decoded._tag === "Ok" ? decoded.filter : yield* Effect.fail(new BadRequest(decoded.message))
+  })
+
 const listJobsRoute = Effect.gen(function*() {
   const projectId = yield* authenticated(JOBS)
   const query = yield* queryParams
   const page = yield* listJobs(projectId, {
-    status: yield* oneOf(query, "status", TRIGGER_STATUSES),
-    kind: yield* oneOf(query, "kind", TRIGGER_KINDS),
-    tag: yield* query.get("tag"),
-    customKey: yield* query.get("customKey"),
+    filter: yield* jobFilter(query),
     limit: yield* pageLimit(query),
     cursor: yield* query.get("cursor")
   })

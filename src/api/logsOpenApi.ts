@@ -3,6 +3,7 @@
 import { EXECUTION_STATUSES } from "../commands/logs.ts"
 import { TRIGGER_KINDS, TRIGGER_STATUSES } from "../domain/trigger.ts"
 import { ENCODING_PROBE_BYTES, LIST_BODY_MAX_BYTES } from "../domain/views.ts"
+import { filterParameters } from "./actionsOpenApi.ts"
 import { errorResponse, jsonResponseOf, keyOrBearer, type Paths, unauthorized } from "./openapiParts.ts"
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./requestParts.ts"
 
@@ -126,12 +127,10 @@ export const logPaths = (prefix: string): Paths => ({
     get: {
       operationId: "listJobs",
       summary: "List triggers, newest first",
+      description: "The filters are those of `POST /actions`: a set listed here is the set a bulk action acts on.",
       parameters: [
         ...keyOrBearer(prefix),
-        query("status", "Only triggers in this status.", { type: "string", enum: TRIGGER_STATUSES }),
-        query("kind", "`job` (one-shots and generator instances) or `generator`.", { type: "string", enum: TRIGGER_KINDS }),
-        query("tag", "Only triggers carrying this tag.", { type: "string" }),
-        query("customKey", "Only triggers with this custom key.", { type: "string" }),
+        ...filterParameters,
         ...pageParameters
       ],
       responses: { 200: jsonResponseOf("A page of triggers.", page("jobs", triggerSchema)), 400: badQuery, 401: unauthorized }

@@ -9,6 +9,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
 import { bulkTriggers } from "../commands/bulk.ts"
+import { getBulkAction, startBulkAction } from "../commands/bulkActions.ts"
 import { cancelTrigger } from "../commands/cancel.ts"
 import { declareTriggers } from "../commands/declare.ts"
 import { getExecution, getJob, listExecutions, listJobs } from "../commands/logs.ts"
@@ -18,16 +19,20 @@ import { scheduleTrigger } from "../commands/schedule.ts"
 import { createTagPolicy, deleteTagPolicy, listTagPolicies, updateTagPolicy } from "../commands/tagPolicies.ts"
 import { AppConfig } from "../config.ts"
 import { decodeBulkBody } from "../domain/bulk.ts"
+import { decodeActionBody } from "../domain/bulkAction.ts"
 import { nextFires, parseCronValue } from "../domain/cron/index.ts"
 import { BadRequest } from "../domain/errors.ts"
+import { HTTP_TOKEN } from "../domain/httpHeaders.ts"
 import { decodeDeclareBody, resolveRetry } from "../domain/item.ts"
 import { encodeItemBody } from "../domain/itemBody.ts"
 import { parseDateValue } from "../domain/scheduledAt.ts"
 import { cancelTargetOf, checkScheduleTarget, scheduleCommandOf } from "../domain/scheduleInput.ts"
 import { unstorableCharacter, unstorableMessage } from "../domain/storableText.ts"
 import { decodeTagPolicyBody } from "../domain/tagPolicy.ts"
+import { decodeTriggerFilter } from "../domain/triggerFilter.ts"
 import { executionSummary, jobSummary, malformedArguments, toolCall } from "./mcpResults.ts"
-import { MAX_CRON_NEXT_COUNT, McpCaller, type McpTools } from "./mcpTools.ts"
+import { McpCaller } from "./mcpToolParts.ts"
+import { MAX_CRON_NEXT_COUNT, type McpTools } from "./mcpTools.ts"
 import { integerInRange, pageLimitOf, textParam } from "./requestParts.ts"
 import { forwardedHeaders, storesBody } from "./scheduleRequest.ts"
 
@@ -42,6 +47,8 @@ type CommandServices =
   | Effect.Services<ReturnType<typeof listExecutions>>
   | Effect.Services<ReturnType<typeof getExecution>>
   | Effect.Services<ReturnType<typeof replayTrigger>>
+  | Effect.Services<ReturnType<typeof startBulkAction>>
+  | Effect.Services<ReturnType<typeof getBulkAction>>
   | Effect.Services<ReturnType<typeof listTagPolicies>>
   | Effect.Services<ReturnType<typeof createTagPolicy>>
   | Effect.Services<ReturnType<typeof updateTagPolicy>>
@@ -50,9 +57,6 @@ type CommandServices =
   | Effect.Services<ReturnType<typeof patchProjectRetryPolicy>>
 
 const bad = (message: string) => Effect.fail(new BadRequest(message))
-
-/** An HTTP method or header name: an RFC 9110 token. */
-const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/
 
 const DEFAULT_METHOD = "POST"
 const DEFAULT_CRON_NEXT_COUNT = 5
@@ -70,9 +74,9 @@ const unstorableArgument = (args: {
   readonly customKey?: string | undefined
   readonly triggerId?: string | undefined
 }): string | undefined => {
-  if (!TOKEN.test(args.method)) return `Invalid method: ${args.method}`
+  if (!HTTP_TOKEN.test(args.method)) return `Invalid method: ${args.method}`
   for (const [name, value] of args.headers) {
-    if (!TOKEN.test(name)) return `Invalid header name: ${name}`
+    if (!HTTP_TOKEN.test(name)) return `Invalid header name: ${name}`
     if (/[\r\n]/.test(value)) return `Invalid value of header ${name}: line breaks are not allowed`
   }
   const texts: ReadonlyArray<readonly [string, string | undefined]> = [
@@ -96,6 +100,15 @@ export const mcpHandlers = (tools: McpTools) =>
     const services = Context.omit(Scope.Scope)(yield* Effect.context<CommandServices>())
     const call = <A, E, R>(effect: Effect.Effect<A, E, R>) => toolCall(Effect.provideContext(effect, services))
     const caller = Effect.map(McpCaller, (caller) => caller.projectId)
+    /** cancel_by_filter and replay_by_filter: POST /actions' body decoder and command. */
+    const bulkAction = (body: Record<string, unknown>) =>
+      call(Effect.gen(function*() {
+        const projectId = yield* caller
+        const decoded = decodeActionBody(body, prefix)
+        if (decoded._tag === "Err") return yield* bad(decoded.message)
+        const answer = yield* startBulkAction(projectId, decoded.request, yield* Clock.currentTimeMillis)
+        return answer._tag === "DryRun" ? { matched: answer.matched } : answer.action
+      }))
 
     return tools.of({
       schedule_trigger: (args) =>
@@ -164,11 +177,10 @@ export const mcpHandlers = (tools: McpTools) =>
       list_jobs: (args) =>
         call(Effect.gen(function*() {
           const projectId = yield* caller
+          const filter = decodeTriggerFilter(args, "json")
+          if (filter._tag === "Err") return yield* bad(filter.message)
           const page = yield* listJobs(projectId, {
-            status: args.status,
-            kind: args.kind,
-            tag: yield* textParam("tag", args.tag),
-            customKey: yield* textParam("customKey", args.customKey),
+            filter: filter.filter,
             limit: yield* pageLimitOf(args.limit),
             cursor: yield* textParam("cursor", args.cursor)
           })
@@ -224,6 +236,13 @@ export const mcpHandlers = (tools: McpTools) =>
       get_retry_policy: () => call(Effect.flatMap(caller, getProjectRetryPolicy)),
 
       update_retry_policy: (args) => call(Effect.flatMap(caller, (projectId) => patchProjectRetryPolicy(projectId, args))),
+
+      cancel_by_filter: (args) => bulkAction({ action: "cancel", ...args }),
+
+      replay_by_filter: ({ url, headers, ...args }) =>
+        bulkAction({ action: "replay", ...args, ...(url === undefined && headers === undefined ? {} : { replay: { url, headers } }) }),
+
+      get_action: (args) => call(Effect.flatMap(caller, (projectId) => getBulkAction(projectId, args.id))),
 
       cron_next: (args) =>
         toolCall(Effect.gen(function*() {

@@ -33,7 +33,7 @@ export const mcpPaths = (prefix: string): Paths => ({
       description:
         "Model Context Protocol over the streamable HTTP transport (protocol versions 2025-06-18 and 2025-03-26). " +
         "Point an MCP client at this URL with the API key in the key header or as a Bearer token; its tools " +
-        "(`tools/list`) schedule, cancel, declare and bulk-change triggers, read jobs and executions, replay, manage " +
+        "(`tools/list`) schedule, cancel, declare and bulk-change triggers, cancel or replay by filter, read jobs and executions, replay, manage " +
         "tag policies and the project retry policy, and preview cron values. `Accept` must list `application/json` " +
         "and `text/event-stream`. Requests with an `Origin` header (browsers) are refused.",
       parameters: [...keyOrBearer(prefix), ...mcpHeaders],

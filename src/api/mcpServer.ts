@@ -19,7 +19,8 @@ import { authenticateKeyOrBearer } from "./auth.ts"
 import { renderApiError } from "./errors.ts"
 import { MCP_PATH } from "./mcpOpenApi.ts"
 import { mcpHandlers } from "./mcpHandlers.ts"
-import { McpCaller, mcpInstructions, mcpToolkit } from "./mcpTools.ts"
+import { mcpInstructions, mcpToolkit } from "./mcpTools.ts"
+import { McpCaller } from "./mcpToolParts.ts"
 
 /** The largest JSON-RPC message read (as /declare and /bulk bodies). */
 export const MAX_MCP_BODY_BYTES = 16 * 1024 * 1024

@@ -4,20 +4,13 @@
 // JSON-RPC "invalid params" error, the tool form of the spec's empty 400); ranges and formats are left
 // to the same validation as the HTTP endpoints, so their messages are the spec's. Read-only tools say
 // so (effect/ai's default annotations claim destructive). Handlers are in mcpHandlers.ts.
-import * as Context from "effect/Context"
 import * as Schema from "effect/Schema"
 import { Tool, Toolkit } from "effect/ai"
 import { EXECUTION_STATUSES } from "../commands/logs.ts"
 import { RETRY_ONS, RETRY_STRATEGIES } from "../domain/retry.ts"
-import { TRIGGER_KINDS, TRIGGER_STATUSES } from "../domain/trigger.ts"
+import { bulkActionTools, FILTER_ARGUMENTS } from "./mcpBulkTools.ts"
 import { ToolError } from "./mcpResults.ts"
-
-/** The project of the key that authenticated the current /mcp request (mcpServer.ts provides it). */
-export class McpCaller extends Context.Service<McpCaller, { readonly projectId: string }>()("timewheel/McpCaller") {}
-
-const described = <S extends Schema.Top>(schema: S, description: string): S["Rebuild"] => schema.annotate({ description })
-
-const optional = <S extends Schema.Top>(schema: S, description: string) => Schema.optionalKey(described(schema, description))
+import { dependencies, described, optional, readOnly, titled, writes } from "./mcpToolParts.ts"
 
 export const MAX_CRON_NEXT_COUNT = 100
 
@@ -127,17 +120,6 @@ const TAG_POLICY_RESULT =
 // ---------------------------------------------------------------------------------------------
 // Tools
 
-const readOnly = <T extends Tool.Any>(tool: T): T =>
-  tool.annotate(Tool.Readonly, true).annotate(Tool.Destructive, false).annotate(Tool.Idempotent, true).annotate(Tool.OpenWorld, false) as T
-
-const writes = <T extends Tool.Any>(tool: T, options: { readonly destructive: boolean; readonly idempotent: boolean; readonly openWorld: boolean }): T =>
-  tool.annotate(Tool.Destructive, options.destructive).annotate(Tool.Idempotent, options.idempotent)
-    .annotate(Tool.OpenWorld, options.openWorld) as T
-
-const titled = <T extends Tool.Any>(tool: T, title: string): T => tool.annotate(Tool.Title, title) as T
-
-const dependencies = [McpCaller]
-
 export const mcpToolkit = (prefix: string) =>
   Toolkit.make(
     titled(writes(Tool.make("schedule_trigger", {
@@ -245,15 +227,9 @@ export const mcpToolkit = (prefix: string) =>
         "List the project's triggers and generators, newest first, a page at a time: {jobs: [{id, kind, status, " +
         "scheduledAt, method, url, customKey, title, tags, generatorId (set on a generator's instances), attempts, " +
         "createdAt, updatedAt}], nextCursor}. A generator's scheduledAt is its upcoming run (null when none). " +
-        "get_job has a trigger's headers, body and retry policy.",
-      parameters: Schema.Struct({
-        status: optional(Schema.Literals(TRIGGER_STATUSES), "Only triggers in this status (active: running generators)."),
-        kind: optional(Schema.Literals(TRIGGER_KINDS), "job (one-shot triggers and instances) or generator."),
-        tag: optional(Schema.String, "Only triggers carrying this tag."),
-        customKey: optional(Schema.String, "Only triggers with this custom key."),
-        limit,
-        cursor
-      }),
+        "get_job has a trigger's headers, body and retry policy. The filters are those of cancel_by_filter and " +
+        "replay_by_filter.",
+      parameters: Schema.Struct({ ...FILTER_ARGUMENTS, limit, cursor }),
       success: Schema.Unknown,
       failure: ToolError,
       dependencies
@@ -410,7 +386,9 @@ export const mcpToolkit = (prefix: string) =>
       }),
       success: Schema.Unknown,
       failure: ToolError
-    })), "Preview cron times")
+    })), "Preview cron times"),
+
+    ...bulkActionTools
   )
 
 export type McpTools = ReturnType<typeof mcpToolkit>

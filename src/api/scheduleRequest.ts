@@ -9,18 +9,13 @@ import * as Effect from "effect/Effect"
 import type { HttpServerRequest } from "effect/http"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { BadRequest, MalformedRequest } from "../domain/errors.ts"
+import { NOT_STORED_HEADERS } from "../domain/httpHeaders.ts"
 import { parseRetryHeaders } from "../domain/retry.ts"
 import type { ScheduleCommand } from "../domain/schedule.ts"
 import { type Checked, checkScheduleTarget, scheduleCommandOf } from "../domain/scheduleInput.ts"
 import { unstorableCharacter, unstorableMessage } from "../domain/storableText.ts"
 import type { HeaderPairs } from "../domain/trigger.ts"
 import { authenticateKey } from "./auth.ts"
-
-/** Request headers that describe the call to timewheel itself, never stored (DECISIONS). */
-const NOT_STORED = new Set([
-  "host", "content-length", "content-type", "connection", "keep-alive", "transfer-encoding", "te", "trailer",
-  "upgrade", "proxy-connection", "expect"
-])
 
 const NO_BODY_METHODS = new Set(["GET", "HEAD", "OPTIONS"])
 
@@ -36,7 +31,7 @@ export const forwardedHeaders = (rawHeaders: ReadonlyArray<string>, prefix: stri
   for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
     const name = rawHeaders[i]!
     const lower = name.toLowerCase()
-    if (lower.startsWith(own) || NOT_STORED.has(lower)) continue
+    if (lower.startsWith(own) || NOT_STORED_HEADERS.has(lower)) continue
     pairs.push([name, rawHeaders[i + 1]!])
   }
   return pairs

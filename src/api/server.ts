@@ -8,6 +8,8 @@ import { HttpRouter } from "effect/http"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import * as https from "node:https"
 import { AppConfig } from "../config.ts"
+import { ActionRoutes } from "./actions.ts"
+import { actionPaths } from "./actionsOpenApi.ts"
 import { dashboardPaths } from "./dashboardOpenApi.ts"
 import { DashboardRoutes } from "./dashboardRoutes.ts"
 import { DeclareRoutes } from "./declare.ts"
@@ -30,11 +32,12 @@ export const MAX_HEADER_BYTES = 16 * 1024
 /** Every route of the API, and the OpenAPI document describing them. */
 export const apiRoutes = (prefix: string) => {
   const document = openApiDocument([
-    schedulePaths(prefix), declarePaths(prefix), healthPaths(prefix), logPaths(prefix), retryPolicyPaths(prefix), tagPolicyPaths(prefix), mcpPaths(prefix),
+    schedulePaths(prefix), declarePaths(prefix), healthPaths(prefix), logPaths(prefix), actionPaths(prefix), retryPolicyPaths(prefix),
+    tagPolicyPaths(prefix), mcpPaths(prefix),
     dashboardPaths(), openApiPaths()
   ])
   return Layer.mergeAll(
-    ScheduleRoutes, DeclareRoutes, HealthRoutes, LogRoutes, RetryPolicyRoutes, TagPolicyRoutes, McpRoutes(prefix), OpenApiRoutes(document),
+    ScheduleRoutes, DeclareRoutes, HealthRoutes, LogRoutes, ActionRoutes, RetryPolicyRoutes, TagPolicyRoutes, McpRoutes(prefix), OpenApiRoutes(document),
     DocsRoutes(document), DashboardRoutes
   )
 }

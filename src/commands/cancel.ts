@@ -31,7 +31,7 @@ export const cancelTrigger = (projectId: string, target: CancelTarget, nowMs: nu
         : yield* triggersFindForCancelByKey({ projectId, customKey: target.customKey })
       const refusal = decide(target, ref)
       if (refusal !== undefined) return yield* Effect.fail(refusal)
-      return yield* triggersCancel({ id: ref!.id, nowMs })
+      return yield* triggersCancel({ ids: [ref!.id], nowMs })
     }))
     yield* wakeups.wake(cancelled.map((row) => ({ shard: row.shard, id: row.id, dueAtMs: null })))
   }))

@@ -5,7 +5,7 @@
 import * as Effect from "effect/Effect"
 import { BadRequest, NotFound } from "../domain/errors.ts"
 import { isUuid } from "../domain/ids.ts"
-import type { TriggerKind, TriggerStatus } from "../domain/trigger.ts"
+import type { TriggerFilter } from "../domain/triggerFilter.ts"
 import { decodeCursor, encodeCursor, executionView, type ExecutionView, triggerView, type TriggerView } from "../domain/views.ts"
 import { executionsGet, executionsList, executionsListForTrigger } from "../store/executionReads.ts"
 import { triggersGet, triggersList } from "../store/triggerReads.ts"
@@ -16,13 +16,13 @@ export const EXECUTION_STATUSES = ["succeeded", "failed"] as const
 const jobNotFound = () => Effect.fail(new NotFound("Job not found"))
 
 /** The cursor's id; a cursor this service did not hand out is a 400. */
-const cursorId = (cursor: string | undefined) => {
+export const cursorId = (cursor: string | undefined) => {
   if (cursor === undefined) return Effect.succeed(undefined)
   const id = decodeCursor(cursor)
   return id === undefined ? Effect.fail(new BadRequest("cursor is invalid")) : Effect.succeed(id)
 }
 
-const nextCursor = (page: { readonly more: boolean }, items: ReadonlyArray<{ readonly id: string }>) => {
+export const nextCursor = (page: { readonly more: boolean }, items: ReadonlyArray<{ readonly id: string }>) => {
   const last = items.at(-1)
   return page.more && last !== undefined ? encodeCursor(last.id) : null
 }
@@ -34,10 +34,8 @@ export const findTrigger = (projectId: string, id: string) =>
     : jobNotFound()
 
 export interface JobFilters {
-  readonly status?: TriggerStatus | undefined
-  readonly kind?: TriggerKind | undefined
-  readonly tag?: string | undefined
-  readonly customKey?: string | undefined
+  /** Which triggers (domain/triggerFilter.ts: the filter of the bulk actions too). */
+  readonly filter: TriggerFilter
   readonly limit: number
   readonly cursor?: string | undefined
 }
@@ -47,8 +45,7 @@ export const listJobs = (projectId: string, filters: JobFilters) => orUnavailabl
 
 const jobsPage = Effect.fnUntraced(function*(projectId: string, filters: JobFilters) {
   const olderThanId = yield* cursorId(filters.cursor)
-  const { cursor: _, ...rest } = filters
-  const page = yield* triggersList({ projectId, ...rest, olderThanId })
+  const page = yield* triggersList({ projectId, filter: filters.filter, limit: filters.limit, olderThanId })
   const jobs: ReadonlyArray<TriggerView> = page.rows.map(triggerView)
   return { jobs, nextCursor: nextCursor(page, jobs) }
 })

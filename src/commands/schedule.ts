@@ -62,7 +62,7 @@ const upsertOneShot = (command: ScheduleCommand, value: OnceValue, nowMs: number
     const replaced: Array<WakeItem> = []
     if (owner !== undefined) {
       // the key moves from a generator to a one-shot trigger: the generator is cancelled
-      for (const row of yield* triggersCancel({ id: owner.id, nowMs })) replaced.push({ shard: row.shard, id: row.id, dueAtMs: null })
+      for (const row of yield* triggersCancel({ ids: [owner.id], nowMs })) replaced.push({ shard: row.shard, id: row.id, dueAtMs: null })
     } else if (command.triggerId !== null) {
       const existing = isUuid(command.triggerId)
         ? yield* triggersFindById({ projectId: command.projectId, id: command.triggerId })

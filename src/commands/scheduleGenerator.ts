@@ -40,7 +40,7 @@ export const upsertGenerator = (command: ScheduleCommand, value: CronValue, nowM
       target = owner
     }
     // another trigger holding the key gives it up (a kind switch cancels it)
-    if (owner !== undefined && owner.id !== target?.id) wake.push(...cancelled(yield* triggersCancel({ id: owner.id, nowMs })))
+    if (owner !== undefined && owner.id !== target?.id) wake.push(...cancelled(yield* triggersCancel({ ids: [owner.id], nowMs })))
 
     const id = target?.id ?? uuidv7(nowMs)
     const shard = target?.shard ?? shardOf(id, shards)

@@ -27,6 +27,7 @@ import { triggersRelease, triggersStartDelivery } from "../store/schedulerQuerie
 import { type AttemptSpan, DeliveryTracing, type RecordingSpan } from "./attemptTracing.ts"
 import { Dispatcher } from "./dispatch.ts"
 import { type DeliveryOutcome, Executor } from "./executor.ts"
+import { withReplayOverrides } from "./replayOverrides.ts"
 import { makeSenderPool } from "./senderPool.ts"
 
 export const DEFAULT_TIMEOUT_SECONDS = 300
@@ -194,8 +195,10 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
   metrics.watch("waiting", () => senders.size() + unstarted)
 
   /** Hands rows to the senders with what their tags' policies say (a cache read per project, none untagged). */
-  const deliver = (rows: ReadonlyArray<DeliveryRow>): Effect.Effect<void> =>
+  const deliver = (claimed: ReadonlyArray<DeliveryRow>): Effect.Effect<void> =>
     Effect.gen(function*() {
+      // a bulk replay's attempts go where its `replay` says (a read only when replays are among them)
+      const rows = yield* Effect.provideContext(withReplayOverrides(claimed), services)
       if (rows.every((row) => row.tags.length === 0)) return senders.push(rows.map((row) => outgoing(row, [])))
       const ready: Array<Outgoing> = []
       for (const row of rows) {

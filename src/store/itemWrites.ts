@@ -6,13 +6,12 @@
 // from the result.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
-import type { SqlError } from "effect/sql/SqlError"
 import { HELD_BACK_STATUSES } from "../domain/itemMatch.ts"
 import type { Keyring } from "../domain/sealing.ts"
 import type { TraceContext } from "../domain/traceContext.ts"
 import type { TriggerDefinition, TriggerKind, TriggerStatus } from "../domain/trigger.ts"
 import { EncryptionKeys, sealRequest } from "./sealedRequests.ts"
-import { shardMarksLockNear, unfiredUnder } from "./shardMarks.ts"
+import { unfiredCompareAndSet, unfiredUnder } from "./shardMarks.ts"
 import { statusList } from "./sqlLists.ts"
 
 /** A trigger as /declare or /bulk writes it: a one-shot (registered or skipped) or a generator (active). */
@@ -138,13 +137,3 @@ export const itemTriggersCancel = Effect.fnUntraced(function*(input: {
       AND ${unfiredUnder(sql, "t", locked)}
     RETURNING t.id, t.shard, t.kind`)
 })
-
-/**
- * A compare-and-set on triggers read earlier, which also leaves alone those fired meanwhile: the
- * marks of their shards near their time are locked first (shardMarks.ts), in one transaction.
- */
-const unfiredCompareAndSet = <A>(
-  ids: ReadonlyArray<string>,
-  statement: (lockedShards: ReadonlyArray<number>) => Effect.Effect<A, SqlError, never>
-) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) => sql.withTransaction(Effect.flatMap(shardMarksLockNear(ids), statement)))

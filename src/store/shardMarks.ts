@@ -16,6 +16,7 @@
 // `fired` at once, and its wake-up (or the owner's sweep) sends it.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
 import type { Fragment } from "effect/sql/Statement"
 
 /**
@@ -134,3 +135,13 @@ export const shardMarkTakeOver = Effect.fnUntraced(function*(input: { readonly s
   if (row.node !== input.node) yield* sql`UPDATE shard_marks SET node = ${input.node} WHERE shard = ${input.shard}`
   return { firedAtMs: markMs(row.fired_ms), previousNode: row.node } satisfies MarkTakeOver
 })
+
+/**
+ * A compare-and-set on triggers read earlier, which also leaves alone those fired meanwhile: the
+ * marks of their shards near their time are locked first (shardMarks.ts), in one transaction.
+ */
+export const unfiredCompareAndSet = <A>(
+  ids: ReadonlyArray<string>,
+  statement: (lockedShards: ReadonlyArray<number>) => Effect.Effect<A, SqlError, never>
+) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => sql.withTransaction(Effect.flatMap(shardMarksLockNear(ids), statement)))

@@ -1,6 +1,6 @@
 // Trigger reads of the log endpoints (GET /jobs, GET /jobs/{id}). Every query is scoped by
 // project_id. Listing is newest first with keyset pagination on the UUIDv7 id, so a page is an
-// index range scan of triggers_project (project_id, id DESC); `tag` adds the GIN triggers_tags.
+// index range scan of triggers_project (project_id, id DESC); the filter is store/triggerFilter.ts.
 // Cron expression and time zone are never selected (SPEC: they cannot be read back). A trigger its
 // shard's mark has fired reads as `running` (shardMarks.ts).
 // A list never reads a large body (DECISIONS: over 64 KiB it is listed without its value): only its
@@ -10,10 +10,11 @@
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { Fragment } from "effect/sql/Statement"
-import type { TriggerKind } from "../domain/trigger.ts"
-import { effectiveStatusIs, effectiveStatusSql } from "./shardMarks.ts"
+import type { TriggerFilter } from "../domain/triggerFilter.ts"
 import { ENCODING_PROBE_BYTES, LIST_BODY_MAX_BYTES, type TriggerRow } from "../domain/views.ts"
 import { bodyPrefixSql, EncryptionKeys, openStoredRequest, plainBodySizeSql } from "./sealedRequests.ts"
+import { effectiveStatusSql } from "./shardMarks.ts"
+import { triggerFilterClauses, UPCOMING_AT_SQL } from "./triggerFilter.ts"
 
 /** The whole body, its size, not truncated. */
 const wholeBody = (sql: SqlClient.SqlClient) => sql`t.body, ${plainBodySizeSql(sql)} AS body_size, false AS body_truncated`
@@ -30,10 +31,7 @@ type StoredTriggerRow = TriggerRow & { readonly sealed_with: string | null }
 /** The upcoming instance is found through the unique partial index triggers_generator_upcoming. */
 const selectTrigger = (sql: SqlClient.SqlClient, body: Fragment) => sql`
   SELECT t.id, t.kind, t.generator_id, ${sql.unsafe(effectiveStatusSql("t"))} AS status, t.scheduled_at,
-    CASE WHEN t.kind = 'generator' THEN (
-      SELECT i.scheduled_at FROM triggers i
-      WHERE i.generator_id = t.id AND i.status = 'registered' AND i.project_id = t.project_id
-    ) END AS upcoming_at,
+    CASE WHEN t.kind = 'generator' THEN ${sql.unsafe(UPCOMING_AT_SQL)} END AS upcoming_at,
     t.url, t.method, t.headers, ${body}, t.sealed_with, t.content_type, t.title, t.tags, t.custom_key, t.retry,
     t.attempts, t.created_at, t.updated_at
   FROM triggers t`
@@ -52,10 +50,8 @@ export const triggersGet = Effect.fnUntraced(function*(input: {
 
 export interface TriggersListInput {
   readonly projectId: string
-  readonly status?: string | undefined
-  readonly kind?: TriggerKind | undefined
-  readonly tag?: string | undefined
-  readonly customKey?: string | undefined
+  /** Which triggers (store/triggerFilter.ts, the clause of the bulk actions too). */
+  readonly filter: TriggerFilter
   /** Page size; one more row is read to learn whether another page follows. */
   readonly limit: number
   /** The last id of the previous page: only older triggers are returned. */
@@ -65,11 +61,7 @@ export interface TriggersListInput {
 /** A page of the project's triggers, newest first; `more` when another page follows. */
 export const triggersList = Effect.fnUntraced(function*(input: TriggersListInput) {
   const sql = yield* SqlClient.SqlClient
-  const clauses: Array<Fragment> = [sql`t.project_id = ${input.projectId}`]
-  if (input.status !== undefined) clauses.push(effectiveStatusIs(sql, "t", input.status))
-  if (input.kind !== undefined) clauses.push(sql`t.kind = ${input.kind}`)
-  if (input.tag !== undefined) clauses.push(sql`t.tags @> ARRAY[${input.tag}]::text[]`)
-  if (input.customKey !== undefined) clauses.push(sql`t.custom_key = ${input.customKey}`)
+  const clauses = triggerFilterClauses(sql, input.projectId, input.filter)
   if (input.olderThanId !== undefined) clauses.push(sql`t.id < ${input.olderThanId}`)
   const keyring = yield* EncryptionKeys
   const rows = yield* sql<StoredTriggerRow>`${selectTrigger(sql, listedBody(sql))}

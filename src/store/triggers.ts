@@ -7,7 +7,7 @@ import type { TraceContext } from "../domain/traceContext.ts"
 import { KEY_OWNER_STATUSES, PENDING_STATUSES, type TriggerDefinition } from "../domain/trigger.ts"
 import { grantFromUsageRow, type GrantRow } from "./quota.ts"
 import { EncryptionKeys, sealRequest } from "./sealedRequests.ts"
-import { NEAR_DUE_SQL, triggerFiredLocked } from "./shardMarks.ts"
+import { NEAR_DUE_SQL, triggerFiredLocked, unfiredCompareAndSet, unfiredUnder } from "./shardMarks.ts"
 import { statusList } from "./sqlLists.ts"
 
 export interface TriggerRef {
@@ -191,17 +191,24 @@ export const triggersReplaceOneShot = Effect.fnUntraced(function*(input: {
 })
 
 /**
- * Cancels a pending one-shot trigger, or an active generator together with its upcoming instance.
- * Returns the cancelled rows (for wake-ups); empty when the state changed underneath.
+ * Cancels pending one-shot triggers, and active generators together with their upcoming instance
+ * (DELETE /cancel's rule, for one trigger or for a chunk of a bulk action). Returns the cancelled rows
+ * (for wake-ups; a generator's instance among them); a trigger whose state changed underneath, or that
+ * was never cancellable, is left alone and missing from the result.
  */
-export const triggersCancel = Effect.fnUntraced(function*(input: { readonly id: string; readonly nowMs: number }) {
+export const triggersCancel = Effect.fnUntraced(function*(input: { readonly ids: ReadonlyArray<string>; readonly nowMs: number }) {
+  if (input.ids.length === 0) return [] as Array<TriggerRef>
   const sql = yield* SqlClient.SqlClient
   const now = new Date(input.nowMs)
-  const rows = yield* sql<RefRow>`UPDATE triggers SET status = 'cancelled', due_at = NULL, updated_at = ${now}
-    WHERE (id = ${input.id} AND status IN ${statusList(sql, KEY_OWNER_STATUSES)})
-       OR (generator_id = ${input.id} AND status = 'registered'
-           AND EXISTS (SELECT 1 FROM triggers g WHERE g.id = ${input.id} AND g.status = 'active'))
-    RETURNING ${sql.unsafe(refColumns)}`
+  // the ids cast once, in a subquery (store/triggerReplay.ts says why)
+  // a trigger its shard's mark fired is running: left alone (shardMarks.ts)
+  const rows = yield* unfiredCompareAndSet(input.ids, (locked) => sql<RefRow>`WITH x AS (SELECT ${input.ids}::uuid[] AS ids)
+    UPDATE triggers t SET status = 'cancelled', due_at = NULL, updated_at = ${now}
+    WHERE (t.id = ANY((SELECT ids FROM x)::uuid[]) AND t.status IN ${statusList(sql, KEY_OWNER_STATUSES)}
+        AND ${unfiredUnder(sql, "t", locked)})
+       OR (t.generator_id = ANY((SELECT ids FROM x)::uuid[]) AND t.status = 'registered'
+           AND EXISTS (SELECT 1 FROM triggers g WHERE g.id = t.generator_id AND g.status = 'active'))
+    RETURNING ${sql.unsafe(refColumns.split(", ").map((column) => `t.${column}`).join(", "))}`)
   return rows.map(toRef)
 })
 

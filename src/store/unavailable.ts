@@ -34,6 +34,13 @@ const unavailableIn = (cause: Cause.Cause<unknown>): boolean =>
     (Cause.isFailReason(reason) && isDatabaseUnavailable(reason.error)) ||
     (Cause.isDieReason(reason) && isDatabaseUnavailable(reason.defect)))
 
+/** What went wrong, for a log or a stored error: PostgreSQL's own message for an SqlError (its `message` is generic). */
+export const failureText = (error: unknown): string => {
+  if (!isSqlError(error)) return error instanceof Error ? error.message : String(error)
+  const cause = error.reason.cause as { readonly message?: unknown } | undefined
+  return typeof cause?.message === "string" ? cause.message : error.message
+}
+
 export const databaseUnavailable = () => new ServiceUnavailable("Database unavailable")
 
 /**

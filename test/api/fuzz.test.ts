@@ -1,12 +1,12 @@
 // Property-based fuzzing of the API (issue 10, "Proof"): arbitrary /schedule and /cancel headers,
-// bodies of the JSON endpoints and query parameters of the log endpoints (test/support/fuzzInputs.ts)
+// bodies of the JSON endpoints (POST /actions included) and query parameters of the log endpoints (test/support/fuzzInputs.ts)
 // never get a 5xx from a healthy service, and the service still answers /health afterwards. A few
 // hundred inputs here; `npm run fuzz` runs 100,000 against a started service.
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import fc from "fast-check"
 import { request } from "undici"
-import { anyRequest, type FuzzRequest, jsonRequest, queryRequest, scheduleRequest } from "../support/fuzzInputs.ts"
+import { actionRequest, anyRequest, type FuzzRequest, jsonRequest, queryRequest, scheduleRequest } from "../support/fuzzInputs.ts"
 import { insecureAgent, TestServer, testServerLayer } from "../support/server.ts"
 
 /** Sends one fuzzed request; its status and body. */
@@ -48,6 +48,7 @@ layer(testServerLayer(), { timeout: "180 seconds" })("fuzz", (it) => {
       yield* neverServerError(server.baseUrl, scheduleRequest(key), 150)
       yield* neverServerError(server.baseUrl, jsonRequest(key, jobIds), 80)
       yield* neverServerError(server.baseUrl, queryRequest(key), 120)
+      yield* neverServerError(server.baseUrl, actionRequest(key), 80)
       yield* neverServerError(server.baseUrl, anyRequest(key, jobIds), 50)
 
       const health = yield* server.call("GET", "/health", { headers: { "ttr-api-key": key } })

@@ -82,7 +82,7 @@ layer(testServerLayer(), { timeout: "120 seconds" })("bounded list bodies", (it)
         const p = yield* newProject
         for (let i = 0; i < 3; i++) yield* insertTrigger({ projectId: p.projectId, body: text(2 * 1024 * 1024) })
         yield* insertTrigger({ projectId: p.projectId, body: text(10) })
-        const { rows } = yield* triggersList({ projectId: p.projectId, limit: 10 })
+        const { rows } = yield* triggersList({ projectId: p.projectId, filter: {}, limit: 10 })
         assert.deepStrictEqual(rows.map((row) => [row.body?.byteLength, row.body_size, row.body_truncated]), [
           [10, 10, false],
           [ENCODING_PROBE_BYTES, 2 * 1024 * 1024, true],

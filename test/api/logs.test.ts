@@ -7,24 +7,10 @@ import { Clock, Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { triggersQueueReplay } from "../../src/store/triggerReplay.ts"
 import { headerValues, httpServer } from "../delivery/servers.ts"
-import { DEFAULT_URL, insertExecution, insertTrigger, nextId, projectIdOfKey } from "../support/fixtures.ts"
+import { DEFAULT_URL, insertExecution, insertTrigger, nextId } from "../support/fixtures.ts"
 import { TestServer, testServerLayer } from "../support/server.ts"
+import { newProject } from "../support/projectClient.ts"
 import { pollUntil, waitUntil } from "../support/wait.ts"
-
-/** A fresh project: its key, id, and GET / POST helpers authenticated with the key header. */
-const newProject = Effect.gen(function*() {
-  const server = yield* TestServer
-  const key = yield* server.newKey()
-  const projectId = yield* projectIdOfKey(key)
-  const auth = { "ttr-api-key": key }
-  return {
-    key,
-    projectId,
-    get: (path: string) => server.call("GET", path, { headers: auth }),
-    post: (path: string, body: string, headers: Record<string, string> = { "content-type": "application/json" }) =>
-      server.call("POST", path, { headers: { ...auth, ...headers }, body })
-  }
-})
 
 const notFound = (message: string) => ({ _tag: "NotFound", message })
 const badRequest = (message: string) => ({ _tag: "BadRequest", message })
@@ -497,13 +483,13 @@ layer(testServerLayer(), { timeout: "60 seconds" })("logs and replay", (it) => {
         const running = yield* insertTrigger({ projectId: p.projectId, status: "running" })
         const generator = yield* insertTrigger({ projectId: p.projectId, kind: "generator", status: "completed" })
         // queued: its gated tags (none here: this node sends it); not queued: undefined
-        const replay = (id: string, projectId = p.projectId) => triggersQueueReplay({ projectId, id, node: "node-a", nowMs: 1_234_567 })
+        const replay = (id: string, projectId = p.projectId) => triggersQueueReplay({ projectId, ids: [id], node: "node-a", nowMs: 1_234_567 })
         const other = yield* newProject
-        assert.isUndefined(yield* replay(completed, other.projectId))
-        assert.deepStrictEqual(yield* replay(completed), { gateTags: [] })
-        assert.isUndefined(yield* replay(completed))
-        assert.isUndefined(yield* replay(running))
-        assert.isUndefined(yield* replay(generator))
+        assert.deepStrictEqual(yield* replay(completed, other.projectId), [])
+        assert.deepStrictEqual(yield* replay(completed), [{ id: completed, gateTags: [] }])
+        assert.deepStrictEqual(yield* replay(completed), [])
+        assert.deepStrictEqual(yield* replay(running), [])
+        assert.deepStrictEqual(yield* replay(generator), [])
         const [row] = yield* sql<{ status: string; triggered_by: string; due_at: Date | null; updated_at: Date; attempts: number; claimed_by: string }>`
           SELECT status, triggered_by, due_at, updated_at, attempts, claimed_by FROM triggers WHERE id = ${completed}`
         assert.deepStrictEqual({ ...row! }, {

@@ -8,74 +8,21 @@
 // session another key started.
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Cause, Effect, Exit } from "effect"
-import type * as Scope from "effect/Scope"
-import { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
-import { fetch as undiciFetch } from "undici"
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { toolCall } from "../../src/api/mcpResults.ts"
 import { MalformedRequest, ServiceUnavailable } from "../../src/domain/errors.ts"
-import { insecureAgent, TestServer, testServerLayer, type TestResponse } from "../support/server.ts"
+import { connect, failed, ok } from "../support/mcpClient.ts"
+import { TestServer, testServerLayer, type TestResponse } from "../support/server.ts"
 import { headerValues, target } from "../support/target.ts"
 import { pollUntil } from "../support/wait.ts"
 
 const TOOLS = [
   "schedule_trigger", "cancel_trigger", "declare_triggers", "bulk_triggers", "list_jobs", "get_job", "list_executions",
   "get_execution", "replay_job", "list_tag_policies", "create_tag_policy", "update_tag_policy", "delete_tag_policy",
-  "get_retry_policy", "update_retry_policy", "cron_next"
+  "get_retry_policy", "update_retry_policy", "cron_next", "cancel_by_filter", "replay_by_filter", "get_action"
 ]
-const READ_ONLY = ["list_jobs", "get_job", "list_executions", "get_execution", "list_tag_policies", "get_retry_policy", "cron_next"]
+const READ_ONLY = ["list_jobs", "get_job", "list_executions", "get_execution", "list_tag_policies", "get_retry_policy", "cron_next", "get_action"]
 const UNKNOWN_ID = "0190b1c2-0000-7000-8000-000000000001"
-
-/** The certificate is self-signed: accepted only for the in-process service on loopback. */
-const loopbackFetch = ((url: string | URL, init?: RequestInit) => {
-  const host = new URL(url).hostname
-  if (host !== "127.0.0.1") throw new Error(`the test client only talks to loopback, not ${host}`)
-  return undiciFetch(url, { ...(init as object), dispatcher: insecureAgent })
-}) as unknown as typeof fetch
-
-/** An MCP client connected to /mcp with these request headers (closed with the scope). */
-const connect = (headers: Record<string, string>): Effect.Effect<{ client: Client; transport: StreamableHTTPClientTransport }, unknown, TestServer | Scope.Scope> =>
-  Effect.gen(function*() {
-    const server = yield* TestServer
-    const transport = new StreamableHTTPClientTransport(new URL(`${server.baseUrl}/mcp`), {
-      requestInit: { headers },
-      fetch: loopbackFetch
-    })
-    const client = new Client({ name: "timewheel-test", version: "1.0.0" })
-    yield* Effect.acquireRelease(
-      Effect.tryPromise(() => client.connect(transport)),
-      () => Effect.promise(() => client.close())
-    )
-    return { client, transport }
-  })
-
-interface ToolAnswer {
-  readonly isError: boolean
-  readonly json: any
-}
-
-const callTool = (client: Client, name: string, args: Record<string, unknown> = {}) =>
-  Effect.map(Effect.promise(() => client.callTool({ name, arguments: args })), (result): ToolAnswer => {
-    const content = result.content as Array<{ type: string; text: string }>
-    assert.strictEqual(content.length, 1, JSON.stringify(result))
-    const json = JSON.parse(content[0]!.text)
-    if (result.isError !== true) assert.deepStrictEqual(result.structuredContent, json)
-    return { isError: result.isError === true, json }
-  })
-
-/** A successful tool call's JSON. */
-const ok = (client: Client, name: string, args: Record<string, unknown> = {}) =>
-  Effect.map(callTool(client, name, args), (answer) => {
-    assert.isFalse(answer.isError, `${name}: ${JSON.stringify(answer.json)}`)
-    return answer.json
-  })
-
-/** A failed tool call's `{_tag, message}`. */
-const failed = (client: Client, name: string, args: Record<string, unknown> = {}) =>
-  Effect.map(callTool(client, name, args), (answer) => {
-    assert.isTrue(answer.isError, `${name} should fail: ${JSON.stringify(answer.json)}`)
-    return answer.json as { _tag: string; message: string }
-  })
 
 /** A JSON-RPC error thrown by the client (invalid params, unknown tool). */
 const rpcError = (client: Client, name: string, args: Record<string, unknown>) =>

@@ -10,7 +10,6 @@ import { Context, Effect, Fiber, FiberSet, Layer, Queue, Semaphore } from "effec
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import { SCHEDULER_TIMING } from "../../src/config.ts"
-import { Dispatcher } from "../../src/delivery/dispatch.ts"
 import { runShardActor, type ShardActorEvent } from "../../src/scheduler/shardActor.ts"
 import { type ShardMessage, type WakeItem, Wakeups } from "../../src/cluster/wakeups.ts"
 import { TagPolicyCache } from "../../src/gates/tagPolicyCache.ts"
@@ -21,6 +20,7 @@ import { MarkBatcher } from "../../src/scheduler/markBatcher.ts"
 import { Heartbeats } from "../../src/scheduler/heartbeats.ts"
 import { NodeIdentity } from "../../src/cluster/node.ts"
 import { SHARDS_IN_TESTS, TestDatabase } from "../support/database.ts"
+import { recordingDispatcher } from "../support/dispatcher.ts"
 import { ensureProject, insertTrigger, insertTriggers, instancesOf, statusOf, triggerRow, type TriggerRow } from "../support/fixtures.ts"
 
 const CLAIM_LEAD_MS = SCHEDULER_TIMING.claimLeadMs
@@ -64,20 +64,7 @@ const startActor = Effect.gen(function*() {
   const submitted = yield* Queue.unbounded<string>()
   const mailbox = yield* Queue.unbounded<ShardMessage>()
   const events = yield* Queue.unbounded<ShardActorEvent>()
-  const held = new Set<string>()
-  const dispatcher = Layer.succeed(Dispatcher)({
-    submit: (ids) => Queue.offerAll(submitted, ids).pipe(Effect.asVoid),
-    deliver: (rows) => Queue.offerAll(submitted, rows.map((row) => row.id)).pipe(Effect.asVoid),
-    hold: (rows) => {
-      const fresh = rows.filter((row) => !held.has(row.id))
-      for (const row of fresh) held.add(row.id)
-      return fresh
-    },
-    holds: (id) => held.has(id),
-    held: () => [...held],
-    awaitRoom: () => Effect.void,
-    drain: () => Effect.void
-  })
+  const dispatcher = recordingDispatcher((ids) => Queue.offerAll(submitted, ids).pipe(Effect.asVoid))
   const fiber = yield* Effect.forkChild(
     runShardActor({
       shard: SHARD,

@@ -163,6 +163,23 @@ export const insertExecution = (fixture: ExecutionFixture) =>
   })
 
 /**
+ * Dead letters: completed triggers (attempt 1 made) whose one execution failed with a 500 and was a
+ * dead letter, inserted in two statements (fast for thousands); their ids, in order.
+ */
+export const insertDeadLetters = (fixtures: ReadonlyArray<TriggerFixture>) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const ids = yield* insertTriggers(fixtures.map((fixture) => ({ status: "completed", attempts: 1, ...fixture })))
+    if (ids.length === 0) return ids
+    const started = new Date(Date.UTC(2030, 5, 1))
+    yield* sql`INSERT INTO executions (id, trigger_id, project_id, attempt, status, started_at, finished_at, duration_ms,
+        http_status, is_dead_letter, connect_timeout_seconds, timeout_seconds, url)
+      SELECT gen_random_uuid(), t.id, t.project_id, 1, 'failed', ${started}, ${started}, 5, 500, true, 10, 300, t.url
+      FROM triggers t WHERE t.id = ANY(${ids}::uuid[])`
+    return ids
+  })
+
+/**
  * Moves a trigger to `status` as if this node had claimed it (so crash recovery leaves it alone);
  * a retrying one is due far in the future so it never fires during the test.
  */

@@ -3,7 +3,8 @@
 // Latin-1 bytes included), any method and forwarded headers and bodies; the JSON endpoints' bodies
 // (PUT /project/retry-policy, POST /jobs/{id}/executions) with any JSON, broken JSON and content
 // types; the query parameters of GET /jobs and GET /executions as arbitrary percent-encoded bytes
-// (NUL, encoded surrogates, invalid UTF-8), repeated or empty; and path ids.
+// (NUL, encoded surrogates, invalid UTF-8), repeated or empty; path ids; and POST /actions bodies
+// (a replay's URL is the loopback discard port or invalid, never another host).
 // Loopback only: every target URL a request could make valid is on 127.0.0.1, so whatever gets
 // scheduled is delivered to a closed loopback port and nowhere else.
 import fc from "fast-check"
@@ -195,12 +196,13 @@ const queryValue = fc.oneof(
   { weight: 2, arbitrary: fc.constantFrom("%00", "a%00b", "%00%00", "%ED%A0%80", "%ED%B0%80", "%C0%80", "%EF%BF%BF") },
   percentEncoded,
   fc.constantFrom("", "%00", "%ED%A0%80", "%C3", "%", "%zz", "registered", "completed", "job", "generator", "succeeded", "failed",
-    "1", "500", "501", "0", "true", "false", "200", "599", "01890000-0000-7000-8000-000000000000", "AAAA", "a+b", "%2B"),
+    "1", "500", "501", "0", "true", "false", "200", "599", "01890000-0000-7000-8000-000000000000", "AAAA", "a+b", "%2B",
+    "2030-01-01", "0000-01-01", "9999-12-31T23:59:59.999Z", "2030-01-01T00:00:00%2B14:00", "10000-01-01"),
   fc.string({ maxLength: 20 }).map(encodeURIComponent),
   fc.string({ unit: "grapheme", maxLength: 10 }).map(encodeURIComponent)
 )
 
-const JOBS_PARAMS = ["status", "kind", "tag", "customKey", "limit", "cursor"] as const
+const JOBS_PARAMS = ["status", "kind", "tag", "customKey", "deadLetter", "scheduledFrom", "scheduledTo", "limit", "cursor"] as const
 const EXECUTIONS_PARAMS = ["jobId", "customKey", "executionStatus", "httpStatus", "deadLetterOnly", "limit", "cursor"] as const
 
 const query = (names: ReadonlyArray<string>) =>
@@ -216,10 +218,48 @@ export const queryRequest = (key: string): fc.Arbitrary<FuzzRequest> =>
       .map(([base, id, tail]) => `${base}${id === "" ? "x" : id}${base === "/jobs/" ? tail : ""}`) }
   ).map((path): FuzzRequest => ({ method: "GET", path, headers: [["ttr-api-key", key]] }))
 
+const filterValue = fc.oneof(
+  jsonAny,
+  fc.constantFrom("registered", "completed", "job", "generator", "fuzz", "", "\u0000", "\ud800", true, false, "true",
+    "2030-01-01", "0000-01-01", "9999-12-31T23:59:59.999Z", "2030-01-01T00:00:00+14:00", 1.5, null)
+)
+const FILTER_KEYS = ["status", "kind", "tag", "customKey", "deadLetter", "scheduledFrom", "scheduledTo", "x"] as const
+/** A replay's URL: the safe loopback target, or one that fails validation (never another host). */
+const replayUrl = fc.constantFrom(SAFE_TARGET, `${SAFE_TARGET}/x?y=1`, "ftp://127.0.0.1/x", "", "not a url", "\u0000", 5, null)
+const replayHeaders = fc.dictionary(fc.oneof(headerName, fc.constantFrom("Host", "ttr-url", "bad name", "content-type")), fc.oneof(headerText(), fc.constantFrom("a\r\nb", 1)), { maxKeys: 3 })
+
+/** POST /actions bodies (cancel and replay by filter, dry runs, overrides) and GET /actions, /actions/{id}. */
+export const actionRequest = (key: string): fc.Arbitrary<FuzzRequest> =>
+  fc.oneof(
+    { weight: 4, arbitrary: fc.record({
+      body: fc.oneof(
+        { weight: 6, arbitrary: fc.record({
+          action: fc.oneof({ weight: 4, arbitrary: fc.constantFrom("cancel", "replay") }, { weight: 1, arbitrary: jsonAny }),
+          filter: fc.oneof({ weight: 6, arbitrary: fc.dictionary(fc.constantFrom(...FILTER_KEYS), filterValue, { maxKeys: 4 }) }, { weight: 1, arbitrary: jsonAny }),
+          dryRun: fc.oneof(fc.boolean(), jsonAny),
+          replay: fc.oneof(fc.record({ url: replayUrl, headers: replayHeaders }, { requiredKeys: [] }), jsonAny)
+        }, { requiredKeys: ["action"] }).map((o) => JSON.stringify(o)) },
+        { weight: 1, arbitrary: jsonAny.map((value) => JSON.stringify(value) ?? "null") },
+        { weight: 1, arbitrary: fc.constantFrom("", "{", "{\"action\":\"cancel\",\"filter\":{\"tag\":\"\\u0000\"}}", "[1,2") }
+      ),
+      contentType
+    }).map(({ body, contentType }): FuzzRequest => ({
+      method: "POST",
+      path: "/actions",
+      headers: [["ttr-api-key", key], ...(contentType === null ? [] : [["content-type", contentType] as const])],
+      body
+    })) },
+    { weight: 1, arbitrary: fc.oneof(
+      query(["limit", "cursor"]).map((q) => `/actions${q}`),
+      fc.oneof(percentEncoded, uuidLike.map(encodeURIComponent)).map((id) => `/actions/${id === "" ? "x" : id}`)
+    ).map((path): FuzzRequest => ({ method: "GET", path, headers: [["ttr-api-key", key]] })) }
+  )
+
 /** Every kind of request, weighted toward /schedule. */
 export const anyRequest = (key: string, jobIds: ReadonlyArray<string>): fc.Arbitrary<FuzzRequest> =>
   fc.oneof(
     { weight: 4, arbitrary: scheduleRequest(key) },
     { weight: 2, arbitrary: jsonRequest(key, jobIds) },
-    { weight: 3, arbitrary: queryRequest(key) }
+    { weight: 3, arbitrary: queryRequest(key) },
+    { weight: 1, arbitrary: actionRequest(key) }
   )

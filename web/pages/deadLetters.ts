@@ -1,9 +1,14 @@
 // Dead letters of the project, newest first (GET /executions?deadLetterOnly=true, cursor paging):
-// when, which trigger and target, why; each with a link to its trigger and a replay button.
+// when, which trigger and target, why; each with a link to its trigger and a replay button; every
+// trigger whose latest attempt is a dead letter can be replayed at once (bulkAction.ts).
 import { useState } from "preact/hooks"
 import { api } from "../api.ts"
+import { type Filter, SelectAllMatching } from "../bulkAction.ts"
 import { Empty, html, Link, messageOf, Notice, PageHeader, shortId, Time, useLoad } from "../ui.ts"
 import type { Execution } from "./trigger.ts"
+
+/** The triggers whose latest attempt is a dead letter: what "select all" replays here. */
+const DEAD_LETTERS: Filter = { deadLetter: true }
 
 export const DeadLettersPage = ({ projectId }: { projectId: string }) => {
   const [cursors, setCursors] = useState<Array<string | null>>([null])
@@ -28,6 +33,8 @@ export const DeadLettersPage = ({ projectId }: { projectId: string }) => {
     <${PageHeader} title="Dead letters" subtitle="Attempts after which no further attempt will be made." />
     ${answer === undefined ? null : html`<${Notice} kind=${answer.kind}>${answer.text}</${Notice}>`}
     ${error === undefined ? null : html`<${Notice} kind="error">${error}</${Notice}>`}
+    <${SelectAllMatching} filter=${DEAD_LETTERS} actions=${["replay"]} onDone=${reload}
+      describe=${(n: number) => `${n.toLocaleString("en")} ${n === 1 ? "trigger ends" : "triggers end"} in a dead letter (its latest attempt).`} />
     ${data === undefined ? html`<div class="muted">Loading…</div>` : data.executions.length === 0 ? html`<${Empty}>No dead letter. </${Empty}>` : html`
       <div class="card flush"><table class="rows">
         <thead><tr><th>Failed at (UTC)</th><th>Trigger</th><th>Target</th><th class="num">Attempt</th><th>Outcome</th><th></th></tr></thead>

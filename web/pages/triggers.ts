@@ -1,7 +1,9 @@
-// Triggers of the project, newest first: filters (status, kind, tag, custom key) and cursor paging
-// through GET /jobs; a row opens the trigger's page.
+// Triggers of the project, newest first: filters (status, kind, tag, custom key, dead letter, scheduled
+// range) and cursor paging through GET /jobs; a row opens the trigger's page. Every trigger matching
+// the filter can be cancelled or its dead letters replayed at once (bulkAction.ts).
 import { useState } from "preact/hooks"
 import { api } from "../api.ts"
+import { type Filter, SelectAllMatching } from "../bulkAction.ts"
 import { navigate } from "../router.ts"
 import { Badge, Empty, html, Notice, PageHeader, shortId, Time, useLoad } from "../ui.ts"
 
@@ -26,9 +28,19 @@ interface Filters {
   readonly kind: string
   readonly tag: string
   readonly customKey: string
+  /** "", "true" or "false". */
+  readonly deadLetter: string
+  /** datetime-local values, read as UTC by the API. */
+  readonly scheduledFrom: string
+  readonly scheduledTo: string
 }
 
-const EMPTY: Filters = { status: "", kind: "", tag: "", customKey: "" }
+const EMPTY: Filters = { status: "", kind: "", tag: "", customKey: "", deadLetter: "", scheduledFrom: "", scheduledTo: "" }
+
+/** The filter of a bulk action: the fields set, deadLetter as a boolean. */
+const actionFilter = (filters: Filters): Filter =>
+  Object.fromEntries(Object.entries(filters).filter(([, value]) => value !== "")
+    .map(([name, value]) => [name, name === "deadLetter" ? value === "true" : value]))
 
 const queryOf = (filters: Filters, cursor: string | null) => {
   const query = new URLSearchParams({ limit: "25" })
@@ -42,7 +54,7 @@ export const TriggersPage = ({ projectId }: { projectId: string }) => {
   /** Cursors of the pages seen so far: the last one is the current page's. */
   const [cursors, setCursors] = useState<Array<string | null>>([null])
   const cursor = cursors.at(-1)!
-  const { data, error } = useLoad(
+  const { data, error, reload } = useLoad(
     () => api<{ jobs: Array<Job>; nextCursor: string | null }>("GET", `/jobs?${queryOf(filters, cursor)}`),
     [filters, cursor],
     10_000
@@ -50,9 +62,10 @@ export const TriggersPage = ({ projectId }: { projectId: string }) => {
   const apply = (event: Event) => {
     event.preventDefault()
     const form = new FormData(event.target as HTMLFormElement)
+    const field = (name: string) => String(form.get(name) ?? "").trim()
     setFilters({
-      status: String(form.get("status") ?? ""), kind: String(form.get("kind") ?? ""),
-      tag: String(form.get("tag") ?? "").trim(), customKey: String(form.get("customKey") ?? "").trim()
+      status: field("status"), kind: field("kind"), tag: field("tag"), customKey: field("customKey"),
+      deadLetter: field("deadLetter"), scheduledFrom: field("scheduledFrom"), scheduledTo: field("scheduledTo")
     })
     setCursors([null])
   }
@@ -63,12 +76,16 @@ export const TriggersPage = ({ projectId }: { projectId: string }) => {
       <label>Kind<select name="kind"><option value="">any</option><option value="job">job</option><option value="generator">generator</option></select></label>
       <label>Tag<input name="tag" placeholder="billing" /></label>
       <label>Custom key<input name="customKey" placeholder="order-42" /></label>
+      <label>Latest attempt<select name="deadLetter"><option value="">any</option><option value="true">dead letter</option><option value="false">not a dead letter</option></select></label>
+      <label>Scheduled from (UTC)<input name="scheduledFrom" type="datetime-local" /></label>
+      <label>Scheduled before (UTC)<input name="scheduledTo" type="datetime-local" /></label>
       <div class="filter-actions">
         <button class="primary" type="submit">Apply</button>
         <button type="reset" onClick=${() => { setFilters(EMPTY); setCursors([null]) }}>Clear</button>
       </div>
     </form>
     ${error === undefined ? null : html`<${Notice} kind="error">${error}</${Notice}>`}
+    <${SelectAllMatching} filter=${actionFilter(filters)} actions=${["cancel", "replay"]} onDone=${reload} />
     ${data === undefined ? html`<div class="muted">Loading…</div>` : data.jobs.length === 0 ? html`<${Empty}>No trigger matches.</${Empty}>` : html`
       <div class="card flush"><table class="rows">
         <thead><tr><th>Trigger</th><th>Status</th><th>Kind</th><th>Scheduled (UTC)</th><th class="num">Attempts</th><th>Tags</th></tr></thead>

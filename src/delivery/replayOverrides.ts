@@ -1,0 +1,22 @@
+// The one step delivery takes for bulk replays (DECISIONS "Bulk actions": the URL and added headers of
+// `replay` for that attempt only): before rows are sent, those of replayed attempts (`triggeredBy`
+// `retry`) get their override, if their replay wrote one (store/replayOverrides.ts). Rows of any other
+// attempt are passed through without a query. Read until the database answers: a replay must not go
+// to the stored URL by mistake.
+import * as Effect from "effect/Effect"
+import { applyReplayOverride } from "../domain/replayOverride.ts"
+import type { DeliveryRow } from "../domain/trigger.ts"
+import { retryUntilDone } from "../lib/backgroundLoop.ts"
+import { replayOverridesFor } from "../store/replayOverrides.ts"
+
+export const withReplayOverrides = <Row extends DeliveryRow>(rows: ReadonlyArray<Row>) =>
+  Effect.gen(function*() {
+    const replayed = rows.filter((row) => row.triggeredBy === "retry").map((row) => row.id)
+    if (replayed.length === 0) return rows
+    const overrides = yield* retryUntilDone("reading replay overrides", replayOverridesFor(replayed))
+    if (overrides.size === 0) return rows
+    return rows.map((row): Row => {
+      const override = overrides.get(row.id)
+      return override === undefined || row.triggeredBy !== "retry" ? row : { ...row, ...applyReplayOverride(row, override) }
+    })
+  })
