@@ -50,7 +50,9 @@ export const OpenApiRoutes = (document: OpenApiDocument) =>
     const body = JSON.stringify(document)
     yield* router.add("GET", "/openapi/json", handle(Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
-      if (request.url !== "/openapi/json") return yield* Effect.fail(new EmptyNotFound())
+      if (request.url !== "/openapi/json") {
+        return yield* Effect.fail(new EmptyNotFound({ hint: "the document is at exactly /openapi/json (no trailing slash, no query)" }))
+      }
       return HttpServerResponse.text(body, {
         contentType: "application/json",
         headers: { "access-control-allow-origin": "*" }

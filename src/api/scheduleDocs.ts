@@ -8,12 +8,17 @@ const header = (name: string, description: string, required = false, schema: Rec
 
 const scheduleResult = {
   type: "object",
-  required: ["triggerId", "scheduledAt", "operation", "kind", "monthQuotaRemaining"],
+  required: ["triggerId", "scheduledAt", "operation", "kind", "status", "monthQuotaRemaining"],
   properties: {
     triggerId: { type: "string", format: "uuid", description: "One-shot: the trigger id. Recurring: the generator id." },
     scheduledAt: { type: "string", format: "date-time", description: "Resolved time (recurring: the next instance)." },
     operation: { type: "string", enum: ["schedule", "reschedule"] },
     kind: { type: "string", enum: ["job", "generator"] },
+    status: {
+      type: "string",
+      enum: ["registered", "skipped", "active"],
+      description: "A one-shot is `registered`, or `skipped` when its time is not in the future (it never fires; the `Timewheel-Warning` header says why); a generator is `active`."
+    },
     monthQuotaRemaining: { type: "integer" }
   }
 }

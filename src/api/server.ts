@@ -1,6 +1,8 @@
 // The HTTPS listener: TLS (configured or self-signed), 16 KB header limit (→ 431 by Node), every
 // endpoint module mounted on one router (each handler renders its own failures, see handle.ts).
-// Unknown paths and methods get the router's empty 404. No CORS headers except on /openapi/json.
+// Unknown paths and methods get the router's empty 404, and every 4xx its `Timewheel-Error` hint
+// (errorHints.ts). No CORS headers except on /openapi/json: the dashboard, the only page reading
+// the hints, is served from the same origin, so it needs no Access-Control-Expose-Headers.
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -13,6 +15,7 @@ import { DashboardRoutes } from "./dashboardRoutes.ts"
 import { DeclareRoutes } from "./declare.ts"
 import { declarePaths } from "./declareOpenApi.ts"
 import { DocsRoutes } from "./docs.ts"
+import { ErrorHints } from "./errorHints.ts"
 import { HealthRoutes, healthPaths } from "./health.ts"
 import { LogRoutes } from "./logs.ts"
 import { logPaths } from "./logsOpenApi.ts"
@@ -35,7 +38,7 @@ export const apiRoutes = (prefix: string) => {
   ])
   return Layer.mergeAll(
     ScheduleRoutes, DeclareRoutes, HealthRoutes, LogRoutes, RetryPolicyRoutes, TagPolicyRoutes, McpRoutes(prefix), OpenApiRoutes(document),
-    DocsRoutes(document), DashboardRoutes
+    DocsRoutes(document), DashboardRoutes, ErrorHints(document.paths)
   )
 }
 

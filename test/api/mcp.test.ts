@@ -582,7 +582,7 @@ describe("tool errors", () => {
         yield* Effect.flip(toolCall(Effect.fail(new ServiceUnavailable("Database unavailable")))),
         { _tag: "ServiceUnavailable", message: "Database unavailable" }
       )
-      assert.deepStrictEqual(yield* Effect.flip(toolCall(Effect.fail(new MalformedRequest()))), { _tag: "BadRequest", message: "Malformed arguments" })
+      assert.deepStrictEqual(yield* Effect.flip(toolCall(Effect.fail(new MalformedRequest("items[0].url is required (a string)")))), { _tag: "BadRequest", message: "Malformed arguments: items[0].url is required (a string)" })
       const unexpected = yield* Effect.exit(toolCall(Effect.fail(new Error("boom"))))
       assert.isTrue(Exit.isFailure(unexpected) && Cause.hasDies(unexpected.cause))
     }))
