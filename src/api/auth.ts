@@ -6,7 +6,7 @@
 //   (scheme case-insensitive), or a dashboard session (not on `/mcp`); nothing usable is 401
 //   `Unauthorized`. A session (DECISIONS "Dashboard sessions") acts on the project its
 //   `Timewheel-Project` header names (missing or unknown: 400), and its mutations must carry this
-//   host's `Origin` (else 403).
+//   host's `Origin` (else 403). What belongs to no project (GET /docs) takes any session.
 // - the dashboard's own endpoints: only a session; an API key in either header is 401.
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -120,6 +120,20 @@ export const authenticate = (request: HttpServerRequest.HttpServerRequest) =>
     if (key !== undefined) return yield* authenticateKey(key)
     const admin = yield* (yield* DashboardSessions).sessionOf(request)
     if (admin !== undefined) return (yield* sessionPrincipal(request, admin)) as Principal
+    const header = yield* keyHeaderName
+    return yield* Effect.fail(noCredentials(request, header, `the ${header} header, Authorization: Bearer <key>, or a dashboard session`))
+  })
+
+/**
+ * What belongs to no project (GET /docs, the API reference): the key header or Bearer (a live key of
+ * any project), or any signed-in dashboard session, which needs no `Timewheel-Project` here; else
+ * 401 `Unauthorized`.
+ */
+export const authenticateAnyProject = (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.gen(function*() {
+    const key = yield* requestKey(request)
+    if (key !== undefined) return void (yield* authenticateKey(key))
+    if ((yield* (yield* DashboardSessions).sessionOf(request)) !== undefined) return
     const header = yield* keyHeaderName
     return yield* Effect.fail(noCredentials(request, header, `the ${header} header, Authorization: Bearer <key>, or a dashboard session`))
   })
