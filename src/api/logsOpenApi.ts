@@ -3,7 +3,7 @@
 import { EXECUTION_STATUSES } from "../commands/logs.ts"
 import { TRIGGER_KINDS, TRIGGER_STATUSES } from "../domain/trigger.ts"
 import { ENCODING_PROBE_BYTES, LIST_BODY_MAX_BYTES } from "../domain/views.ts"
-import { errorResponse, jsonResponseOf, keyOrBearer, type Paths, unauthorized } from "./openapiParts.ts"
+import { errorResponse, jsonResponseOf, KEY_BEARER_OR_SESSION, type Paths, unauthorized } from "./openapiParts.ts"
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./requestParts.ts"
 
 const isoTime = { type: "string", format: "date-time", description: "ISO 8601, UTC, milliseconds." }
@@ -121,13 +121,13 @@ const page = (name: string, item: unknown) => ({
   properties: { [name]: { type: "array", items: item }, nextCursor: { type: ["string", "null"], description: "null on the last page." } }
 })
 
-export const logPaths = (prefix: string): Paths => ({
+export const logPaths = (): Paths => ({
   "/jobs": {
     get: {
       operationId: "listJobs",
       summary: "List triggers, newest first",
+      security: KEY_BEARER_OR_SESSION,
       parameters: [
-        ...keyOrBearer(prefix),
         query("status", "Only triggers in this status.", { type: "string", enum: TRIGGER_STATUSES }),
         query("kind", "`job` (one-shots and generator instances) or `generator`.", { type: "string", enum: TRIGGER_KINDS }),
         query("tag", "Only triggers carrying this tag.", { type: "string" }),
@@ -141,7 +141,8 @@ export const logPaths = (prefix: string): Paths => ({
     get: {
       operationId: "getJob",
       summary: "Get one trigger or generator",
-      parameters: [...keyOrBearer(prefix), pathId("Trigger or generator id.")],
+      security: KEY_BEARER_OR_SESSION,
+      parameters: [pathId("Trigger or generator id.")],
       responses: { 200: jsonResponseOf("The trigger.", triggerSchema), 401: unauthorized, 404: jobNotFound }
     }
   },
@@ -149,7 +150,8 @@ export const logPaths = (prefix: string): Paths => ({
     get: {
       operationId: "listJobExecutions",
       summary: "Every attempt of one trigger, oldest first",
-      parameters: [...keyOrBearer(prefix), pathId("Trigger id.")],
+      security: KEY_BEARER_OR_SESSION,
+      parameters: [pathId("Trigger id.")],
       responses: {
         200: jsonResponseOf("The attempts.", {
           type: "object", required: ["executions"], properties: { executions: { type: "array", items: executionSchema } }
@@ -162,7 +164,8 @@ export const logPaths = (prefix: string): Paths => ({
       operationId: "replayJob",
       summary: "Replay a completed trigger",
       description: "Queues a fresh attempt with the trigger's stored method, headers and body, recorded with `triggeredBy: \"retry\"`.",
-      parameters: [...keyOrBearer(prefix), pathId("Trigger id.")],
+      security: KEY_BEARER_OR_SESSION,
+      parameters: [pathId("Trigger id.")],
       requestBody: {
         required: true,
         content: {
@@ -195,8 +198,8 @@ export const logPaths = (prefix: string): Paths => ({
     get: {
       operationId: "listExecutions",
       summary: "List attempts across triggers, newest first",
+      security: KEY_BEARER_OR_SESSION,
       parameters: [
-        ...keyOrBearer(prefix),
         query("jobId", "Only attempts of this trigger.", { type: "string", format: "uuid" }),
         query("customKey", "Only attempts of triggers with this custom key (a generator's key covers its instances).", { type: "string" }),
         query("executionStatus", "`succeeded` or `failed`.", { type: "string", enum: EXECUTION_STATUSES }),
@@ -211,7 +214,8 @@ export const logPaths = (prefix: string): Paths => ({
     get: {
       operationId: "getExecution",
       summary: "Get one attempt",
-      parameters: [...keyOrBearer(prefix), pathId("Execution id.")],
+      security: KEY_BEARER_OR_SESSION,
+      parameters: [pathId("Execution id.")],
       responses: {
         200: jsonResponseOf("The attempt.", executionSchema),
         401: unauthorized,

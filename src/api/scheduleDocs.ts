@@ -1,6 +1,7 @@
-// OpenAPI description of /schedule (one operation shared by GET, POST, PUT, PATCH and DELETE) and
-// DELETE /cancel. Their credentials are the key header only.
-import { emptyResponse, errorResponse, jsonResponseOf, keyHeader, type Paths } from "./openapiParts.ts"
+// OpenAPI description of /schedule (the same operation under GET, POST, PUT, PATCH and DELETE, each
+// with its own operationId, as client generators need) and DELETE /cancel. Their credentials are
+// the key header only.
+import { emptyResponse, errorResponse, jsonResponseOf, KEY_ONLY, type Paths } from "./openapiParts.ts"
 
 const header = (name: string, description: string, required = false, schema: Record<string, unknown> = { type: "string" }) => ({
   name, in: "header", required, description, schema
@@ -25,7 +26,6 @@ const scheduleResult = {
 
 export const schedulePaths = (prefix: string): Paths => {
   const parameters = [
-    keyHeader(prefix, true),
     header(`${prefix}-url`, "Absolute target URL (http or https).", true),
     header(`${prefix}-scheduled-at`, "ISO 8601 date, or `now`, optionally followed by `| add <n><unit>` / `| subtract <n><unit>` (units s m h d w); or `cron(<expression>[, <zone>])`.", true),
     header(`${prefix}-custom-key`, "Idempotency key: an existing pending trigger with this key is rescheduled."),
@@ -40,12 +40,13 @@ export const schedulePaths = (prefix: string): Paths => {
     header(`${prefix}-retry-jitter`, "Multiply each delay by 0.5-1.5. Default false.", false, { type: "boolean" }),
     header(`${prefix}-retry-on`, "Default `5xx_and_network`.", false, { type: "string", enum: ["network_only", "5xx_and_network", "non_2xx"] })
   ]
-  const operation = {
-    operationId: "schedule",
-    summary: "Create, or edit, a one-shot or recurring trigger",
+  const operation = (method: string, body: boolean) => ({
+    operationId: `schedule${method}`,
+    summary: `Create, or edit, a one-shot or recurring trigger (${method.toUpperCase()} is the method sent to the target)`,
     description: "Works like a proxy: the method, every header without the prefix, and the body (POST, PUT, PATCH, DELETE) are what timewheel later sends to the target URL.",
+    security: KEY_ONLY,
     parameters,
-    requestBody: { required: false, content: { "*/*": { schema: { type: "string", format: "binary" } } } },
+    ...(body ? { requestBody: { required: false, content: { "*/*": { schema: { type: "string", format: "binary" } } } } } : {}),
     responses: {
       200: jsonResponseOf("Scheduled.", scheduleResult),
       400: errorResponse("A header or value is invalid (empty body when the key or URL header is missing)."),
@@ -54,15 +55,21 @@ export const schedulePaths = (prefix: string): Paths => {
       404: errorResponse("`Trigger not found` / `Generator not found` (edit by id)."),
       410: errorResponse("`Job is no longer in registered state` / `Generator is no longer active`.")
     }
-  }
+  })
   return {
-    "/schedule": { get: operation, post: operation, put: operation, patch: operation, delete: operation },
+    "/schedule": {
+      get: operation("Get", false),
+      post: operation("Post", true),
+      put: operation("Put", true),
+      patch: operation("Patch", true),
+      delete: operation("Delete", true)
+    },
     "/cancel": {
       delete: {
         operationId: "cancel",
         summary: "Cancel one trigger or generator by id or custom key",
+        security: KEY_ONLY,
         parameters: [
-          keyHeader(prefix, true),
           header(`${prefix}-trigger-id`, "Id of a one-shot trigger, instance or generator."),
           header(`${prefix}-custom-key`, "Custom key (an active generator first, else a one-shot trigger).")
         ],

@@ -30,12 +30,16 @@ import { tagPolicyPaths } from "./tagPoliciesOpenApi.ts"
 
 export const MAX_HEADER_BYTES = 16 * 1024
 
+/** The OpenAPI document of every endpoint the server mounts. */
+export const apiDocument = (prefix: string) =>
+  openApiDocument(prefix, [
+    schedulePaths(prefix), declarePaths(), healthPaths(), logPaths(), retryPolicyPaths(), tagPolicyPaths(), mcpPaths(), dashboardPaths(),
+    openApiPaths()
+  ])
+
 /** Every route of the API, and the OpenAPI document describing them. */
 export const apiRoutes = (prefix: string) => {
-  const document = openApiDocument([
-    schedulePaths(prefix), declarePaths(prefix), healthPaths(prefix), logPaths(prefix), retryPolicyPaths(prefix), tagPolicyPaths(prefix), mcpPaths(prefix),
-    dashboardPaths(), openApiPaths()
-  ])
+  const document = apiDocument(prefix)
   return Layer.mergeAll(
     ScheduleRoutes, DeclareRoutes, HealthRoutes, LogRoutes, RetryPolicyRoutes, TagPolicyRoutes, McpRoutes(prefix), OpenApiRoutes(document),
     DocsRoutes(document), DashboardRoutes, ErrorHints(document.paths)
