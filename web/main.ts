@@ -90,7 +90,7 @@ const Shell = ({ me, projects, onSignOut }: { me: Me; projects: ReadonlyArray<Pr
     </aside>
     <main class="content">
       ${projects.length === 0
-        ? html`<${Empty}>No project yet: create one with <code>npm run cli -- project create NAME</code>.</${Empty}>`
+        ? html`<${Empty}>No project yet: create one with <code>npm run --silent cli -- project create my-project</code>.</${Empty}>`
         : project === undefined ? null : html`<${Page} section=${section} id=${match?.[3]} projectId=${project.id} />`}
     </main>
   </div>`
