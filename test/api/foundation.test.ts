@@ -76,7 +76,8 @@ layer(testServerLayer(), { timeout: "60 seconds" })("foundation", (it) => {
       ["POST", "/openapi/json"],
       ["GET", "/openapi/json/"],
       ["GET", "/openapi/json?x=1"],
-      ["GET", "/schedule/abc"]
+      ["GET", "/schedule/abc"],
+      ["POST", "/"]
     ]
     for (const [method, path] of cases) {
       it.effect(`${method} ${path}`, () =>
@@ -89,6 +90,12 @@ layer(testServerLayer(), { timeout: "60 seconds" })("foundation", (it) => {
         }))
     }
   })
+
+  it.effect("GET / sends a browser to the dashboard (issue 24)", () =>
+    Effect.gen(function*() {
+      const response = yield* (yield* TestServer).call("GET", "/")
+      assert.deepStrictEqual([response.status, response.headers["location"]], [302, "/dashboard/"])
+    }))
 
   it.effect("request headers over 16 KB → 431 with an empty body", () =>
     Effect.gen(function*() {
