@@ -32,6 +32,7 @@ export const jobSummary = (job: TriggerView) => ({
   id: job.id,
   kind: job.kind,
   status: job.status,
+  outcome: job.outcome,
   scheduledAt: job.scheduledAt,
   method: job.method,
   url: job.url,

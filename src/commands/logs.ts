@@ -5,7 +5,7 @@
 import * as Effect from "effect/Effect"
 import { BadRequest, NotFound } from "../domain/errors.ts"
 import { isUuid } from "../domain/ids.ts"
-import type { TriggerKind, TriggerStatus } from "../domain/trigger.ts"
+import type { TriggerKind, TriggerOutcome, TriggerStatus } from "../domain/trigger.ts"
 import { decodeCursor, encodeCursor, executionView, type ExecutionView, triggerView, type TriggerView } from "../domain/views.ts"
 import { executionsGet, executionsList, executionsListForTrigger } from "../store/executionReads.ts"
 import { triggersGet, triggersList } from "../store/triggerReads.ts"
@@ -35,6 +35,7 @@ export const findTrigger = (projectId: string, id: string) =>
 
 export interface JobFilters {
   readonly status?: TriggerStatus | undefined
+  readonly outcome?: TriggerOutcome | undefined
   readonly kind?: TriggerKind | undefined
   readonly tag?: string | undefined
   readonly customKey?: string | undefined

@@ -24,6 +24,14 @@ export type TriggerKind = (typeof TRIGGER_KINDS)[number]
 export const TRIGGER_STATUSES = ["registered", "skipped", "queued", "running", "retrying", "completed", "cancelled", "active"] as const
 export type TriggerStatus = (typeof TRIGGER_STATUSES)[number]
 
+/**
+ * How a finished trigger ended (issue 24: a dead letter's status is `completed` too): its latest
+ * attempt delivered or dead-lettered, or it was cancelled or skipped. Pending triggers and active
+ * generators have none.
+ */
+export const TRIGGER_OUTCOMES = ["delivered", "dead_letter", "cancelled", "skipped"] as const
+export type TriggerOutcome = (typeof TRIGGER_OUTCOMES)[number]
+
 /** Statuses in which a one-shot trigger can still be edited or cancelled ("pending"). */
 export const PENDING_STATUSES = ["registered", "skipped", "retrying"] as const satisfies ReadonlyArray<TriggerStatus>
 /** A custom key belongs to at most one trigger in these statuses: a pending one-shot or an active generator. */

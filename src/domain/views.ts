@@ -5,7 +5,7 @@
 // listed as `{ encoding, value: null, size, truncated: true }`.
 // Times are ISO 8601 UTC with milliseconds; cron expression and time zone are never part of a view.
 import { isUuid } from "./ids.ts"
-import type { TriggerKind } from "./trigger.ts"
+import type { TriggerKind, TriggerOutcome } from "./trigger.ts"
 
 /** A trigger or generator as the read endpoints select it (column names). */
 export interface TriggerRow {
@@ -13,6 +13,8 @@ export interface TriggerRow {
   readonly kind: TriggerKind
   readonly generator_id: string | null
   readonly status: string
+  /** Derived from the status and the latest execution (triggerReads.ts). */
+  readonly outcome: TriggerOutcome | null
   readonly scheduled_at: Date | null
   /** For a generator: scheduled_at of its upcoming (registered) instance; null otherwise. */
   readonly upcoming_at: Date | null
@@ -84,6 +86,8 @@ export interface TriggerView {
   readonly id: string
   readonly kind: "job" | "generator"
   readonly status: string
+  /** How it ended: null while pending (and for an active generator). */
+  readonly outcome: TriggerOutcome | null
   readonly scheduledAt: string | null
   readonly url: string
   readonly method: string
@@ -198,6 +202,7 @@ export const triggerView = (row: TriggerRow): TriggerView => ({
   id: row.id,
   kind: row.kind,
   status: row.status,
+  outcome: row.outcome,
   scheduledAt: isoOrNull(row.kind === "generator" ? row.upcoming_at : row.scheduled_at),
   url: row.url,
   method: row.method,
