@@ -357,5 +357,51 @@ $$;
 CREATE TRIGGER executions_recorded AFTER INSERT ON executions
   REFERENCING NEW TABLE AS recorded FOR EACH STATEMENT EXECUTE FUNCTION timewheel_executions_recorded();
 `
+  },
+  {
+    // issue 24 (the version number is this issue's: the lead renumbers it when merging if needed)
+    version: 24,
+    name: "lateness apart from tag gates",
+    sql: `
+-- The overview shows the scheduler's own lateness apart from the time triggers wait for their tags'
+-- concurrency and throughput limits: a first attempt of a trigger carrying a gated tag (a policy
+-- with maxConcurrent or throughput) is counted in gated_lateness, every other one in lateness as
+-- before. Rows written before this migration have an empty gated_lateness.
+ALTER TABLE delivery_minutes ADD COLUMN gated_lateness bigint[] NOT NULL DEFAULT '{}';
+ALTER TABLE delivery_minutes_pending ADD COLUMN gated_lateness bigint[] NOT NULL DEFAULT '{}';
+CREATE OR REPLACE FUNCTION timewheel_executions_recorded() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO delivery_minutes_pending (project_id, minute, succeeded, failed, dead_letters, lateness, gated_lateness)
+  WITH x AS (
+    SELECT r.project_id, date_trunc('minute', r.started_at) AS minute, r.status, r.is_dead_letter,
+      CASE WHEN r.attempt = 1 AND r.triggered_by IS NULL AND t.scheduled_at IS NOT NULL THEN
+        least(127, floor(4 * ln(1 + greatest(0, extract(epoch FROM r.started_at - t.scheduled_at) * 1000)) / ln(2)))::int
+      END AS bucket,
+      r.attempt = 1 AND EXISTS (SELECT FROM tag_policies p WHERE p.project_id = r.project_id AND p.tag = ANY (t.tags)
+        AND (p.max_concurrent IS NOT NULL OR p.throughput IS NOT NULL)) AS gated
+    FROM recorded r LEFT JOIN triggers t ON t.id = r.trigger_id
+  ), buckets AS (
+    SELECT project_id, minute, gated, bucket, count(*) AS n FROM x WHERE bucket IS NOT NULL GROUP BY project_id, minute, gated, bucket
+  )
+  SELECT c.project_id, c.minute, c.succeeded, c.failed, c.dead_letters,
+    coalesce((SELECT array_agg(coalesce(b.n, 0) ORDER BY i)
+      FROM generate_series(0, (SELECT max(m.bucket) FROM buckets m WHERE m.project_id = c.project_id AND m.minute = c.minute AND NOT m.gated)) AS i
+      LEFT JOIN buckets b ON b.project_id = c.project_id AND b.minute = c.minute AND NOT b.gated AND b.bucket = i), '{}'),
+    coalesce((SELECT array_agg(coalesce(b.n, 0) ORDER BY i)
+      FROM generate_series(0, (SELECT max(m.bucket) FROM buckets m WHERE m.project_id = c.project_id AND m.minute = c.minute AND m.gated)) AS i
+      LEFT JOIN buckets b ON b.project_id = c.project_id AND b.minute = c.minute AND b.gated AND b.bucket = i), '{}')
+  FROM (
+    SELECT project_id, minute, count(*) FILTER (WHERE status = 'succeeded') AS succeeded,
+      count(*) FILTER (WHERE status = 'failed' AND NOT is_dead_letter) AS failed,
+      count(*) FILTER (WHERE is_dead_letter) AS dead_letters
+    FROM x GROUP BY project_id, minute
+  ) c; INSERT INTO alert_outbox (execution_id, project_id, trigger_id, url, error, failed_at)
+  SELECT r.id, r.project_id, r.trigger_id, r.url,
+    coalesce(r.error_kind || ': ' || r.error_message, 'HTTP ' || r.http_status, r.error_message), r.finished_at
+  FROM recorded r
+  WHERE r.is_dead_letter AND EXISTS (SELECT FROM project_alerts a WHERE a.project_id = r.project_id
+    AND (a.webhook_url IS NOT NULL OR cardinality(a.email_recipients) > 0)); RETURN NULL; END
+$$;
+`
   }
 ]
