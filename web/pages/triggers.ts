@@ -1,14 +1,15 @@
-// Triggers of the project, newest first: filters (status, kind, tag, custom key) and cursor paging
-// through GET /jobs; a row opens the trigger's page.
+// Triggers of the project, newest first: filters (status, outcome, kind, tag, custom key) and cursor
+// paging through GET /jobs; each row's title is a link to the trigger's page (a new tab, the
+// keyboard), and its status shows with its outcome (a dead letter is `completed` too).
 import { useState } from "preact/hooks"
 import { api } from "../api.ts"
-import { navigate } from "../router.ts"
-import { Badge, Empty, html, Notice, PageHeader, shortId, Time, useLoad } from "../ui.ts"
+import { Empty, html, Link, Notice, PageHeader, shortId, StatusBadges, Time, useLoad } from "../ui.ts"
 
 export interface Job {
   readonly id: string
   readonly kind: "job" | "generator"
   readonly status: string
+  readonly outcome: "delivered" | "dead_letter" | "cancelled" | "skipped" | null
   readonly scheduledAt: string | null
   readonly url: string
   readonly method: string
@@ -20,15 +21,17 @@ export interface Job {
 }
 
 const STATUSES = ["registered", "skipped", "queued", "running", "retrying", "completed", "cancelled", "active"]
+const OUTCOMES = [["delivered", "delivered"], ["dead_letter", "dead letter"], ["cancelled", "cancelled"], ["skipped", "skipped"]] as const
 
 interface Filters {
   readonly status: string
+  readonly outcome: string
   readonly kind: string
   readonly tag: string
   readonly customKey: string
 }
 
-const EMPTY: Filters = { status: "", kind: "", tag: "", customKey: "" }
+const EMPTY: Filters = { status: "", outcome: "", kind: "", tag: "", customKey: "" }
 
 const queryOf = (filters: Filters, cursor: string | null) => {
   const query = new URLSearchParams({ limit: "25" })
@@ -51,7 +54,7 @@ export const TriggersPage = ({ projectId }: { projectId: string }) => {
     event.preventDefault()
     const form = new FormData(event.target as HTMLFormElement)
     setFilters({
-      status: String(form.get("status") ?? ""), kind: String(form.get("kind") ?? ""),
+      status: String(form.get("status") ?? ""), outcome: String(form.get("outcome") ?? ""), kind: String(form.get("kind") ?? ""),
       tag: String(form.get("tag") ?? "").trim(), customKey: String(form.get("customKey") ?? "").trim()
     })
     setCursors([null])
@@ -60,6 +63,7 @@ export const TriggersPage = ({ projectId }: { projectId: string }) => {
     <${PageHeader} title="Triggers" subtitle="One-shot triggers, generators and their instances, newest first." />
     <form class="filters card" onSubmit=${apply}>
       <label>Status<select name="status"><option value="">any</option>${STATUSES.map((s) => html`<option value=${s}>${s}</option>`)}</select></label>
+      <label>Outcome<select name="outcome"><option value="">any</option>${OUTCOMES.map(([value, label]) => html`<option value=${value}>${label}</option>`)}</select></label>
       <label>Kind<select name="kind"><option value="">any</option><option value="job">job</option><option value="generator">generator</option></select></label>
       <label>Tag<input name="tag" placeholder="billing" /></label>
       <label>Custom key<input name="customKey" placeholder="order-42" /></label>
@@ -72,13 +76,12 @@ export const TriggersPage = ({ projectId }: { projectId: string }) => {
     ${data === undefined ? html`<div class="muted">Loading…</div>` : data.jobs.length === 0 ? html`<${Empty}>No trigger matches.</${Empty}>` : html`
       <div class="card flush"><table class="rows">
         <thead><tr><th>Trigger</th><th>Status</th><th>Kind</th><th>Scheduled (UTC)</th><th class="num">Attempts</th><th>Tags</th></tr></thead>
-        <tbody>${data.jobs.map((job) => html`<tr key=${job.id} class="clickable" data-trigger=${job.id}
-            onClick=${() => navigate(`/dashboard/p/${projectId}/triggers/${job.id}`)}>
+        <tbody>${data.jobs.map((job) => html`<tr key=${job.id} data-trigger=${job.id}>
           <td class="trigger-cell">
-            <div class="ellipsis strong">${job.title ?? `${job.method} ${job.url}`}</div>
+            <${Link} href=${`/dashboard/p/${projectId}/triggers/${job.id}`} class="ellipsis strong row-link">${job.title ?? `${job.method} ${job.url}`}</${Link}>
             <div class="muted small mono">${shortId(job.id)}${job.customKey === null ? "" : ` · key ${job.customKey}`}</div>
           </td>
-          <td><${Badge} text=${job.status} /></td>
+          <td><${StatusBadges} status=${job.status} outcome=${job.outcome} /></td>
           <td>${job.kind}${job.generatorId === null ? "" : html` <span class="muted small">instance</span>`}</td>
           <td><${Time} iso=${job.scheduledAt} /></td>
           <td class="num">${job.attempts}</td>
