@@ -13,7 +13,7 @@ import { TestServer, testServerLayer } from "../support/server.ts"
 import { type Arrival, headerNames, headerValues, target } from "../support/target.ts"
 import { pollUntil } from "../support/wait.ts"
 
-/** What a target does with a delivery, written from the README's recipe, not from the service's code. */
+/** What a target does with a delivery, written from the recipe of docs/signed-deliveries.md, not from the service's code. */
 const verify = (arrival: Arrival, secret: string) => {
   const header = headerValues(arrival.rawHeaders, "timewheel-signature")
   assert.strictEqual(header.length, 1, `one Timewheel-Signature header: ${JSON.stringify(header)}`)
