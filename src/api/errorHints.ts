@@ -40,17 +40,21 @@ const isRouteNotFound = (error: unknown): boolean =>
 const statusHint = (response: HttpServerResponse.HttpServerResponse, request: HttpServerRequest.HttpServerRequest) =>
   `HTTP ${response.status} for ${request.method} ${request.url.split("?", 1)[0]}`
 
-/** The global middleware; `paths` are the OpenAPI document's. */
+/**
+ * The global middleware; `paths` are the OpenAPI document's. A success costs one `flatMap`: the
+ * request is looked at only for a 4xx.
+ */
 export const ErrorHints = (paths: Paths) => {
   const hintOfNoRoute = noRouteHint(paths)
+  const withStatusHint = (response: HttpServerResponse.HttpServerResponse) =>
+    response.status < 400 || response.status >= 500 || response.headers[ERROR_HEADER] !== undefined
+      ? Effect.succeed(response)
+      : Effect.map(HttpServerRequest.HttpServerRequest, (request) => withHint(statusHint(response, request))(response))
   return HttpRouter.middleware((httpEffect) =>
-    Effect.gen(function*() {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      const response = yield* httpEffect.pipe(
-        Effect.catchIf(isRouteNotFound, () =>
-          Effect.succeed(renderApiError(new EmptyNotFound({ hint: hintOfNoRoute(request.method, request.url.split("?", 1)[0]!) }))))
-      )
-      if (response.status < 400 || response.status >= 500 || response.headers[ERROR_HEADER] !== undefined) return response
-      return withHint(statusHint(response, request))(response)
-    }), { global: true })
+    httpEffect.pipe(
+      Effect.catchIf(isRouteNotFound, () =>
+        Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
+          renderApiError(new EmptyNotFound({ hint: hintOfNoRoute(request.method, request.url.split("?", 1)[0]!) })))),
+      Effect.flatMap(withStatusHint)
+    ), { global: true })
 }

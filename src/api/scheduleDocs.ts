@@ -48,7 +48,15 @@ export const schedulePaths = (prefix: string): Paths => {
     parameters,
     ...(body ? { requestBody: { required: false, content: { "*/*": { schema: { type: "string", format: "binary" } } } } } : {}),
     responses: {
-      200: jsonResponseOf("Scheduled.", scheduleResult),
+      200: {
+        ...jsonResponseOf("Scheduled.", scheduleResult),
+        headers: {
+          "Timewheel-Warning": {
+            description: "Only when a one-shot was stored as `skipped`: why (its time was not in the future; a date without an offset is read as UTC).",
+            schema: { type: "string" }
+          }
+        }
+      },
       400: errorResponse("A header or value is invalid (empty body when the key or URL header is missing)."),
       401: errorResponse("`Invalid api key`."),
       402: errorResponse("`Monthly quota of <limit> triggers exceeded`."),
