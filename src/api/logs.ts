@@ -7,7 +7,7 @@ import { HttpRouter, HttpServerRequest } from "effect/http"
 import { EXECUTION_STATUSES, getExecution, getJob, listExecutions, listJobExecutions, listJobs } from "../commands/logs.ts"
 import { replayTrigger } from "../commands/replay.ts"
 import { BadRequest } from "../domain/errors.ts"
-import { TRIGGER_KINDS, TRIGGER_OUTCOMES, TRIGGER_STATUSES } from "../domain/trigger.ts"
+import { JOB_OUTCOMES, TRIGGER_KINDS, TRIGGER_STATUSES } from "../domain/trigger.ts"
 import { authenticate } from "./auth.ts"
 import { jsonResponse } from "./errors.ts"
 import { handle } from "./handle.ts"
@@ -35,7 +35,7 @@ const listJobsRoute = Effect.gen(function*() {
   const query = yield* queryParams
   const page = yield* listJobs(projectId, {
     status: yield* oneOf(query, "status", TRIGGER_STATUSES),
-    outcome: yield* oneOf(query, "outcome", TRIGGER_OUTCOMES),
+    outcome: yield* oneOf(query, "outcome", JOB_OUTCOMES),
     kind: yield* oneOf(query, "kind", TRIGGER_KINDS),
     tag: yield* query.get("tag"),
     customKey: yield* query.get("customKey"),

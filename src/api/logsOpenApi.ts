@@ -1,7 +1,7 @@
 // OpenAPI fragment of the log and replay endpoints (logs.ts): the trigger and execution views of
 // DECISIONS.md as schemas, the query parameters, and every error response the handlers give.
 import { EXECUTION_STATUSES } from "../commands/logs.ts"
-import { TRIGGER_KINDS, TRIGGER_OUTCOMES, TRIGGER_STATUSES } from "../domain/trigger.ts"
+import { JOB_OUTCOMES, TRIGGER_KINDS, TRIGGER_STATUSES } from "../domain/trigger.ts"
 import { ENCODING_PROBE_BYTES, LIST_BODY_MAX_BYTES } from "../domain/views.ts"
 import { errorResponse, jsonResponseOf, KEY_BEARER_OR_SESSION, type Paths, unauthorized } from "./openapiParts.ts"
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./requestParts.ts"
@@ -25,7 +25,7 @@ const triggerSchema = {
     },
     outcome: {
       type: ["string", "null"],
-      enum: [...TRIGGER_OUTCOMES, null],
+      enum: [...JOB_OUTCOMES, null],
       description: "How it ended: `delivered` or `dead_letter` (a completed trigger, by its latest attempt), `cancelled`, `skipped`; null while pending."
     },
     scheduledAt: {
@@ -134,7 +134,7 @@ export const logPaths = (): Paths => ({
       security: KEY_BEARER_OR_SESSION,
       parameters: [
         query("status", "Only triggers in this status.", { type: "string", enum: TRIGGER_STATUSES }),
-        query("outcome", "Only triggers that ended so (see the view's `outcome`).", { type: "string", enum: TRIGGER_OUTCOMES }),
+        query("outcome", "Only triggers that ended so (see the view's `outcome`).", { type: "string", enum: JOB_OUTCOMES }),
         query("kind", "`job` (one-shots and generator instances) or `generator`.", { type: "string", enum: TRIGGER_KINDS }),
         query("tag", "Only triggers carrying this tag.", { type: "string" }),
         query("customKey", "Only triggers with this custom key.", { type: "string" }),

@@ -2,14 +2,14 @@
 // project_id. Listing is newest first with keyset pagination on the UUIDv7 id, so a page is an
 // index range scan of triggers_project (project_id, id DESC); `tag` adds the GIN triggers_tags.
 // Cron expression and time zone are never selected (SPEC: they cannot be read back).
-// The outcome of a finished trigger is derived here: cancelled and skipped from the status, and for a
-// completed one its latest execution (by attempt, through executions_trigger): dead letter or delivered.
+// The outcome of a completed trigger comes from its latest execution (executionReads.ts), read apart so
+// that a pending trigger reads without the executions table; the `outcome` filter looks it up here.
 // A list never reads a large body (DECISIONS: over 64 KiB it is listed without its value): only its
 // size (octet_length reads the stored length, not the value) and a short prefix to tell its encoding.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { Fragment } from "effect/sql/Statement"
-import type { TriggerKind, TriggerOutcome } from "../domain/trigger.ts"
+import type { JobOutcome, TriggerKind } from "../domain/trigger.ts"
 import { ENCODING_PROBE_BYTES, LIST_BODY_MAX_BYTES, type TriggerRow } from "../domain/views.ts"
 
 /** The whole body, its size, not truncated. */
@@ -22,24 +22,20 @@ const listedBody = (sql: SqlClient.SqlClient) => sql`
     octet_length(t.body) AS body_size,
     coalesce(octet_length(t.body) > ${LIST_BODY_MAX_BYTES}, false) AS body_truncated`
 
-/** The outcome of a completed trigger: its latest execution's. */
+/** The outcome of a completed trigger: its latest execution's (by attempt, through executions_trigger). */
 const latestOutcome = (sql: SqlClient.SqlClient) => sql`(
   SELECT CASE WHEN e.is_dead_letter THEN 'dead_letter' WHEN e.status = 'succeeded' THEN 'delivered' END
   FROM executions e WHERE e.trigger_id = t.id ORDER BY e.attempt DESC LIMIT 1)`
 
-/** A trigger's outcome (null while pending). */
-const outcome = (sql: SqlClient.SqlClient) => sql`
-  CASE WHEN t.status = 'completed' THEN ${latestOutcome(sql)} WHEN t.status IN ('cancelled', 'skipped') THEN t.status END`
-
-/** The rows with this outcome. */
-const outcomeIs = (sql: SqlClient.SqlClient, wanted: TriggerOutcome) =>
+/** The rows with this outcome (domain/trigger.ts outcomeOf, in SQL). */
+const outcomeIs = (sql: SqlClient.SqlClient, wanted: JobOutcome) =>
   wanted === "cancelled" || wanted === "skipped"
     ? sql`t.status = ${wanted}`
     : sql`t.status = 'completed' AND ${latestOutcome(sql)} = ${wanted}`
 
 /** The upcoming instance is found through the unique partial index triggers_generator_upcoming. */
 const selectTrigger = (sql: SqlClient.SqlClient, body: Fragment) => sql`
-  SELECT t.id, t.kind, t.generator_id, t.status, ${outcome(sql)} AS outcome, t.scheduled_at,
+  SELECT t.id, t.kind, t.generator_id, t.status, t.scheduled_at,
     CASE WHEN t.kind = 'generator' THEN (
       SELECT i.scheduled_at FROM triggers i
       WHERE i.generator_id = t.id AND i.status = 'registered' AND i.project_id = t.project_id
@@ -62,7 +58,7 @@ export const triggersGet = Effect.fnUntraced(function*(input: {
 export interface TriggersListInput {
   readonly projectId: string
   readonly status?: string | undefined
-  readonly outcome?: TriggerOutcome | undefined
+  readonly outcome?: JobOutcome | undefined
   readonly kind?: TriggerKind | undefined
   readonly tag?: string | undefined
   readonly customKey?: string | undefined
