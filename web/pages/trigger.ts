@@ -51,9 +51,9 @@ const retryLines = (retry: RetryPolicy): Array<string> => [
   ...(retry.strategy === "none" ? [] : [
     `first retry after ${retry.initialDelaySeconds} s${retry.strategy === "exponential" ? ", then doubling" : ""}`,
     ...(retry.maxDelaySeconds === null ? [] : [`delays at most ${retry.maxDelaySeconds} s`]),
-    ...(retry.jitter ? ["with jitter (×0.5 to ×1.5)"] : [])
-  ]),
-  `retries on ${retry.retryOn.replace(/_/g, " ")}`
+    ...(retry.jitter ? ["with jitter (×0.5 to ×1.5)"] : []),
+    `retries on ${retry.retryOn.replace(/_/g, " ")}`
+  ])
 ]
 
 const PENDING = new Set(["registered", "skipped", "retrying"])
