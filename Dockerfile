@@ -1,6 +1,6 @@
 # timewheel's container image: compiled JavaScript (dist/) and the runtime packages only, on Node 24,
 # run as the unprivileged `node` user. Three stages: build (every package; src/ and web/ → dist/), runtime
-# packages (`npm ci --omit=dev` from the lockfile, as README "Production install"), and the image.
+# packages (`npm ci --omit=dev` from the lockfile, as docs/operations.md "Production install"), and the image.
 # docker-compose.yml runs three of these on one PostgreSQL; without DATABASE_URL a container runs an
 # embedded PostgreSQL in its DATA_DIR volume instead.
 FROM node:24-bookworm-slim AS build
@@ -22,7 +22,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
 FROM node:24-bookworm-slim
-# MALLOC_ARENA_MAX and the node flags of CMD: what `npm start` runs (package.json "start"; README, "Memory")
+# MALLOC_ARENA_MAX and the node flags of CMD: what `npm start` runs (package.json "start"; docs/operations.md, "Production install")
 ENV NODE_ENV=production \
     MALLOC_ARENA_MAX=2 \
     HOST=0.0.0.0 \

@@ -47,7 +47,7 @@ const build = async () => {
   } catch {
     // a production install (dev dependencies left out) runs a dist/ built beforehand
     process.stderr.write("timewheel: dist/ is missing or older than src/, and TypeScript (a dev dependency) is not installed: " +
-      "build with `npm ci && npm run build` before `npm prune --omit=dev` (README, \"Production install\")\n")
+      "build with `npm ci && npm run build` before `npm prune --omit=dev` (docs/operations.md, \"Production install\")\n")
     throw new Error("no TypeScript")
   }
   fs.rmSync(dist, { recursive: true, force: true })

@@ -7,7 +7,7 @@ if (major < 22 || (major === 22 && minor < 19)) {
   process.stderr.write(
     `timewheel: needs Node.js 22.19 or later (24 recommended), this is ${process.version}. ` +
       "`npm install` fetches Node 24 for development; a production install runs the host's node " +
-      "(README, \"Production install\")\n"
+      "(docs/operations.md, \"Production install\")\n"
   )
   process.exit(1)
 }

@@ -1,5 +1,7 @@
 // `npm start`: reads the settings (a bad one stops the start with one line, exit 1), then runs every
-// role of timewheel in this process until SIGTERM/SIGINT, which shuts it down gracefully.
+// role of timewheel in this process until SIGTERM/SIGINT, which shuts it down gracefully. Once it
+// listens it says where the dashboard is and what a newcomer does next (commands/firstSteps.ts); a
+// start that fails before that ends with one line saying what to do (startupFailure.ts), exit 1.
 import "./nodeVersion.ts" // first: before any package loads
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
 import * as Cause from "effect/Cause"
@@ -8,11 +10,13 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Runtime from "effect/Runtime"
 import * as crypto from "node:crypto"
+import * as net from "node:net"
 import { HttpServer } from "effect/http"
 import { loadTls } from "./api/tls.ts"
 import { ConfigError, loadConfig } from "./config.ts"
-import { EncryptionKeysMissing } from "./domain/sealing.ts"
+import { startupGuidance } from "./commands/firstSteps.ts"
 import { loggingLayer, ServiceLive } from "./service.ts"
+import { startupFailureLine } from "./startupFailure.ts"
 
 const fatal = (message: string): never => {
   process.stderr.write(`timewheel: ${message}\n`)
@@ -29,16 +33,40 @@ const config = (() => {
 
 const tls = await loadTls(config).catch((error: unknown) => fatal(`cannot prepare TLS in ${config.dataDir}/tls: ${String(error)}`))
 
+/**
+ * The API's address taken (a second `npm start` here), or not ours to take, is found before the
+ * database starts: the one line comes out alone, with no shutdown of half-started roles before it.
+ */
+const listenable = (host: string, port: number) =>
+  new Promise<void>((resolve, reject) => {
+    if (port === 0) return resolve()
+    const probe = net.createServer()
+    probe.once("error", reject)
+    probe.listen({ host, port, exclusive: true }, () => probe.close(() => resolve()))
+  })
+await listenable(config.host, config.port).catch((error: unknown) => fatal(startupFailureLine(error, config)))
+
 /** This node's id: every connection announces it (node presence), and every JSON log line carries it. */
 const node = crypto.randomUUID()
 
-/** The start line once the API listens; the stop begins when it is released (first, before the service). */
+/** Whether the service got as far as listening: a failure before that is a start-up failure. */
+let started = false
+/** A start-up failure was reported (its one line): the process exits with 1. */
+let startupFailed = false
+
+/**
+ * The start line once the API listens, then the dashboard's address and the next steps; the stop
+ * begins when it is released (first, before the service).
+ */
 const announce = Layer.effectDiscard(Effect.gen(function*() {
   const server = yield* HttpServer.HttpServer
   const port = "port" in server.address ? server.address.port : config.port
+  started = true
   yield* Effect.log(`timewheel listening on https://${config.host}:${port}`).pipe(
     Effect.annotateLogs({ event: "start", host: config.host, port })
   )
+  const guidance = yield* startupGuidance(config.host, port).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
+  for (const line of guidance) yield* Effect.log(line).pipe(Effect.annotateLogs({ event: "next_step" }))
   yield* Effect.addFinalizer(() =>
     Effect.log("timewheel stopping: no new claims, shards handed over, deliveries in flight finished").pipe(
       Effect.annotateLogs({ event: "stop" })
@@ -46,16 +74,26 @@ const announce = Layer.effectDiscard(Effect.gen(function*() {
   )
 }))
 
-/** A shutdown asked for by SIGTERM/SIGINT that completed cleanly is a success (exit 0). */
+/** A shutdown asked for by SIGTERM/SIGINT that completed cleanly is a success (exit 0); a reported start-up failure is 1. */
 const teardown: Runtime.Teardown = (exit, onExit) =>
-  Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? onExit(0) : Runtime.defaultTeardown(exit, onExit)
+  startupFailed ? onExit(1)
+  : Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? onExit(0)
+  : Runtime.defaultTeardown(exit, onExit)
 
-const stopped = Effect.log("timewheel stopped").pipe(Effect.annotateLogs({ event: "stopped" }))
+const stopped = Effect.suspend(() => started ? Effect.log("timewheel stopped").pipe(Effect.annotateLogs({ event: "stopped" })) : Effect.void)
+
+/** A failure before listening: its one line on stderr (what was built is already released). */
+const reportStartupFailure = (cause: Cause.Cause<unknown>) =>
+  started || Cause.hasInterruptsOnly(cause)
+    ? Effect.failCause(cause)
+    : Effect.sync(() => {
+      startupFailed = true
+      process.stderr.write(`timewheel: ${startupFailureLine(Cause.squash(cause), config)}\n`)
+    })
 
 NodeRuntime.runMain(
   Layer.launch(announce.pipe(Layer.provideMerge(ServiceLive(config, tls, { nodeId: node })))).pipe(
-    // a refusal to start is one line, like a bad setting
-    Effect.catchIf((error) => error instanceof EncryptionKeysMissing, (error) => Effect.sync(() => fatal(error.message))),
+    Effect.catchCause(reportStartupFailure),
     Effect.ensuring(stopped),
     Effect.provide(loggingLayer(config, node))
   ),

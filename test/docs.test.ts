@@ -1,10 +1,15 @@
 // The documentation a clone holds stands on its own: every relative link of README.md, BENCHMARKS.md
 // and docs/*.md leads to a file of the repository (never to ../shared, which a clone lacks) and,
 // with an anchor, to a heading of that file (GitHub's anchors); every page of docs/ is listed in
-// docs/README.md and starts with its header comment.
+// docs/README.md, which README.md links, and starts with its header comment. And it stays true to
+// the code: every setting the service reads (config.ts DEFAULTS) has a row in docs/settings.md,
+// and every command of the CLI's usage is listed there; README.md stays a short newcomer's page
+// that keeps its endpoints table and "More docs" list (where other features add a row or a link).
 import { describe, expect, it } from "vitest"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { USAGE } from "../src/cli/main.ts"
+import { DEFAULTS } from "../src/config.ts"
 
 const ROOT = path.resolve(import.meta.dirname, "..")
 const DOCS = path.join(ROOT, "docs")
@@ -69,5 +74,44 @@ describe("documentation links", () => {
       if (name !== "README.md") expect(index, name).toContain(`](${name})`)
       expect(fs.readFileSync(path.join(DOCS, name), "utf8"), name).toMatch(new RegExp(`^<!-- docs/${name.replace(".", "\\.")}: `))
     }
+  })
+})
+
+describe("the docs say what the code does", () => {
+  const settingsPage = fs.readFileSync(path.join(DOCS, "settings.md"), "utf8")
+
+  it("every setting of config.ts has a row in docs/settings.md", () => {
+    const missing = Object.keys(DEFAULTS).filter((name) => !new RegExp(`^\\| \`${name}\`( / \`[A-Z_]+\`)? \\|`, "m").test(settingsPage) &&
+      !new RegExp(`^\\| \`[A-Z_]+\` / \`${name}\` \\|`, "m").test(settingsPage))
+    expect(missing).toEqual([])
+  })
+
+  it("every command of the CLI's usage is listed in docs/settings.md", () => {
+    const commands = USAGE.split("\n").slice(1).map((line) => line.trim().split(/\s{2,}/)[0]!.replace(/\s*\(.*$/, ""))
+    expect(commands.length).toBeGreaterThan(5)
+    const missing = commands.filter((command) => !settingsPage.includes(`| \`${command}\``))
+    expect(missing).toEqual([])
+  })
+})
+
+describe("README.md is a newcomer's page", () => {
+  const readme = fs.readFileSync(path.join(ROOT, "README.md"), "utf8")
+
+  it("short, with the first steps, the endpoints table and the More docs list", () => {
+    expect(readme.split("\n").length).toBeLessThan(200)
+    for (const heading of ["## Five minutes: from a clone to a delivered request", "## The dashboard", "## Endpoints", "## More docs"]) {
+      expect(readme).toContain(heading)
+    }
+    for (const step of ["npm install", "npm start", "project create my-project", "key create my-project", "admin create you@example.com"]) {
+      expect(readme).toContain(step)
+    }
+  })
+
+  it("every page of docs/ is reachable: linked from README.md or from docs/README.md, which README.md links", () => {
+    expect(readme).toContain("](docs/README.md)")
+    const index = fs.readFileSync(path.join(DOCS, "README.md"), "utf8")
+    const unreachable = fs.readdirSync(DOCS).filter((name) => name.endsWith(".md") && name !== "README.md")
+      .filter((name) => !readme.includes(`](docs/${name}`) && !index.includes(`](${name}`))
+    expect(unreachable).toEqual([])
   })
 })

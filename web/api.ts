@@ -1,6 +1,8 @@
 // Calls from the pages to the service's endpoints: JSON in and out, the session cookie sent by the
 // browser (same origin), the chosen project in the Timewheel-Project header, and the API's errors
-// as ApiError carrying its status and message (shown to the person as they are).
+// as ApiError carrying its status and message (shown to the person as they are): the body's
+// message, else (an empty 400 of the spec) the Timewheel-Error header naming what was wrong —
+// same origin, so no CORS exposure is needed to read it.
 export class ApiError extends Error {
   constructor(readonly status: number, message: string) {
     super(message)
@@ -18,7 +20,7 @@ export const whenSignedOut = (handler: () => void) => {
   onSignedOut = handler
 }
 
-const messageOf = (status: number, text: string): string => {
+const messageOf = (status: number, text: string, hint: string | null): string => {
   try {
     const body = JSON.parse(text) as { message?: unknown }
     if (typeof body.message === "string") return body.message
@@ -26,7 +28,7 @@ const messageOf = (status: number, text: string): string => {
     // not JSON: plain text or nothing
   }
   if (text.trim() !== "") return text.trim()
-  return status === 400 ? "Invalid request (a field has the wrong type)" : `HTTP ${status}`
+  return hint ?? `HTTP ${status}`
 }
 
 export const api = async <A = any>(method: string, path: string, body?: unknown): Promise<A> => {
@@ -37,7 +39,7 @@ export const api = async <A = any>(method: string, path: string, body?: unknown)
   const text = await response.text()
   if (!response.ok) {
     if (response.status === 401 && path !== "/session") onSignedOut()
-    throw new ApiError(response.status, messageOf(response.status, text))
+    throw new ApiError(response.status, messageOf(response.status, text, response.headers.get("timewheel-error")))
   }
   return (text === "" ? undefined : JSON.parse(text)) as A
 }

@@ -1,9 +1,12 @@
 // A time-series chart drawn by uPlot (≈ 50 kB, canvas): the component creates the plot once, gives
-// it new data on each render and follows its container's width. Times are shown in UTC (HH:MM, the
-// date at midnight); stacked bars are drawn from cumulative sums while the legend shows each
-// series' own value; lines show their points too, so a lone minute is visible.
+// it new data on each render and follows its container's width. Its x axis is the range it is
+// given (the overview's 1, 6 or 24 h), whatever the data covers, so every chart of a page shares
+// it; the scale it drew is left on the figure (data-x-min, data-x-max) for the browser test. Times
+// are shown in UTC (timeAxis.ts); stacked bars are drawn from cumulative sums while the legend shows
+// each series' own value; lines show their points too, so a lone bucket is visible.
 import { useEffect, useRef } from "preact/hooks"
 import uPlot from "uplot"
+import { pointLabel, timeLabel } from "./timeAxis.ts"
 import { html } from "./ui.ts"
 
 export interface Series {
@@ -26,15 +29,15 @@ export interface ChartProps {
   readonly height?: number
   /** Formats a y value in the axis and the legend. */
   readonly format?: (value: number) => string
+  /** The x axis, in seconds (else the data's extent). */
+  readonly range?: { readonly from: number; readonly to: number }
 }
 
 const bars = uPlot.paths.bars!({ size: [0.8, 24], gap: 1 })
 
-const utc = (seconds: number) => new Date(seconds * 1000).toISOString()
-const timeLabel = (seconds: number) => {
-  const iso = utc(seconds)
-  return iso.slice(11, 16) === "00:00" ? iso.slice(5, 10) : iso.slice(11, 16)
-}
+/** The narrowest plot: it fits a 420 px phone screen's card. */
+const MIN_WIDTH = 160
+
 
 /** What uPlot draws: for stacked bars the cumulative sums, tallest first (drawn behind the others). */
 const drawn = (props: ChartProps): Array<Array<number | null>> => {
@@ -49,6 +52,8 @@ export const Chart = (props: ChartProps) => {
   const plot = useRef<uPlot | null>(null)
   const raw = useRef(props.values)
   raw.current = props.values
+  const range = useRef(props.range)
+  range.current = props.range
   const shape = props.series.map((s) => `${s.label}${s.bars === true}`).join("|") + String(props.stacked)
   const format = props.format ?? ((v: number) => String(Math.round(v * 100) / 100))
 
@@ -57,17 +62,27 @@ export const Chart = (props: ChartProps) => {
     const ordered = props.stacked === true ? [...props.series].reverse() : props.series
     const rawIndex = (k: number) => (props.stacked === true ? props.series.length - 1 - k : k)
     const options: uPlot.Options = {
-      width: Math.max(200, element.clientWidth),
+      width: Math.max(MIN_WIDTH, element.clientWidth),
       height: props.height ?? 200,
       legend: { show: true, live: true },
       cursor: { drag: { x: false, y: false }, points: { show: false } },
-      scales: { x: { time: true }, y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.15 : 1] } },
+      scales: {
+        x: { time: true, range: (_u, min, max) => (range.current === undefined ? [min, max] : [range.current.from, range.current.to]) },
+        y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.15 : 1] }
+      },
+      hooks: {
+        setScale: [(u, key) => {
+          if (key !== "x") return
+          element.parentElement?.setAttribute("data-x-min", String(u.scales.x!.min))
+          element.parentElement?.setAttribute("data-x-max", String(u.scales.x!.max))
+        }]
+      },
       axes: [
         { stroke: "#667085", grid: { stroke: "#eef0f3" }, ticks: { stroke: "#eef0f3" }, values: (_u, ticks) => ticks.map(timeLabel) },
         { stroke: "#667085", grid: { stroke: "#eef0f3" }, ticks: { stroke: "#eef0f3" }, size: 60, values: (_u, ticks) => ticks.map(format) }
       ],
       series: [
-        { value: (_u, v) => (v === null ? "—" : `${utc(v).slice(0, 16).replace("T", " ")} UTC`) },
+        { value: (_u, v) => (v === null ? "—" : pointLabel(v)) },
         ...ordered.map((s, k): uPlot.Series => ({
           label: s.label,
           stroke: s.color,
@@ -83,7 +98,7 @@ export const Chart = (props: ChartProps) => {
       ]
     }
     plot.current = new uPlot(options, [[...props.t], ...drawn(props)] as uPlot.AlignedData, element)
-    const resize = new ResizeObserver(() => plot.current?.setSize({ width: Math.max(200, element.clientWidth), height: props.height ?? 200 }))
+    const resize = new ResizeObserver(() => plot.current?.setSize({ width: Math.max(MIN_WIDTH, element.clientWidth), height: props.height ?? 200 }))
     resize.observe(element)
     return () => {
       resize.disconnect()
@@ -94,7 +109,7 @@ export const Chart = (props: ChartProps) => {
 
   useEffect(() => {
     plot.current?.setData([[...props.t], ...drawn(props)] as uPlot.AlignedData)
-  }, [props.t, props.values])
+  }, [props.t, props.values, props.range?.from, props.range?.to])
 
   return html`<figure class="chart"><figcaption>${props.title}</figcaption><div ref=${container}></div></figure>`
 }

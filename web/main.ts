@@ -81,6 +81,7 @@ const Shell = ({ me, projects, onSignOut }: { me: Me; projects: ReadonlyArray<Pr
       <nav>
         ${SECTIONS.map(([slug, label]) => html`<a href=${`/dashboard/p/${projectId}/${slug}`} onClick=${linkHandler}
           class=${slug === section ? "active" : ""}>${label}</a>`)}
+        <a href="/docs" class="external" title="Every endpoint, with its headers, bodies and answers">API reference</a>
       </nav>
       <div class="who">
         <span title=${`Session ends at the latest ${me.expiresAt}`}>${me.email}</span>
@@ -89,7 +90,7 @@ const Shell = ({ me, projects, onSignOut }: { me: Me; projects: ReadonlyArray<Pr
     </aside>
     <main class="content">
       ${projects.length === 0
-        ? html`<${Empty}>No project yet: create one with <code>npm run cli -- project create NAME</code>.</${Empty}>`
+        ? html`<${Empty}>No project yet: create one with <code>npm run --silent cli -- project create my-project</code>.</${Empty}>`
         : project === undefined ? null : html`<${Page} section=${section} id=${match?.[3]} projectId=${project.id} />`}
     </main>
   </div>`
@@ -139,7 +140,9 @@ const App = () => {
     return html`<${SignInPage} ended=${ended} onSignedIn=${async (next: string) => {
       setEnded(false)
       await load()
-      navigate(next.startsWith("/dashboard/p/") ? next : "/dashboard", true)
+      // the API reference is a page of its own (GET /docs), the rest are this app's
+      if (next === "/docs") location.assign(next)
+      else navigate(next.startsWith("/dashboard/p/") ? next : "/dashboard", true)
     }} />`
   }
   const signOut = async () => {

@@ -34,15 +34,26 @@ export const formatMs = (ms: number | null | undefined): string =>
 export const Time = ({ iso }: { iso: string | null | undefined }) =>
   html`<span class="time" title=${relative(iso)}>${formatTime(iso)}</span>`
 
+/** A finished trigger's status is neutral: its outcome carries the colour (a dead letter is `completed` too). */
 const STATUS_TONE: Record<string, string> = {
-  registered: "blue", active: "blue", queued: "violet", running: "violet", retrying: "amber", completed: "green",
-  succeeded: "green", failed: "red", cancelled: "grey", skipped: "grey", "dead letter": "red", revoked: "grey"
+  registered: "blue", active: "blue", queued: "violet", running: "violet", retrying: "amber", completed: "grey",
+  succeeded: "green", failed: "red", cancelled: "grey", skipped: "grey", "dead letter": "red", delivered: "green", revoked: "grey"
 }
 
 export const Badge = ({ text, tone }: { text: string; tone?: string }) =>
   html`<span class=${`badge ${tone ?? STATUS_TONE[text] ?? "grey"}`}>${text}</span>`
 
-export const Notice = ({ kind, children }: { kind: "error" | "ok" | "info"; children?: unknown }) =>
+const OUTCOME_LABEL: Record<string, string> = { delivered: "delivered", dead_letter: "dead letter", cancelled: "cancelled", skipped: "skipped" }
+
+/** A trigger's status, and beside it how it ended when that says more than the status (delivered or dead letter). */
+export const StatusBadges = ({ status, outcome }: { status: string; outcome: string | null }) => {
+  const label = outcome === null ? undefined : OUTCOME_LABEL[outcome]
+  return html`<span class="status-badges" data-outcome=${outcome ?? ""}>
+    <${Badge} text=${status} />${label === undefined || label === status ? null : html` <${Badge} text=${label} />`}
+  </span>`
+}
+
+export const Notice = ({ kind, children }: { kind: "error" | "warn" | "ok" | "info"; children?: unknown }) =>
   html`<div class=${`notice ${kind}`} role=${kind === "error" ? "alert" : "status"}>${children}</div>`
 
 export const Empty = ({ children }: { children?: unknown }) => html`<div class="empty">${children}</div>`

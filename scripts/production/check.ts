@@ -1,4 +1,4 @@
-// The production path of the README, run for real (`.ci/run` runs it): a copy of the working tree
+// The production path of docs/operations.md, run for real (`.ci/run` runs it): a copy of the working tree
 // (tracked and untracked files, nothing ignored: what a clone holds), then in it `npm ci`, `npm run
 // build`, `npm prune --omit=dev`, and `npm start` with this Node (the project's Node 24) first on PATH,
 // on DATABASE_URL when set (else an embedded PostgreSQL in the copy). A project and key made with the
@@ -35,7 +35,7 @@ const baseEnv = (): NodeJS.ProcessEnv => {
   for (const [name, value] of Object.entries(process.env)) {
     if (!name.startsWith("npm_") && !["DATA_DIR", "PORT", "HOST", "LOG_FORMAT", "LOG_LEVEL"].includes(name)) env[name] = value
   }
-  // the project's Node 24 (this process's) before the system's, as the README asks of a production host
+  // the project's Node 24 (this process's) before the system's, as docs/operations.md asks of a production host
   env.PATH = `${path.dirname(process.execPath)}${path.delimiter}${process.env.PATH ?? ""}`
   return env
 }

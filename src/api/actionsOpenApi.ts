@@ -2,13 +2,14 @@
 // GET /jobs (logsOpenApi.ts takes the filter's query parameters from here): the request body, the
 // action view of DECISIONS "Bulk actions", and every response the handlers give in their check order.
 import { ACTION_STATUSES, BULK_ACTIONS, EMPTY_CANCEL_FILTER } from "../domain/bulkAction.ts"
-import { TRIGGER_KINDS, TRIGGER_STATUSES } from "../domain/trigger.ts"
-import { errorResponse, jsonResponseOf, keyOrBearer, type Paths, unauthorized } from "./openapiParts.ts"
+import { JOB_OUTCOMES, TRIGGER_KINDS, TRIGGER_STATUSES } from "../domain/trigger.ts"
+import { errorResponse, jsonResponseOf, KEY_BEARER_OR_SESSION, type Paths, unauthorized } from "./openapiParts.ts"
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./requestParts.ts"
 
 /** The filter's fields: their schema (a JSON filter's; in a query a boolean is `true` or `false`) and meaning. */
 const FILTER_FIELDS = {
   status: { schema: { type: "string", enum: TRIGGER_STATUSES }, description: "Only triggers in this status." },
+  outcome: { schema: { type: "string", enum: JOB_OUTCOMES }, description: "Only triggers that ended so (see the trigger view's `outcome`)." },
   kind: { schema: { type: "string", enum: TRIGGER_KINDS }, description: "`job` (one-shots and generator instances) or `generator`." },
   tag: { schema: { type: "string" }, description: "Only triggers carrying this tag." },
   customKey: { schema: { type: "string" }, description: "Only triggers with this custom key." },
@@ -91,7 +92,7 @@ const startBody = {
 
 const pathId = { name: "id", in: "path", required: true, description: "The action's id.", schema: { type: "string" } }
 
-export const actionPaths = (prefix: string): Paths => ({
+export const actionPaths = (): Paths => ({
   "/actions": {
     post: {
       operationId: "startAction",
@@ -99,7 +100,7 @@ export const actionPaths = (prefix: string): Paths => ({
       description: "The set is the project's triggers matching the filter now; the action runs in chunks on any node and acts on " +
         "each trigger at most once, under the rules of `DELETE /cancel` or of a replay (`POST /jobs/{id}/executions`), dead letters " +
         "only. The same action on the same filter while one runs answers that one (202). No quota.",
-      parameters: keyOrBearer(prefix),
+      security: KEY_BEARER_OR_SESSION,
       requestBody: { required: true, content: { "application/json": { schema: startBody } } },
       responses: {
         200: jsonResponseOf("A dry run: the size of the set.", {
@@ -121,8 +122,8 @@ export const actionPaths = (prefix: string): Paths => ({
     get: {
       operationId: "listActions",
       summary: "The project's bulk actions, newest first",
+      security: KEY_BEARER_OR_SESSION,
       parameters: [
-        ...keyOrBearer(prefix),
         { name: "limit", in: "query", required: false, description: `Page size, 1 to ${MAX_PAGE_SIZE}.`, schema: { type: "integer", minimum: 1, maximum: MAX_PAGE_SIZE, default: DEFAULT_PAGE_SIZE } },
         { name: "cursor", in: "query", required: false, description: "`nextCursor` of the previous page.", schema: { type: "string" } }
       ],
@@ -141,7 +142,8 @@ export const actionPaths = (prefix: string): Paths => ({
     get: {
       operationId: "getAction",
       summary: "A bulk action and its progress",
-      parameters: [...keyOrBearer(prefix), pathId],
+      security: KEY_BEARER_OR_SESSION,
+      parameters: [pathId],
       responses: {
         200: jsonResponseOf("The action.", actionSchema),
         401: unauthorized,

@@ -6,7 +6,7 @@
 //   (scheme case-insensitive), or a dashboard session (not on `/mcp`); nothing usable is 401
 //   `Unauthorized`. A session (DECISIONS "Dashboard sessions") acts on the project its
 //   `Timewheel-Project` header names (missing or unknown: 400), and its mutations must carry this
-//   host's `Origin` (else 403).
+//   host's `Origin` (else 403). What belongs to no project (GET /docs) takes any session.
 // - the dashboard's own endpoints: only a session; an API key in either header is 401.
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -64,7 +64,7 @@ export const checkOrigin = (request: HttpServerRequest.HttpServerRequest) => {
 export const requireSession = (request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function*() {
     const admin = yield* (yield* DashboardSessions).sessionOf(request)
-    if (admin === undefined) return yield* Effect.fail(new Unauthorized("Unauthorized"))
+    if (admin === undefined) return yield* Effect.fail(new Unauthorized("Unauthorized", "no dashboard session: sign in at /dashboard/"))
     yield* checkOrigin(request)
     return admin
   })
@@ -93,10 +93,25 @@ const requestKey = (request: HttpServerRequest.HttpServerRequest) =>
     return bearer !== undefined && bearer !== "" ? bearer : undefined
   })
 
+/** The 401 of a request with no usable credentials, its hint naming what it sent instead, if anything. */
+const noCredentials = (request: HttpServerRequest.HttpServerRequest, header: string, accepted: string) => {
+  const authorization = request.headers["authorization"]
+  const hint = request.headers[header] === ""
+    ? `header ${header} is empty`
+    : authorization !== undefined && !BEARER.test(authorization)
+    ? `Authorization must be "Bearer <key>", got scheme ${authorization.split(" ", 1)[0]}`
+    : `no credentials: send ${accepted}`
+  return new Unauthorized("Unauthorized", hint)
+}
+
 /** Key header, else Bearer, and no dashboard session (POST /mcp: SPEC "Bearer or key header"). */
 export const authenticateKeyOrBearer = (request: HttpServerRequest.HttpServerRequest) =>
-  Effect.flatMap(requestKey(request), (key) =>
-    key === undefined ? Effect.fail(new Unauthorized("Unauthorized")) : authenticateKey(key))
+  Effect.gen(function*() {
+    const key = yield* requestKey(request)
+    if (key !== undefined) return yield* authenticateKey(key)
+    const header = yield* keyHeaderName
+    return yield* Effect.fail(noCredentials(request, header, `the ${header} header or Authorization: Bearer <key>`))
+  })
 
 /** Key header, else Bearer, else dashboard session; see the header comment. */
 export const authenticate = (request: HttpServerRequest.HttpServerRequest) =>
@@ -105,7 +120,22 @@ export const authenticate = (request: HttpServerRequest.HttpServerRequest) =>
     if (key !== undefined) return yield* authenticateKey(key)
     const admin = yield* (yield* DashboardSessions).sessionOf(request)
     if (admin !== undefined) return (yield* sessionPrincipal(request, admin)) as Principal
-    return yield* Effect.fail(new Unauthorized("Unauthorized"))
+    const header = yield* keyHeaderName
+    return yield* Effect.fail(noCredentials(request, header, `the ${header} header, Authorization: Bearer <key>, or a dashboard session`))
+  })
+
+/**
+ * What belongs to no project (GET /docs, the API reference): the key header or Bearer (a live key of
+ * any project), or any signed-in dashboard session, which needs no `Timewheel-Project` here; else
+ * 401 `Unauthorized`.
+ */
+export const authenticateAnyProject = (request: HttpServerRequest.HttpServerRequest) =>
+  Effect.gen(function*() {
+    const key = yield* requestKey(request)
+    if (key !== undefined) return void (yield* authenticateKey(key))
+    if ((yield* (yield* DashboardSessions).sessionOf(request)) !== undefined) return
+    const header = yield* keyHeaderName
+    return yield* Effect.fail(noCredentials(request, header, `the ${header} header, Authorization: Bearer <key>, or a dashboard session`))
   })
 
 /**

@@ -1,7 +1,7 @@
 // The dashboard's endpoints in the OpenAPI document (issue 15): sign-in and sessions, projects,
 // keys, alerts, the overview and the cancel button. They take only a session cookie (an API key in
 // either header is 401); a session names its project in the Timewheel-Project header.
-import { emptyResponse, errorResponse, jsonResponseOf, type Paths } from "./openapiParts.ts"
+import { emptyResponse, errorResponse, jsonResponseOf, type Paths, PUBLIC, SESSION_ONLY } from "./openapiParts.ts"
 
 const projectHeader = {
   name: "Timewheel-Project",
@@ -53,6 +53,7 @@ export const dashboardPaths = (): Paths => ({
   "/session": {
     post: {
       operationId: "signIn",
+      security: PUBLIC,
       summary: "Sign in to the dashboard",
       description: "Sets the session cookie (HttpOnly, Secure, SameSite=Strict). 5 failures of an account, or 20 from an address, within 15 minutes: 429 until the oldest is 15 minutes old.",
       parameters: [originHeader],
@@ -65,30 +66,30 @@ export const dashboardPaths = (): Paths => ({
         429: errorResponse("Too many failed sign-ins (with Retry-After).")
       }
     },
-    get: { operationId: "whoAmI", summary: "The signed-in administrator", description: sessionOnly, responses: { 200: jsonResponseOf("The session's admin.", { type: "object" }), 401: common[401] } },
-    delete: { operationId: "signOut", summary: "Sign out (everywhere)", parameters: [originHeader], responses: { 204: emptyResponse("Signed out; the cookie is cleared."), 403: common[403] } }
+    get: { operationId: "whoAmI", security: SESSION_ONLY, summary: "The signed-in administrator", description: sessionOnly, responses: { 200: jsonResponseOf("The session's admin.", { type: "object" }), 401: common[401] } },
+    delete: { operationId: "signOut", security: SESSION_ONLY, summary: "Sign out (everywhere)", parameters: [originHeader], responses: { 204: emptyResponse("Signed out; the cookie is cleared."), 403: common[403] } }
   },
   "/projects": {
-    get: { operationId: "listProjects", summary: "Every project (id, name)", description: sessionOnly, responses: { 200: jsonResponseOf("The projects.", { type: "object" }), 401: common[401] } }
+    get: { operationId: "listProjects", security: SESSION_ONLY, summary: "Every project (id, name)", description: sessionOnly, responses: { 200: jsonResponseOf("The projects.", { type: "object" }), 401: common[401] } }
   },
   "/keys": {
-    get: { operationId: "listKeys", summary: "The project's API keys", description: sessionOnly, parameters: [projectHeader], responses: { 200: jsonResponseOf("`{keys: [...]}`, oldest first.", { type: "object", properties: { keys: { type: "array", items: keyView } } }), ...common } },
-    post: { operationId: "createKey", summary: "Create an API key", description: `${sessionOnly} The clear key is in this answer only.`, parameters: [projectHeader, originHeader], responses: { 201: jsonResponseOf("The key's view and `key`.", { ...keyView, properties: { ...keyView.properties, key: { type: "string" } } }), ...common } }
+    get: { operationId: "listKeys", security: SESSION_ONLY, summary: "The project's API keys", description: sessionOnly, parameters: [projectHeader], responses: { 200: jsonResponseOf("`{keys: [...]}`, oldest first.", { type: "object", properties: { keys: { type: "array", items: keyView } } }), ...common } },
+    post: { operationId: "createKey", security: SESSION_ONLY, summary: "Create an API key", description: `${sessionOnly} The clear key is in this answer only.`, parameters: [projectHeader, originHeader], responses: { 201: jsonResponseOf("The key's view and `key`.", { ...keyView, properties: { ...keyView.properties, key: { type: "string" } } }), ...common } }
   },
   "/keys/{id}": {
-    delete: { operationId: "revokeKey", summary: "Revoke an API key (every node at once)", description: sessionOnly, parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }, projectHeader, originHeader], responses: { 204: emptyResponse("Revoked."), 404: errorResponse("`Key not found`."), ...common } }
+    delete: { operationId: "revokeKey", security: SESSION_ONLY, summary: "Revoke an API key (every node at once)", description: sessionOnly, parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }, projectHeader, originHeader], responses: { 204: emptyResponse("Revoked."), 404: errorResponse("`Key not found`."), ...common } }
   },
   "/alerts": {
-    get: { operationId: "getAlerts", summary: "The project's failure alerts", description: sessionOnly, parameters: [projectHeader], responses: { 200: jsonResponseOf("Settings and latest messages.", alertsView), ...common } },
-    put: { operationId: "putAlerts", summary: "Replace the project's alert targets", description: sessionOnly, parameters: [projectHeader, originHeader], requestBody: { required: true, content: { "application/json": { schema: { type: "object", properties: { webhookUrl: { type: ["string", "null"] }, emailRecipients: { type: "array", items: { type: "string" } } } } } } }, responses: { 200: jsonResponseOf("Settings after.", alertsView), ...common } }
+    get: { operationId: "getAlerts", security: SESSION_ONLY, summary: "The project's failure alerts", description: sessionOnly, parameters: [projectHeader], responses: { 200: jsonResponseOf("Settings and latest messages.", alertsView), ...common } },
+    put: { operationId: "putAlerts", security: SESSION_ONLY, summary: "Replace the project's alert targets", description: sessionOnly, parameters: [projectHeader, originHeader], requestBody: { required: true, content: { "application/json": { schema: { type: "object", properties: { webhookUrl: { type: ["string", "null"] }, emailRecipients: { type: "array", items: { type: "string" } } } } } } }, responses: { 200: jsonResponseOf("Settings after.", alertsView), ...common } }
   },
   "/alerts/test": {
-    post: { operationId: "testAlert", summary: "Send a test alert to every target now", description: sessionOnly, parameters: [projectHeader, originHeader], responses: { 200: jsonResponseOf("`{results: [{channel, error}]}`.", { type: "object" }), ...common } }
+    post: { operationId: "testAlert", security: SESSION_ONLY, summary: "Send a test alert to every target now", description: sessionOnly, parameters: [projectHeader, originHeader], responses: { 200: jsonResponseOf("`{results: [{channel, error}]}`.", { type: "object" }), ...common } }
   },
   "/overview": {
-    get: { operationId: "overview", summary: "The project's overview series (from the rollup)", description: sessionOnly, parameters: [projectHeader, { name: "hours", in: "query", required: false, schema: { type: "integer", enum: [1, 6, 24], default: 24 } }], responses: { 200: jsonResponseOf("Columns per minute, totals, tag policies.", { type: "object" }), ...common } }
+    get: { operationId: "overview", security: SESSION_ONLY, summary: "The project's overview series (from the rollup)", description: sessionOnly, parameters: [projectHeader, { name: "hours", in: "query", required: false, schema: { type: "integer", enum: [1, 6, 24], default: 24 } }], responses: { 200: jsonResponseOf("Columns per minute, totals, tag policies.", { type: "object" }), ...common } }
   },
   "/jobs/{id}/cancel": {
-    post: { operationId: "cancelFromDashboard", summary: "Cancel a trigger (the dashboard's button)", description: `${sessionOnly} The DELETE /cancel command by id, with its answers.`, parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }, projectHeader, originHeader], responses: { 204: emptyResponse("Cancelled."), 404: errorResponse("`Job not found`."), 410: errorResponse("`Job is no longer cancellable (status=…)`, `Generator already cancelled`."), ...common } }
+    post: { operationId: "cancelFromDashboard", security: SESSION_ONLY, summary: "Cancel a trigger (the dashboard's button)", description: `${sessionOnly} The DELETE /cancel command by id, with its answers.`, parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }, projectHeader, originHeader], responses: { 204: emptyResponse("Cancelled."), 404: errorResponse("`Job not found`."), 410: errorResponse("`Job is no longer cancellable (status=…)`, `Generator already cancelled`."), ...common } }
   }
 })

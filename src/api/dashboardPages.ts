@@ -3,7 +3,8 @@
 // path under /dashboard that is not an asset gets index.html, and the page's router takes it from
 // there; assets have content-hashed names and are cached for good. The pages need no credentials
 // (they hold no data): what they show comes from the endpoints, which need the session. A strict
-// Content-Security-Policy allows only this origin's scripts and requests.
+// Content-Security-Policy allows only this origin's scripts and requests. `GET /` sends a browser to
+// the dashboard.
 import * as Effect from "effect/Effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as fs from "node:fs"
@@ -79,7 +80,11 @@ const pageOrAsset = Effect.gen(function*() {
   )
 })
 
+/** `GET /`: a browser opening the service's address lands on the dashboard (issue 24). */
+const toDashboard = Effect.succeed(HttpServerResponse.redirect("/dashboard/", { status: 302 }))
+
 export const DashboardPageRoutes = HttpRouter.use(Effect.fn(function*(router) {
   // also matches /dashboard itself
   yield* router.add("GET", "/dashboard/*", handle(pageOrAsset))
+  yield* router.add("GET", "/", handle(toDashboard))
 }))

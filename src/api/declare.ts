@@ -26,7 +26,7 @@ const readCall = <A>(path: RegExp, decode: (json: unknown) => Decoded<A>) =>
     const request = yield* HttpServerRequest.HttpServerRequest
     yield* requireExactPath(request, path)
     const decoded = decode(yield* readJsonBody(request, MAX_ITEMS_BODY_BYTES))
-    if (decoded._tag === "Shape") return yield* Effect.fail(new MalformedRequest())
+    if (decoded._tag === "Shape") return yield* Effect.fail(new MalformedRequest(decoded.reason))
     const { projectId } = yield* authenticate(request)
     return { projectId, body: decoded.value, nowMs: yield* Clock.currentTimeMillis }
   })

@@ -2,7 +2,7 @@
 // (with "Body encoding" and "Item headers rules"), the bodies, the operations of the answer, and
 // every error response of their check tables.
 import { MAX_ITEMS_BODY_BYTES } from "./declare.ts"
-import { errorResponse, jsonResponseOf, keyOrBearer, type Paths, unauthorized } from "./openapiParts.ts"
+import { errorResponse, jsonResponseOf, KEY_BEARER_OR_SESSION, type Paths, unauthorized } from "./openapiParts.ts"
 
 const itemSchema = {
   type: "object",
@@ -80,13 +80,13 @@ const checks = (list: string, entry: string) => ({
   }
 })
 
-export const declarePaths = (prefix: string): Paths => ({
+export const declarePaths = (): Paths => ({
   "/declare": {
     post: {
       operationId: "declare",
       summary: "Make the triggers carrying one tag match a list",
       description: "Items are matched by customKey among the pending triggers carrying `tag`; unmatched pending triggers with the tag are cancelled. Every item is checked before anything is written; the call is not atomic after that (resending completes it). Never uses quota.",
-      parameters: keyOrBearer(prefix),
+      security: KEY_BEARER_OR_SESSION,
       requestBody: {
         required: true,
         content: {
@@ -118,7 +118,7 @@ export const declarePaths = (prefix: string): Paths => ({
       operationId: "bulk",
       summary: "Create, update and cancel many triggers atomically",
       description: "Cancels are applied first, then upserts matched by customKey across the project (no tag added). All or nothing. Never uses quota; cancel targets that match nothing are skipped.",
-      parameters: keyOrBearer(prefix),
+      security: KEY_BEARER_OR_SESSION,
       requestBody: {
         required: true,
         content: {

@@ -1,11 +1,14 @@
 // GET /docs: an interactive browser (Scalar) of the same OpenAPI document as GET /openapi/json.
 // The Scalar bundle ships inside the `effect` package; it is inlined so the page needs no CDN.
+// Credentials as SPEC asks: a key (header or Bearer) or a signed-in dashboard session, which needs
+// no project here (the reference belongs to none). A browser without either (it asks for HTML) is
+// sent to the dashboard's sign-in, which comes back here; an API client gets the 401.
 import * as Effect from "effect/Effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { createRequire } from "node:module"
 import * as path from "node:path"
 import { pathToFileURL } from "node:url"
-import { authenticate } from "./auth.ts"
+import { authenticateAnyProject } from "./auth.ts"
 import { handle } from "./handle.ts"
 import type { Paths } from "./openapiParts.ts"
 
@@ -37,12 +40,23 @@ export const docsPage = (document: { readonly info: { readonly title: string } }
   </body>
 </html>`
 
+/** The dashboard's sign-in, coming back to the reference. */
+export const SIGN_IN = `/dashboard/sign-in?next=${encodeURIComponent("/docs")}`
+
+/** A browser's navigation: it asks for HTML first. */
+const wantsHtml = (request: HttpServerRequest.HttpServerRequest) => (request.headers["accept"] ?? "").includes("text/html")
+
 export const DocsRoutes = (document: { readonly info: { readonly title: string } }) =>
   HttpRouter.use(Effect.fn(function*(router) {
     // the 3 MB bundle is loaded on the first request, not at start (most nodes never serve /docs)
     const page = yield* Effect.cached(Effect.map(loadScalarBundle, (scalar) => docsPage(document, scalar)))
     yield* router.add("GET", "/docs", handle(Effect.gen(function*() {
-      yield* authenticate(yield* HttpServerRequest.HttpServerRequest)
+      const request = yield* HttpServerRequest.HttpServerRequest
+      const allowed = yield* Effect.result(authenticateAnyProject(request))
+      if (allowed._tag === "Failure") {
+        if (allowed.failure._tag === "Unauthorized" && wantsHtml(request)) return HttpServerResponse.redirect(SIGN_IN, { status: 303 })
+        return yield* Effect.fail(allowed.failure)
+      }
       return HttpServerResponse.html(yield* page)
     })))
   }))

@@ -9,7 +9,7 @@ import { Heartbeats, STALE_AFTER_MS } from "../scheduler/heartbeats.ts"
 import { authenticate } from "./auth.ts"
 import { handle } from "./handle.ts"
 import { jsonResponse } from "./errors.ts"
-import { jsonResponseOf, keyOrBearer, type Paths, unauthorized } from "./openapiParts.ts"
+import { jsonResponseOf, KEY_BEARER_OR_SESSION, type Paths, unauthorized } from "./openapiParts.ts"
 
 export const healthBody = Effect.gen(function*() {
   const heartbeats = yield* Heartbeats
@@ -47,13 +47,13 @@ const healthSchema = {
   }
 }
 
-export const healthPaths = (prefix: string): Paths => ({
+export const healthPaths = (): Paths => ({
   "/health": {
     get: {
       operationId: "health",
       summary: "Liveness and readiness probe",
       description: "Checks the scheduler and materializer loops (`ok` when both ran in the last 30 s) and that the scheduler reached the database in its last turn (every second).",
-      parameters: keyOrBearer(prefix),
+      security: KEY_BEARER_OR_SESSION,
       responses: {
         200: jsonResponseOf("Both loops ran in the last 30 seconds.", healthSchema),
         401: unauthorized,

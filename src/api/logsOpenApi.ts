@@ -1,10 +1,10 @@
 // OpenAPI fragment of the log and replay endpoints (logs.ts): the trigger and execution views of
 // DECISIONS.md as schemas, the query parameters, and every error response the handlers give.
 import { EXECUTION_STATUSES } from "../commands/logs.ts"
-import { TRIGGER_KINDS, TRIGGER_STATUSES } from "../domain/trigger.ts"
+import { JOB_OUTCOMES, TRIGGER_KINDS, TRIGGER_STATUSES } from "../domain/trigger.ts"
 import { ENCODING_PROBE_BYTES, LIST_BODY_MAX_BYTES } from "../domain/views.ts"
 import { filterParameters } from "./actionsOpenApi.ts"
-import { errorResponse, jsonResponseOf, keyOrBearer, type Paths, unauthorized } from "./openapiParts.ts"
+import { errorResponse, jsonResponseOf, KEY_BEARER_OR_SESSION, type Paths, unauthorized } from "./openapiParts.ts"
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./requestParts.ts"
 
 const isoTime = { type: "string", format: "date-time", description: "ISO 8601, UTC, milliseconds." }
@@ -13,7 +13,7 @@ const nullable = (type: string) => ({ type: [type, "null"] })
 const triggerSchema = {
   type: "object",
   required: [
-    "id", "kind", "status", "scheduledAt", "url", "method", "headers", "body", "contentType", "title", "tags",
+    "id", "kind", "status", "outcome", "scheduledAt", "url", "method", "headers", "body", "contentType", "title", "tags",
     "customKey", "retry", "generatorId", "attempts", "createdAt", "updatedAt"
   ],
   properties: {
@@ -23,6 +23,11 @@ const triggerSchema = {
       type: "string",
       enum: TRIGGER_STATUSES,
       description: "One-shots and instances: registered … cancelled. Generators: active or cancelled."
+    },
+    outcome: {
+      type: ["string", "null"],
+      enum: [...JOB_OUTCOMES, null],
+      description: "How it ended: `delivered` or `dead_letter` (a completed trigger, by its latest attempt), `cancelled`, `skipped`; null while pending."
     },
     scheduledAt: {
       type: ["string", "null"],
@@ -122,14 +127,14 @@ const page = (name: string, item: unknown) => ({
   properties: { [name]: { type: "array", items: item }, nextCursor: { type: ["string", "null"], description: "null on the last page." } }
 })
 
-export const logPaths = (prefix: string): Paths => ({
+export const logPaths = (): Paths => ({
   "/jobs": {
     get: {
       operationId: "listJobs",
       summary: "List triggers, newest first",
       description: "The filters are those of `POST /actions`: a set listed here is the set a bulk action acts on.",
+      security: KEY_BEARER_OR_SESSION,
       parameters: [
-        ...keyOrBearer(prefix),
         ...filterParameters,
         ...pageParameters
       ],
@@ -140,7 +145,8 @@ export const logPaths = (prefix: string): Paths => ({
     get: {
       operationId: "getJob",
       summary: "Get one trigger or generator",
-      parameters: [...keyOrBearer(prefix), pathId("Trigger or generator id.")],
+      security: KEY_BEARER_OR_SESSION,
+      parameters: [pathId("Trigger or generator id.")],
       responses: { 200: jsonResponseOf("The trigger.", triggerSchema), 401: unauthorized, 404: jobNotFound }
     }
   },
@@ -148,7 +154,8 @@ export const logPaths = (prefix: string): Paths => ({
     get: {
       operationId: "listJobExecutions",
       summary: "Every attempt of one trigger, oldest first",
-      parameters: [...keyOrBearer(prefix), pathId("Trigger id.")],
+      security: KEY_BEARER_OR_SESSION,
+      parameters: [pathId("Trigger id.")],
       responses: {
         200: jsonResponseOf("The attempts.", {
           type: "object", required: ["executions"], properties: { executions: { type: "array", items: executionSchema } }
@@ -161,7 +168,8 @@ export const logPaths = (prefix: string): Paths => ({
       operationId: "replayJob",
       summary: "Replay a completed trigger",
       description: "Queues a fresh attempt with the trigger's stored method, headers and body, recorded with `triggeredBy: \"retry\"`.",
-      parameters: [...keyOrBearer(prefix), pathId("Trigger id.")],
+      security: KEY_BEARER_OR_SESSION,
+      parameters: [pathId("Trigger id.")],
       requestBody: {
         required: true,
         content: {
@@ -194,8 +202,8 @@ export const logPaths = (prefix: string): Paths => ({
     get: {
       operationId: "listExecutions",
       summary: "List attempts across triggers, newest first",
+      security: KEY_BEARER_OR_SESSION,
       parameters: [
-        ...keyOrBearer(prefix),
         query("jobId", "Only attempts of this trigger.", { type: "string", format: "uuid" }),
         query("customKey", "Only attempts of triggers with this custom key (a generator's key covers its instances).", { type: "string" }),
         query("executionStatus", "`succeeded` or `failed`.", { type: "string", enum: EXECUTION_STATUSES }),
@@ -210,7 +218,8 @@ export const logPaths = (prefix: string): Paths => ({
     get: {
       operationId: "getExecution",
       summary: "Get one attempt",
-      parameters: [...keyOrBearer(prefix), pathId("Execution id.")],
+      security: KEY_BEARER_OR_SESSION,
+      parameters: [pathId("Execution id.")],
       responses: {
         200: jsonResponseOf("The attempt.", executionSchema),
         401: unauthorized,

@@ -25,7 +25,7 @@ import { BadRequest } from "../domain/errors.ts"
 import { HTTP_TOKEN } from "../domain/httpHeaders.ts"
 import { decodeDeclareBody, resolveRetry } from "../domain/item.ts"
 import { encodeItemBody } from "../domain/itemBody.ts"
-import { parseDateValue } from "../domain/scheduledAt.ts"
+import { parseDateValue, skippedWarning } from "../domain/scheduledAt.ts"
 import { cancelTargetOf, checkScheduleTarget, scheduleCommandOf } from "../domain/scheduleInput.ts"
 import { unstorableCharacter, unstorableMessage } from "../domain/storableText.ts"
 import { decodeTagPolicyBody } from "../domain/tagPolicy.ts"
@@ -142,7 +142,10 @@ export const mcpHandlers = (tools: McpTools) =>
             contentType
           }, nowMs)
           if (command._tag === "Err") return yield* bad(command.message)
-          return yield* scheduleTrigger(command.value, nowMs)
+          const result = yield* scheduleTrigger(command.value, nowMs)
+          return result.status === "skipped"
+            ? { ...result, warning: skippedWarning(args.scheduledAt, Date.parse(result.scheduledAt), "runMissed") }
+            : result
         })),
 
       cancel_trigger: (args) =>
@@ -160,7 +163,7 @@ export const mcpHandlers = (tools: McpTools) =>
         call(Effect.gen(function*() {
           const projectId = yield* caller
           const body = decodeDeclareBody(args)
-          if (body._tag === "Shape") return yield* Effect.fail(malformedArguments())
+          if (body._tag === "Shape") return yield* Effect.fail(malformedArguments(body.reason))
           return yield* declareTriggers(projectId, body.value, yield* Clock.currentTimeMillis)
         })),
 
@@ -168,9 +171,7 @@ export const mcpHandlers = (tools: McpTools) =>
         call(Effect.gen(function*() {
           const projectId = yield* caller
           const body = decodeBulkBody(args)
-          if (body._tag === "Shape") {
-            return yield* Effect.fail(malformedArguments("each cancels entry is a trigger id or an object with exactly one of id, customKey, tag"))
-          }
+          if (body._tag === "Shape") return yield* Effect.fail(malformedArguments(body.reason))
           return yield* bulkTriggers(projectId, body.value, yield* Clock.currentTimeMillis)
         })),
 

@@ -1,5 +1,5 @@
 // The OpenAPI fragment of POST /mcp and DELETE /mcp (the MCP server itself is mcpServer.ts).
-import { emptyResponse, keyOrBearer, type Paths, unauthorized } from "./openapiParts.ts"
+import { emptyResponse, KEY_OR_BEARER, type Paths, unauthorized } from "./openapiParts.ts"
 
 export const MCP_PATH = "/mcp"
 
@@ -25,7 +25,7 @@ const mcpHeaders = [
   }
 ]
 
-export const mcpPaths = (prefix: string): Paths => ({
+export const mcpPaths = (): Paths => ({
   [MCP_PATH]: {
     post: {
       operationId: "mcp",
@@ -36,7 +36,8 @@ export const mcpPaths = (prefix: string): Paths => ({
         "(`tools/list`) schedule, cancel, declare and bulk-change triggers, cancel or replay by filter, read jobs and executions, replay, manage " +
         "tag policies and the project retry policy, and preview cron values. `Accept` must list `application/json` " +
         "and `text/event-stream`. Requests with an `Origin` header (browsers) are refused.",
-      parameters: [...keyOrBearer(prefix), ...mcpHeaders],
+      security: KEY_OR_BEARER,
+      parameters: mcpHeaders,
       requestBody: { required: true, content: { "application/json": { schema: jsonRpcMessage } } },
       responses: {
         200: {
@@ -56,7 +57,8 @@ export const mcpPaths = (prefix: string): Paths => ({
     delete: {
       operationId: "mcpEndSession",
       summary: "End an MCP session",
-      parameters: [...keyOrBearer(prefix), ...mcpHeaders],
+      security: KEY_OR_BEARER,
+      parameters: mcpHeaders,
       responses: {
         204: emptyResponse("The session (`Mcp-Session-Id`) is ended."),
         401: unauthorized,

@@ -21,7 +21,7 @@ export const malformedArguments = (reason?: string) =>
   new BadRequest(reason === undefined ? "Malformed arguments" : `Malformed arguments: ${reason}`)
 
 export const toolError = (error: SpecFailure): ToolError =>
-  error._tag === "MalformedRequest" ? { _tag: "BadRequest", message: "Malformed arguments" } : { _tag: error._tag, message: error.message }
+  error._tag === "MalformedRequest" ? { _tag: "BadRequest", message: malformedArguments(error.hint).message } : { _tag: error._tag, message: error.message }
 
 /** A use case as a tool call: the spec's failures become tool errors, anything else a defect. */
 export const toolCall = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, ToolError, R> =>
@@ -32,6 +32,7 @@ export const jobSummary = (job: TriggerView) => ({
   id: job.id,
   kind: job.kind,
   status: job.status,
+  outcome: job.outcome,
   scheduledAt: job.scheduledAt,
   method: job.method,
   url: job.url,

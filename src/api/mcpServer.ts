@@ -12,11 +12,11 @@ import * as ByteSize from "effect/ByteSize"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { McpProtocol, McpServer } from "effect/ai"
-import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpIncomingMessage, HttpRouter, HttpServerRequest } from "effect/http"
 import { ApiKeyCache } from "../commands/apiKeyCache.ts"
 import { AppConfig } from "../config.ts"
 import { authenticateKeyOrBearer } from "./auth.ts"
-import { renderApiError } from "./errors.ts"
+import { EmptyForbidden, EmptyNotFound, ERROR_HEADER, renderApiError, withHint } from "./errors.ts"
 import { MCP_PATH } from "./mcpOpenApi.ts"
 import { mcpHandlers } from "./mcpHandlers.ts"
 import { mcpInstructions, mcpToolkit } from "./mcpTools.ts"
@@ -25,6 +25,15 @@ import { McpCaller } from "./mcpToolParts.ts"
 /** The largest JSON-RPC message read (as /declare and /bulk bodies). */
 export const MAX_MCP_BODY_BYTES = 16 * 1024 * 1024
 
+/** What the transport's own 4xx answers mean (DECISIONS "Error hints"). */
+const TRANSPORT_HINTS: Readonly<Record<number, string>> = {
+  400: "not a valid MCP message, an unsupported MCP-Protocol-Version, or no Mcp-Session-Id after initialize",
+  404: "unknown or ended Mcp-Session-Id: send initialize again",
+  406: "Accept must list both application/json and text/event-stream",
+  413: `request body larger than ${MAX_MCP_BODY_BYTES} bytes`,
+  415: "Content-Type must be application/json"
+}
+
 /** Path, origin and credentials before the MCP transport sees the request; see the header comment. */
 const McpAuthentication = HttpRouter.middleware<{ provides: McpCaller }>()(Effect.gen(function*() {
   const config = yield* AppConfig
@@ -32,18 +41,23 @@ const McpAuthentication = HttpRouter.middleware<{ provides: McpCaller }>()(Effec
   return (httpEffect) =>
     Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
-      if (request.url.split("?", 1)[0] !== MCP_PATH) return HttpServerResponse.empty({ status: 404 })
-      if (request.headers["origin"] !== undefined) return HttpServerResponse.empty({ status: 403 })
+      const path = request.url.split("?", 1)[0]
+      if (path !== MCP_PATH) return renderApiError(new EmptyNotFound({ hint: `no endpoint ${request.method} ${path} (the MCP server is at exactly ${MCP_PATH})` }))
+      if (request.headers["origin"] !== undefined) {
+        return renderApiError(new EmptyForbidden({ hint: "a browser's request (Origin header) is refused: /mcp is for servers and local tools" }))
+      }
       const principal = yield* authenticateKeyOrBearer(request).pipe(
         Effect.provideService(AppConfig, config),
         Effect.provideService(ApiKeyCache, keys),
         Effect.result
       )
       if (principal._tag === "Failure") return renderApiError(principal.failure)
-      return yield* httpEffect.pipe(
+      const response = yield* httpEffect.pipe(
         Effect.provideService(McpCaller, { projectId: principal.success.projectId }),
         Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MAX_MCP_BODY_BYTES))
       )
+      const hint = TRANSPORT_HINTS[response.status]
+      return hint === undefined || response.headers[ERROR_HEADER] !== undefined ? response : withHint(hint)(response)
     })
 }))
 

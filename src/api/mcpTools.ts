@@ -134,7 +134,7 @@ export const mcpToolkit = (prefix: string) =>
         "unless it is `now`-based or runMissed is true. Failed attempts are retried by the trigger's retry policy, " +
         "else its tag policies', else the project's (see get_retry_policy). Answers {triggerId, scheduledAt (the " +
         "time, or a generator's next run), operation (schedule: new, reschedule: edited), kind (job or generator), " +
-        "monthQuotaRemaining}.",
+        "status (registered, skipped: never sent; active for a generator), monthQuotaRemaining, and warning when it was skipped}.",
       parameters: Schema.Struct({
         url: described(Schema.String, "Absolute http:// or https:// URL to send the request to, query string included."),
         scheduledAt: described(Schema.String, SCHEDULED_AT),

@@ -1,31 +1,66 @@
 // GET /openapi/json: the OpenAPI 3.1 document, public, with `Access-Control-Allow-Origin: *`
 // (the only CORS header the service sends). Exact path only: a trailing slash or a query → 404.
 // The document is assembled from the path fragments of the mounted endpoint modules, so it lists
-// exactly what the server serves. No `servers` entry; keys are header parameters. Every operation
-// that needs the database (all but this document's) also lists the 503 of DECISIONS "Faults".
+// exactly what the server serves. The credentials are security schemes and every operation has its
+// own id, so client generators and "Authorize" buttons work (issue 24, where SPEC described the
+// reference's header parameters and shared id); the server is the one serving the document. Every
+// operation that needs the database (all but this document's) also lists the 503 of DECISIONS
+// "Faults", and every 4xx answer its `Timewheel-Error` header (DECISIONS "Error hints").
+// `npm test` lints it with Redocly's recommended rules (test/api/openapiClient.test.ts).
 import * as Effect from "effect/Effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { EmptyNotFound } from "./errors.ts"
 import { handle } from "./handle.ts"
-import { errorSchema, type PathItem, type Paths } from "./openapiParts.ts"
+import { emptyResponse, errorSchema, type PathItem, type Paths, PUBLIC, securitySchemes } from "./openapiParts.ts"
 
 export interface OpenApiDocument {
   readonly openapi: "3.1.0"
-  readonly info: { readonly title: string; readonly version: string; readonly description: string }
+  readonly info: {
+    readonly title: string
+    readonly version: string
+    readonly description: string
+    readonly license: { readonly name: string; readonly identifier: string }
+  }
+  readonly servers: ReadonlyArray<{ readonly url: string; readonly description: string }>
   readonly paths: Paths
-  readonly components: { readonly schemas: Record<string, unknown> }
+  readonly components: { readonly schemas: Record<string, unknown>; readonly securitySchemes: Record<string, unknown> }
 }
 
-export const openApiDocument = (fragments: ReadonlyArray<Paths>): OpenApiDocument => ({
+export const openApiDocument = (prefix: string, fragments: ReadonlyArray<Paths>): OpenApiDocument => ({
   openapi: "3.1.0",
   info: {
     title: "timewheel",
     version: "0.1.0",
-    description: "Stores HTTP requests and sends them later: once at a given time, or on a cron schedule."
+    description: "Stores HTTP requests and sends them later: once at a given time, or on a cron schedule. " +
+      "Every 4xx answer names what was wrong in its `Timewheel-Error` header; bodies are as the API's specification says.",
+    license: { name: "MIT", identifier: "MIT" }
   },
-  paths: withDatabaseUnavailable(Object.assign({}, ...fragments)),
-  components: { schemas: { Error: errorSchema } }
+  // relative: the service that serves this document (`npm start` listens on https://localhost:8443)
+  servers: [{ url: "/", description: "The timewheel service serving this document." }],
+  paths: withErrorHints(withDatabaseUnavailable(Object.assign({}, ...fragments))),
+  components: { schemas: { Error: errorSchema }, securitySchemes: securitySchemes(prefix) }
 })
+
+const errorHintHeader = {
+  description: "What was wrong, in one line of plain ASCII (also when the body is empty).",
+  schema: { type: "string" }
+}
+
+/** Adds the `Timewheel-Error` header to every 4xx response. */
+const withErrorHints = (paths: Paths): Paths =>
+  mapResponses(paths, (status, response) =>
+    status.startsWith("4") ? { ...response, headers: { ...(response.headers as object | undefined), "Timewheel-Error": errorHintHeader } } : response)
+
+/** The document's paths with each response of each operation replaced by `f(status, response)`. */
+const mapResponses = (paths: Paths, f: (status: string, response: Record<string, unknown>) => Record<string, unknown>): Paths =>
+  Object.fromEntries(Object.entries(paths).map(([path, item]) => [
+    path,
+    Object.fromEntries(Object.entries(item).map(([method, operation]) => {
+      const op = operation as { readonly responses?: Record<string, Record<string, unknown>> }
+      if (op.responses === undefined) return [method, operation]
+      return [method, { ...op, responses: Object.fromEntries(Object.entries(op.responses).map(([status, r]) => [status, f(status, r)])) }]
+    }))
+  ]))
 
 const databaseUnavailable = {
   description: "The database cannot be reached: `ServiceUnavailable` `Database unavailable`; retry after the `Retry-After` seconds.",
@@ -50,7 +85,9 @@ export const OpenApiRoutes = (document: OpenApiDocument) =>
     const body = JSON.stringify(document)
     yield* router.add("GET", "/openapi/json", handle(Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
-      if (request.url !== "/openapi/json") return yield* Effect.fail(new EmptyNotFound())
+      if (request.url !== "/openapi/json") {
+        return yield* Effect.fail(new EmptyNotFound({ hint: "the document is at exactly /openapi/json (no trailing slash, no query)" }))
+      }
       return HttpServerResponse.text(body, {
         contentType: "application/json",
         headers: { "access-control-allow-origin": "*" }
@@ -62,8 +99,12 @@ export const openApiPaths = (): Paths => ({
   "/openapi/json": {
     get: {
       operationId: "openapi",
+      security: PUBLIC,
       summary: "This OpenAPI 3.1 document",
-      responses: { 200: { description: "The document.", content: { "application/json": { schema: { type: "object" } } } } }
+      responses: {
+        200: { description: "The document.", content: { "application/json": { schema: { type: "object" } } } },
+        404: emptyResponse("Any other path: a trailing slash or a query (empty body).")
+      }
     }
   }
 })

@@ -1,5 +1,5 @@
-// Building blocks of the OpenAPI 3.1 document: shared schemas and the header parameters that carry
-// the API key (SPEC: keys are header parameters, not a security scheme).
+// Building blocks of the OpenAPI 3.1 document: shared schemas, responses, and the security schemes
+// that carry the credentials.
 
 export type PathItem = Record<string, unknown>
 export type Paths = Record<string, PathItem>
@@ -22,25 +22,40 @@ export const jsonResponseOf = (description: string, schema: unknown) => ({
   content: { "application/json": { schema } }
 })
 
-export const keyHeader = (prefix: string, required: boolean) => ({
-  name: `${prefix}-api-key`,
-  in: "header",
-  required,
-  description: required
-    ? `API key (\`${prefix}_\` + 48 hex characters). The only credential accepted here.`
-    : `API key. Either this header or \`Authorization: Bearer <key>\`; when both are sent only this one is checked.`,
-  schema: { type: "string" }
+/**
+ * The credentials as security schemes (issue 24: generated clients and "Authorize" buttons carry
+ * them; SPEC described them as header parameters): the key header, the key as a Bearer token, and
+ * the dashboard's session cookie.
+ */
+export const securitySchemes = (prefix: string) => ({
+  apiKey: {
+    type: "apiKey",
+    in: "header",
+    name: `${prefix}-api-key`,
+    description: `API key (\`${prefix}_\` + 48 hex characters), created in the dashboard or with \`npm run cli -- key create <project>\`. When it is sent with a Bearer token, only this one is checked.`
+  },
+  bearer: {
+    type: "http",
+    scheme: "bearer",
+    description: "The API key as `Authorization: Bearer <key>` (scheme name case-insensitive). Not on /schedule and /cancel, which forward Authorization to the target."
+  },
+  session: {
+    type: "apiKey",
+    in: "cookie",
+    name: "__Host-timewheel-session",
+    description: "A dashboard session (POST /session). On the shared endpoints it names its project in the `Timewheel-Project` header; its changes must carry this host's `Origin`."
+  }
 })
 
-export const bearerHeader = {
-  name: "Authorization",
-  in: "header",
-  required: false,
-  description: "`Bearer <API key>` (scheme name case-insensitive), as an alternative to the key header.",
-  schema: { type: "string" }
-} as const
-
-/** Parameters of an endpoint that takes the key header or a Bearer token. */
-export const keyOrBearer = (prefix: string) => [keyHeader(prefix, false), bearerHeader]
+/** /schedule and /cancel: the key header only. */
+export const KEY_ONLY = [{ apiKey: [] }]
+/** The JSON API: the key header, a Bearer token, or a dashboard session. */
+export const KEY_BEARER_OR_SESSION = [{ apiKey: [] }, { bearer: [] }, { session: [] }]
+/** /mcp: the key header or a Bearer token. */
+export const KEY_OR_BEARER = [{ apiKey: [] }, { bearer: [] }]
+/** The dashboard's own endpoints. */
+export const SESSION_ONLY = [{ session: [] }]
+/** No credentials (the OpenAPI document, signing in). */
+export const PUBLIC: ReadonlyArray<never> = []
 
 export const unauthorized = errorResponse("`Invalid api key` (unknown key) or `Unauthorized` (no credentials).")

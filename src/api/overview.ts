@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { cancelTrigger } from "../commands/cancel.ts"
 import { OVERVIEW_HOURS, projectOverview } from "../commands/overview.ts"
+import type { OverviewHours } from "../domain/overview.ts"
 import { BadRequest } from "../domain/errors.ts"
 import { authenticateSession } from "./auth.ts"
 import { jsonResponse } from "./errors.ts"
@@ -23,7 +24,7 @@ export const OverviewRoutes = HttpRouter.use(Effect.fn(function*(router) {
     if (!(OVERVIEW_HOURS as ReadonlyArray<number>).includes(hours)) {
       return yield* Effect.fail(new BadRequest(`hours must be one of ${OVERVIEW_HOURS.join(", ")}`))
     }
-    return jsonResponse(200, yield* projectOverview(projectId, hours))
+    return jsonResponse(200, yield* projectOverview(projectId, hours as OverviewHours))
   })))
   yield* router.add("POST", "/jobs/:id/cancel", handle(Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest

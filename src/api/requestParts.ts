@@ -13,7 +13,7 @@ import { ContentTooLarge, EmptyNotFound, UnsupportedContentType } from "./errors
 /** Fails with the router's empty 404 unless the path (query excluded) matches `pattern` exactly. */
 export const requireExactPath = (request: HttpServerRequest.HttpServerRequest, pattern: RegExp) => {
   const path = request.url.split("?", 1)[0] ?? ""
-  return pattern.test(path) ? Effect.void : Effect.fail(new EmptyNotFound())
+  return pattern.test(path) ? Effect.void : Effect.fail(new EmptyNotFound({ hint: `no endpoint ${request.method} ${path} (paths are exact: no trailing slash)` }))
 }
 
 /** The query parameters of the current request; a parameter sent twice is a 400. */
@@ -101,14 +101,15 @@ export const readJsonBody = (request: HttpServerRequest.HttpServerRequest, maxBy
     }
     const text = yield* request.text.pipe(
       Effect.mapError((error) =>
-        maxBytes !== undefined && isBodyTooLarge(error) ? new ContentTooLarge({ maxBytes }) : new MalformedRequest()
+        maxBytes !== undefined && isBodyTooLarge(error) ? new ContentTooLarge({ maxBytes }) : new MalformedRequest("body could not be read")
       ),
       maxBytes === undefined ? (read) => read : Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(maxBytes))
     )
+    if (text.trim() === "") return yield* Effect.fail(new MalformedRequest("body is empty: send a JSON object"))
     try {
       return JSON.parse(text) as unknown
-    } catch {
-      return yield* Effect.fail(new MalformedRequest())
+    } catch (error) {
+      return yield* Effect.fail(new MalformedRequest(`body is not valid JSON: ${(error as Error).message}`))
     }
   })
 

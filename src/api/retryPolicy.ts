@@ -7,7 +7,7 @@ import { getProjectRetryPolicy, patchProjectRetryPolicy } from "../commands/proj
 import { authenticate } from "./auth.ts"
 import { jsonResponse } from "./errors.ts"
 import { handle } from "./handle.ts"
-import { jsonResponseOf, keyOrBearer, type Paths, unauthorized } from "./openapiParts.ts"
+import { jsonResponseOf, KEY_BEARER_OR_SESSION, type Paths, unauthorized } from "./openapiParts.ts"
 import { readJsonBody, requireExactPath } from "./requestParts.ts"
 
 const PATH = /^\/project\/retry-policy$/
@@ -50,13 +50,13 @@ const policySchema = {
 
 const patchSchema = { ...policySchema, required: [], description: "Any of the fields; omitted ones keep their value." }
 
-export const retryPolicyPaths = (prefix: string): Paths => ({
+export const retryPolicyPaths = (): Paths => ({
   "/project/retry-policy": {
     get: {
       operationId: "getProjectRetryPolicy",
       summary: "Read the project default retry policy",
       description: "Applies to triggers with no per-trigger policy whose tags express no retry opinion.",
-      parameters: keyOrBearer(prefix),
+      security: KEY_BEARER_OR_SESSION,
       responses: {
         200: jsonResponseOf("The whole policy.", policySchema),
         401: unauthorized
@@ -66,7 +66,7 @@ export const retryPolicyPaths = (prefix: string): Paths => ({
       operationId: "patchProjectRetryPolicy",
       summary: "Patch the project default retry policy",
       description: "Takes any of the policy's fields; omitted fields keep their value. Answers the whole policy after the patch.",
-      parameters: keyOrBearer(prefix),
+      security: KEY_BEARER_OR_SESSION,
       requestBody: { required: true, content: { "application/json": { schema: patchSchema } } },
       responses: {
         200: jsonResponseOf("The whole policy after the patch.", policySchema),

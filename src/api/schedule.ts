@@ -8,11 +8,13 @@ import { AppConfig } from "../config.ts"
 import { cancelTrigger } from "../commands/cancel.ts"
 import { scheduleTrigger } from "../commands/schedule.ts"
 import { BadRequest, MalformedRequest } from "../domain/errors.ts"
+import { CANCEL_HEADERS, missingHeaderHint } from "../domain/headerHints.ts"
+import { skippedWarning } from "../domain/scheduledAt.ts"
 import { cancelTargetOf } from "../domain/scheduleInput.ts"
 import { authenticateKey } from "./auth.ts"
-import { jsonResponse } from "./errors.ts"
+import { asciiLine, jsonResponse, WARNING_HEADER } from "./errors.ts"
 import { handle } from "./handle.ts"
-import { MAX_BODY_BYTES, readScheduleRequest } from "./scheduleRequest.ts"
+import { headerNamesOf, MAX_BODY_BYTES, readScheduleRequest } from "./scheduleRequest.ts"
 
 const scheduleHandler = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
@@ -22,14 +24,19 @@ const scheduleHandler = Effect.gen(function*() {
     Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MAX_BODY_BYTES))
   )
   const result = yield* scheduleTrigger(command, nowMs)
-  return request.method === "HEAD" ? HttpServerResponse.empty({ status: 200 }) : jsonResponse(200, result)
+  const response = request.method === "HEAD" ? HttpServerResponse.empty({ status: 200 }) : jsonResponse(200, result)
+  if (result.status !== "skipped") return response
+  const warning = skippedWarning(request.headers[`${config.prefix}-scheduled-at`] ?? "", Date.parse(result.scheduledAt), `${config.prefix}-run-missed`)
+  return HttpServerResponse.setHeader(response, WARNING_HEADER, asciiLine(warning))
 })
 
 const cancelHandler = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
   const { prefix } = yield* AppConfig
   const key = request.headers[`${prefix}-api-key`]
-  if (key === undefined) return yield* Effect.fail(new MalformedRequest())
+  if (key === undefined) {
+    return yield* Effect.fail(new MalformedRequest(missingHeaderHint(prefix, "api-key", CANCEL_HEADERS, headerNamesOf(request), "/cancel")))
+  }
   // a custom key is looked up as text (Node's parser already refuses NUL in headers; see scheduleRequest.ts)
   const target = cancelTargetOf(request.headers[`${prefix}-trigger-id`], request.headers[`${prefix}-custom-key`], {
     id: `${prefix}-trigger-id`,

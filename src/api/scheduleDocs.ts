@@ -1,6 +1,7 @@
-// OpenAPI description of /schedule (one operation shared by GET, POST, PUT, PATCH and DELETE) and
-// DELETE /cancel. Their credentials are the key header only.
-import { emptyResponse, errorResponse, jsonResponseOf, keyHeader, type Paths } from "./openapiParts.ts"
+// OpenAPI description of /schedule (the same operation under GET, POST, PUT, PATCH and DELETE, each
+// with its own operationId, as client generators need) and DELETE /cancel. Their credentials are
+// the key header only.
+import { emptyResponse, errorResponse, jsonResponseOf, KEY_ONLY, type Paths } from "./openapiParts.ts"
 
 const header = (name: string, description: string, required = false, schema: Record<string, unknown> = { type: "string" }) => ({
   name, in: "header", required, description, schema
@@ -8,19 +9,23 @@ const header = (name: string, description: string, required = false, schema: Rec
 
 const scheduleResult = {
   type: "object",
-  required: ["triggerId", "scheduledAt", "operation", "kind", "monthQuotaRemaining"],
+  required: ["triggerId", "scheduledAt", "operation", "kind", "status", "monthQuotaRemaining"],
   properties: {
     triggerId: { type: "string", format: "uuid", description: "One-shot: the trigger id. Recurring: the generator id." },
     scheduledAt: { type: "string", format: "date-time", description: "Resolved time (recurring: the next instance)." },
     operation: { type: "string", enum: ["schedule", "reschedule"] },
     kind: { type: "string", enum: ["job", "generator"] },
+    status: {
+      type: "string",
+      enum: ["registered", "skipped", "active"],
+      description: "A one-shot is `registered`, or `skipped` when its time is not in the future (it never fires; the `Timewheel-Warning` header says why); a generator is `active`."
+    },
     monthQuotaRemaining: { type: "integer" }
   }
 }
 
 export const schedulePaths = (prefix: string): Paths => {
   const parameters = [
-    keyHeader(prefix, true),
     header(`${prefix}-url`, "Absolute target URL (http or https).", true),
     header(`${prefix}-scheduled-at`, "ISO 8601 date, or `now`, optionally followed by `| add <n><unit>` / `| subtract <n><unit>` (units s m h d w); or `cron(<expression>[, <zone>])`.", true),
     header(`${prefix}-custom-key`, "Idempotency key: an existing pending trigger with this key is rescheduled."),
@@ -35,29 +40,44 @@ export const schedulePaths = (prefix: string): Paths => {
     header(`${prefix}-retry-jitter`, "Multiply each delay by 0.5-1.5. Default false.", false, { type: "boolean" }),
     header(`${prefix}-retry-on`, "Default `5xx_and_network`.", false, { type: "string", enum: ["network_only", "5xx_and_network", "non_2xx"] })
   ]
-  const operation = {
-    operationId: "schedule",
-    summary: "Create, or edit, a one-shot or recurring trigger",
+  const operation = (method: string, body: boolean) => ({
+    operationId: `schedule${method}`,
+    summary: `Create, or edit, a one-shot or recurring trigger (${method.toUpperCase()} is the method sent to the target)`,
     description: "Works like a proxy: the method, every header without the prefix, and the body (POST, PUT, PATCH, DELETE) are what timewheel later sends to the target URL.",
+    security: KEY_ONLY,
     parameters,
-    requestBody: { required: false, content: { "*/*": { schema: { type: "string", format: "binary" } } } },
+    ...(body ? { requestBody: { required: false, content: { "*/*": { schema: { type: "string", format: "binary" } } } } } : {}),
     responses: {
-      200: jsonResponseOf("Scheduled.", scheduleResult),
+      200: {
+        ...jsonResponseOf("Scheduled.", scheduleResult),
+        headers: {
+          "Timewheel-Warning": {
+            description: "Only when a one-shot was stored as `skipped`: why (its time was not in the future; a date without an offset is read as UTC).",
+            schema: { type: "string" }
+          }
+        }
+      },
       400: errorResponse("A header or value is invalid (empty body when the key or URL header is missing)."),
       401: errorResponse("`Invalid api key`."),
       402: errorResponse("`Monthly quota of <limit> triggers exceeded`."),
       404: errorResponse("`Trigger not found` / `Generator not found` (edit by id)."),
       410: errorResponse("`Job is no longer in registered state` / `Generator is no longer active`.")
     }
-  }
+  })
   return {
-    "/schedule": { get: operation, post: operation, put: operation, patch: operation, delete: operation },
+    "/schedule": {
+      get: operation("Get", false),
+      post: operation("Post", true),
+      put: operation("Put", true),
+      patch: operation("Patch", true),
+      delete: operation("Delete", true)
+    },
     "/cancel": {
       delete: {
         operationId: "cancel",
         summary: "Cancel one trigger or generator by id or custom key",
+        security: KEY_ONLY,
         parameters: [
-          keyHeader(prefix, true),
           header(`${prefix}-trigger-id`, "Id of a one-shot trigger, instance or generator."),
           header(`${prefix}-custom-key`, "Custom key (an active generator first, else a one-shot trigger).")
         ],

@@ -10,6 +10,7 @@ import type { HttpServerRequest } from "effect/http"
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import { BadRequest, MalformedRequest } from "../domain/errors.ts"
 import { NOT_STORED_HEADERS } from "../domain/httpHeaders.ts"
+import { missingHeaderHint, type RequestHeaderNames, SCHEDULE_HEADERS } from "../domain/headerHints.ts"
 import { parseRetryHeaders } from "../domain/retry.ts"
 import type { ScheduleCommand } from "../domain/schedule.ts"
 import { type Checked, checkScheduleTarget, scheduleCommandOf } from "../domain/scheduleInput.ts"
@@ -63,21 +64,32 @@ export const unstorableHeader = (rawHeaders: ReadonlyArray<string>): string | un
   return undefined
 }
 
+const BEARER = /^bearer[ \t]/i
+
+/** The names of the request's headers, and whether it carries a Bearer token, for the hints of a missing header. */
+export const headerNamesOf = (request: HttpServerRequest.HttpServerRequest): RequestHeaderNames => ({
+  names: Object.keys(request.headers),
+  bearer: BEARER.test(request.headers["authorization"] ?? "")
+})
+
 export const readScheduleRequest = (request: HttpServerRequest.HttpServerRequest, prefix: string, nowMs: number) =>
   Effect.gen(function*() {
     const header = (name: string): string | undefined => request.headers[`${prefix}-${name}`]
+    const missing = (name: string) => missingHeaderHint(prefix, name, SCHEDULE_HEADERS, headerNamesOf(request), "/schedule")
     const key = header("api-key")
     const url = header("url")
-    if (key === undefined || url === undefined) return yield* Effect.fail(new MalformedRequest())
+    if (key === undefined) return yield* Effect.fail(new MalformedRequest(missing("api-key")))
+    if (url === undefined) return yield* Effect.fail(new MalformedRequest(missing("url")))
     const body = yield* readBody(request)
     const target = checkScheduleTarget(url, (header("tags") ?? "").split(","))
     if (target._tag === "Err") return yield* Effect.fail(new BadRequest(target.message))
     const principal = yield* authenticateKey(key)
     const rawHeaders = NodeHttpServerRequest.toIncomingMessage(request).rawHeaders
+    const scheduledAt = header("scheduled-at")
     const command = scheduleCommandOf({
       projectId: principal.projectId,
       target: target.value,
-      scheduledAt: header("scheduled-at") ?? "",
+      scheduledAt: scheduledAt ?? "",
       retry: () => {
         const retry = parseRetryHeaders((name) => request.headers[name.toLowerCase()], prefix)
         return retry._tag === "Err" ? retry : { _tag: "Ok", value: retry.policy }
@@ -94,6 +106,9 @@ export const readScheduleRequest = (request: HttpServerRequest.HttpServerRequest
       body,
       contentType: request.headers["content-type"] ?? null
     }, nowMs)
-    if (command._tag === "Err") return yield* Effect.fail(new BadRequest(command.message))
+    if (command._tag === "Err") {
+      // the value is read first: without the header, the failure is its `Invalid date: `
+      return yield* Effect.fail(new BadRequest(command.message, scheduledAt === undefined ? missing("scheduled-at") : undefined))
+    }
     return command.value satisfies ScheduleCommand
   })

@@ -1,6 +1,8 @@
 // The HTTPS listener: TLS (configured or self-signed), 16 KB header limit (→ 431 by Node), every
 // endpoint module mounted on one router (each handler renders its own failures, see handle.ts).
-// Unknown paths and methods get the router's empty 404. No CORS headers except on /openapi/json.
+// Unknown paths and methods get the router's empty 404, and every 4xx its `Timewheel-Error` hint
+// (errorHints.ts). No CORS headers except on /openapi/json: the dashboard, the only page reading
+// the hints, is served from the same origin, so it needs no Access-Control-Expose-Headers.
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -15,6 +17,7 @@ import { DashboardRoutes } from "./dashboardRoutes.ts"
 import { DeclareRoutes } from "./declare.ts"
 import { declarePaths } from "./declareOpenApi.ts"
 import { DocsRoutes } from "./docs.ts"
+import { ErrorHints } from "./errorHints.ts"
 import { HealthRoutes, healthPaths } from "./health.ts"
 import { LogRoutes } from "./logs.ts"
 import { logPaths } from "./logsOpenApi.ts"
@@ -29,16 +32,20 @@ import { tagPolicyPaths } from "./tagPoliciesOpenApi.ts"
 
 export const MAX_HEADER_BYTES = 16 * 1024
 
+/** The OpenAPI document of every endpoint the server mounts. */
+export const apiDocument = (prefix: string) =>
+  openApiDocument(prefix, [
+    schedulePaths(prefix), declarePaths(), healthPaths(), logPaths(), actionPaths(), retryPolicyPaths(), tagPolicyPaths(), mcpPaths(),
+    dashboardPaths(),
+    openApiPaths()
+  ])
+
 /** Every route of the API, and the OpenAPI document describing them. */
 export const apiRoutes = (prefix: string) => {
-  const document = openApiDocument([
-    schedulePaths(prefix), declarePaths(prefix), healthPaths(prefix), logPaths(prefix), actionPaths(prefix), retryPolicyPaths(prefix),
-    tagPolicyPaths(prefix), mcpPaths(prefix),
-    dashboardPaths(), openApiPaths()
-  ])
+  const document = apiDocument(prefix)
   return Layer.mergeAll(
-    ScheduleRoutes, DeclareRoutes, HealthRoutes, LogRoutes, ActionRoutes, RetryPolicyRoutes, TagPolicyRoutes, McpRoutes(prefix), OpenApiRoutes(document),
-    DocsRoutes(document), DashboardRoutes
+    ScheduleRoutes, DeclareRoutes, HealthRoutes, LogRoutes, ActionRoutes, RetryPolicyRoutes, TagPolicyRoutes, McpRoutes(prefix),
+    OpenApiRoutes(document), DocsRoutes(document), DashboardRoutes, ErrorHints(document.paths)
   )
 }
 

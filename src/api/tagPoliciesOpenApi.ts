@@ -3,7 +3,7 @@
 // body, and every response the handlers give, in SPEC's check order.
 import { RETRY_ONS, RETRY_STRATEGIES } from "../domain/retry.ts"
 import { MAX_THROUGHPUT_WINDOWS } from "../domain/throughput.ts"
-import { errorResponse, jsonResponseOf, keyOrBearer, type Paths, unauthorized } from "./openapiParts.ts"
+import { errorResponse, jsonResponseOf, KEY_BEARER_OR_SESSION, type Paths, unauthorized } from "./openapiParts.ts"
 
 const nullableInteger = (description: string, range: { readonly minimum?: number; readonly maximum?: number } = {}) => ({
   type: ["integer", "null"], ...range, description
@@ -84,18 +84,18 @@ const unsupportedContentType = {
 const notFound = errorResponse("`Tag policy not found`: unknown id, or a policy of another project.")
 const conflict = errorResponse("`A tag policy for tag \"<tag>\" already exists (id <id>)`: the tag has a policy already.")
 
-export const tagPolicyPaths = (prefix: string): Paths => ({
+export const tagPolicyPaths = (): Paths => ({
   "/tag-policies": {
     get: {
       operationId: "listTagPolicies",
       summary: "List the project's tag policies, oldest first, with live counts",
-      parameters: keyOrBearer(prefix),
+      security: KEY_BEARER_OR_SESSION,
       responses: { 200: jsonResponseOf("The policies.", { type: "array", items: policySchema }), 401: unauthorized }
     },
     post: {
       operationId: "createTagPolicy",
       summary: "Create a tag policy",
-      parameters: keyOrBearer(prefix),
+      security: KEY_BEARER_OR_SESSION,
       requestBody: { required: true, content: { "application/json": { schema: createBody } } },
       responses: {
         201: jsonResponseOf("The policy created.", policySchema),
@@ -111,7 +111,8 @@ export const tagPolicyPaths = (prefix: string): Paths => ({
       operationId: "updateTagPolicy",
       summary: "Update a tag policy (patch)",
       description: "Changing `retryStrategy` alone fails when the stored policy has no initial delay. A new `tag` must be free.",
-      parameters: [...keyOrBearer(prefix), idParameter],
+      security: KEY_BEARER_OR_SESSION,
+      parameters: [idParameter],
       requestBody: { required: true, content: { "application/json": { schema: updateBody } } },
       responses: {
         200: jsonResponseOf("The policy after the update.", policySchema),
@@ -126,7 +127,8 @@ export const tagPolicyPaths = (prefix: string): Paths => ({
       operationId: "deleteTagPolicy",
       summary: "Delete a tag policy",
       description: "The tag's held-back triggers are released at once.",
-      parameters: [...keyOrBearer(prefix), idParameter],
+      security: KEY_BEARER_OR_SESSION,
+      parameters: [idParameter],
       responses: { 204: { description: "Deleted (no body)." }, 401: unauthorized, 404: notFound }
     }
   }

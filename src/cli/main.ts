@@ -7,6 +7,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Logger from "effect/Logger"
 import * as References from "effect/References"
+import { MIN_PASSWORD_LENGTH } from "../commands/admins.ts"
 import { AppConfig, ConfigError, loadConfig } from "../config.ts"
 import { isSpecFailure } from "../domain/errors.ts"
 import { type Database, DatabaseLive } from "../store/db.ts"
@@ -14,6 +15,7 @@ import {
   adminCreate, CliError, keyCreate, keyList, keyRevoke, keysRotateEncryption, parseOverlapHours, parseQuota, projectCreate, projectSetQuota,
   secretRotate, secretShow
 } from "./commands.ts"
+import { promptNewPassword } from "./passwordPrompt.ts"
 
 export const USAGE = `usage: npm run --silent cli -- <command>
   project create <name> [--monthly-quota N]
@@ -23,7 +25,7 @@ export const USAGE = `usage: npm run --silent cli -- <command>
   key create <project-name>
   key list <project-name>
   key revoke <key-id>
-  admin create <email> [--password P]      (otherwise the password is read from stdin)
+  admin create <email> [--password P]      (at a terminal the password is asked twice; else read from stdin)
   keys rotate-encryption                   (seals every stored trigger with the first key of ENCRYPTION_KEYS)
   cron next '<value>' [--from <ISO>] [--count N]`
 
@@ -45,11 +47,20 @@ const splitArgs = (args: ReadonlyArray<string>) => {
 }
 
 const readStdin = Effect.promise(async () => {
-  if (process.stdin.isTTY) return ""
   const chunks: Array<Buffer> = []
   for await (const chunk of process.stdin) chunks.push(chunk as Buffer)
   return Buffer.concat(chunks).toString("utf8").replace(/\r?\n$/, "")
 })
+
+/** The new admin's password: `--password`, else asked twice without echo at a terminal, else stdin's first line. */
+const newPassword = (email: string, given: string | undefined) => {
+  if (given !== undefined) return Effect.succeed(given)
+  if (process.stdin.isTTY !== true) return readStdin
+  return Effect.tryPromise({
+    try: () => promptNewPassword(email, MIN_PASSWORD_LENGTH, process.stdin, process.stderr),
+    catch: (error) => new CliError({ message: error instanceof Error ? error.message : String(error) })
+  })
+}
 
 /**
  * The database commands; `undefined` when the arguments name none of them. The outer effect checks
@@ -103,8 +114,7 @@ const databaseCommand = (args: ReadonlyArray<string>): Effect.Effect<DatabaseCom
     case "admin create":
       return Effect.gen(function*() {
         yield* expect(3, "<email>")
-        const password = options.get("password") ?? (yield* readStdin)
-        return adminCreate(first!, password)
+        return adminCreate(first!, yield* newPassword(first!, options.get("password")))
       })
     default:
       return undefined

@@ -80,6 +80,8 @@ export const revokeProjectApiKey = (projectId: string, keyId: string) =>
 /** The project of a live key; 401 `Invalid api key` for an empty or unknown one; 503 while the database is away. */
 export const projectOfApiKey = (key: string): Effect.Effect<string, Unauthorized | ServiceUnavailable, ApiKeyCache> =>
   key === ""
-    ? Effect.fail(new Unauthorized("Invalid api key"))
+    ? Effect.fail(new Unauthorized("Invalid api key", "the api key is empty"))
     : Effect.flatMap(Effect.flatMap(ApiKeyCache, (cache) => cache.projectOf(hashApiKey(key))), (projectId) =>
-      projectId === undefined ? Effect.fail(new Unauthorized("Invalid api key")) : Effect.succeed(projectId))
+      projectId === undefined
+        ? Effect.fail(new Unauthorized("Invalid api key", "no live key matches: unknown, revoked, or of another timewheel database"))
+        : Effect.succeed(projectId))

@@ -6,8 +6,8 @@ import * as Effect from "effect/Effect"
 import { BadRequest, NotFound } from "../domain/errors.ts"
 import { isUuid } from "../domain/ids.ts"
 import type { TriggerFilter } from "../domain/triggerFilter.ts"
-import { decodeCursor, encodeCursor, executionView, type ExecutionView, triggerView, type TriggerView } from "../domain/views.ts"
-import { executionsGet, executionsList, executionsListForTrigger } from "../store/executionReads.ts"
+import { decodeCursor, encodeCursor, executionView, type ExecutionView, type TriggerRow, triggerView, type TriggerView } from "../domain/views.ts"
+import { executionsGet, executionsLatestOfTriggers, executionsList, executionsListForTrigger } from "../store/executionReads.ts"
 import { triggersGet, triggersList } from "../store/triggerReads.ts"
 import { orUnavailable } from "../store/unavailable.ts"
 
@@ -43,14 +43,22 @@ export interface JobFilters {
 /** A page of triggers, newest first. */
 export const listJobs = (projectId: string, filters: JobFilters) => orUnavailable(jobsPage(projectId, filters))
 
+/** The views of trigger rows, their outcomes read from the latest attempts of the completed ones. */
+const viewsOf = Effect.fnUntraced(function*(projectId: string, rows: ReadonlyArray<TriggerRow>) {
+  const completed = rows.filter((row) => row.status === "completed").map((row) => row.id)
+  const latest = yield* executionsLatestOfTriggers({ projectId, triggerIds: completed })
+  return rows.map((row) => triggerView(row, latest.get(row.id)))
+})
+
 const jobsPage = Effect.fnUntraced(function*(projectId: string, filters: JobFilters) {
   const olderThanId = yield* cursorId(filters.cursor)
   const page = yield* triggersList({ projectId, filter: filters.filter, limit: filters.limit, olderThanId })
-  const jobs: ReadonlyArray<TriggerView> = page.rows.map(triggerView)
+  const jobs: ReadonlyArray<TriggerView> = yield* viewsOf(projectId, page.rows)
   return { jobs, nextCursor: nextCursor(page, jobs) }
 })
 
-export const getJob = (projectId: string, id: string) => orUnavailable(Effect.map(findTrigger(projectId, id), triggerView))
+export const getJob = (projectId: string, id: string) =>
+  orUnavailable(Effect.flatMap(findTrigger(projectId, id), (row) => Effect.map(viewsOf(projectId, [row]), (views) => views[0]!)))
 
 /** Every attempt of one trigger, oldest first. */
 export const listJobExecutions = (projectId: string, id: string) => orUnavailable(jobExecutions(projectId, id))

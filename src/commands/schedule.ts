@@ -29,8 +29,14 @@ export interface ScheduleResult {
   readonly scheduledAt: string
   readonly operation: "schedule" | "reschedule"
   readonly kind: "job" | "generator"
+  /** DECISIONS "Error hints": a one-shot `registered` or `skipped` (its time is past), a generator `active`. */
+  readonly status: "registered" | "skipped" | "active"
   readonly monthQuotaRemaining: number
 }
+
+/** A one-shot at a past absolute time, without run-missed, is skipped (SPEC "States and transitions"). */
+const oneShotStatus = (command: ScheduleCommand, value: OnceValue, nowMs: number): "registered" | "skipped" =>
+  !value.nowBased && !command.runMissed && isPast(value.fireAtMs, nowMs) ? "skipped" : "registered"
 
 export type Upserted =
   | {
@@ -45,8 +51,8 @@ export type Upserted =
 const upsertOneShot = (command: ScheduleCommand, value: OnceValue, nowMs: number) =>
   Effect.gen(function*() {
     const shards = (yield* ShardCount).count
-    const { fireAtMs, nowBased } = value
-    const status = !nowBased && !command.runMissed && isPast(fireAtMs, nowMs) ? "skipped" : "registered"
+    const { fireAtMs } = value
+    const status = oneShotStatus(command, value, nowMs)
     const dueAtMs = status === "registered" ? fireAtMs : null
     const write = { status, scheduledAtMs: fireAtMs, definition: command.definition, nowMs, trace: yield* callTraceContext } as const
 
@@ -97,8 +103,8 @@ const quotaExceeded = (limit: number) => new QuotaExceeded(`Monthly quota of ${l
 const insertPlain = (command: ScheduleCommand, value: OnceValue, nowMs: number) =>
   Effect.gen(function*() {
     const shards = (yield* ShardCount).count
-    const { fireAtMs, nowBased } = value
-    const status = !nowBased && !command.runMissed && isPast(fireAtMs, nowMs) ? "skipped" : "registered"
+    const { fireAtMs } = value
+    const status = oneShotStatus(command, value, nowMs)
     const id = uuidv7(nowMs)
     const shard = shardOf(id, shards)
     const quota = yield* (yield* InsertBatcher).insert({
@@ -114,7 +120,7 @@ const insertPlain = (command: ScheduleCommand, value: OnceValue, nowMs: number) 
       yield* (yield* Wakeups).wake([{ shard, id, dueAtMs: fireAtMs }])
     }
     return {
-      triggerId: id, scheduledAt: new Date(fireAtMs).toISOString(), operation: "schedule", kind: "job",
+      triggerId: id, scheduledAt: new Date(fireAtMs).toISOString(), operation: "schedule", kind: "job", status,
       monthQuotaRemaining: quota.remaining
     } satisfies ScheduleResult
   })
@@ -145,6 +151,7 @@ export const scheduleTrigger = (command: ScheduleCommand, nowMs: number) =>
       scheduledAt: new Date(upserted.scheduledAtMs).toISOString(),
       operation: upserted.operation,
       kind: value._tag === "Once" ? "job" : "generator",
+      status: value._tag === "Once" ? oneShotStatus(command, value, nowMs) : "active",
       monthQuotaRemaining: quota.remaining
     } satisfies ScheduleResult
   }))

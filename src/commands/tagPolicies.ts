@@ -45,7 +45,7 @@ export function decodeTagPolicyRequest(json: unknown, mode: TagPolicyMode): Effe
   const decoded = mode === "create" ? decodeTagPolicyBody(json, "create") : decodeTagPolicyBody(json, "update")
   return decoded._tag === "Ok"
     ? Effect.succeed(decoded.body)
-    : Effect.logDebug("tag policy body refused", decoded.reason).pipe(Effect.andThen(Effect.fail(new MalformedRequest())))
+    : Effect.fail(new MalformedRequest(decoded.reason))
 }
 
 const notFound = () => new NotFound("Tag policy not found")

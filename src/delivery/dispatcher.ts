@@ -104,7 +104,8 @@ export const completionOf = (sent: Outgoing, outcome: DeliveryOutcome, random: n
       timeoutSeconds: outcome.timeoutSeconds,
       triggeredBy: row.triggeredBy,
       url: row.url,
-      scheduledAtMs: row.scheduledAtMs
+      scheduledAtMs: row.scheduledAtMs,
+      gated: row.gateTags.length > 0
     },
     outcome: {
       id: row.id,

@@ -6,12 +6,14 @@ import { isUuid } from "./ids.ts"
 import {
   BULK_WORDING,
   decodeItemList,
+  decodeList,
   decodeObject,
   decodeWith,
   hasField,
-  isString,
+  isPlainObject,
   mismatch,
   requiredField,
+  STRING,
   unstorableText,
   validateItems
 } from "./item.ts"
@@ -33,14 +35,15 @@ export interface BulkBody {
 }
 
 const CANCEL_FIELDS = ["id", "customKey", "tag"] as const
+const CANCEL_SHAPE = "must be a trigger id, or an object with exactly one of id, customKey, tag"
 
 /** Malformed: not a string or object, none or several of id/customKey/tag, a non-string value. */
 const decodeCancel = (json: unknown): CancelTarget => {
   if (typeof json === "string") return { _tag: "Id", id: json }
-  const o = decodeObject(json)
-  const named = CANCEL_FIELDS.filter((field) => hasField(o, field))
-  if (named.length !== 1) return mismatch()
-  const value = requiredField(o, named[0]!, isString)
+  if (!isPlainObject(json)) return mismatch(CANCEL_SHAPE)
+  const named = CANCEL_FIELDS.filter((field) => hasField(json, field))
+  if (named.length !== 1) return mismatch(CANCEL_SHAPE)
+  const value = requiredField(json, named[0]!, STRING)
   switch (named[0]!) {
     case "id":
       return { _tag: "Id", id: value }
@@ -51,16 +54,13 @@ const decodeCancel = (json: unknown): CancelTarget => {
   }
 }
 
-const decodeCancelList = (json: unknown): ReadonlyArray<CancelTarget> =>
-  Array.isArray(json) ? json.map(decodeCancel) : mismatch()
-
 /** `{upserts?, cancels?}`: both optional (`{}` is valid), lists when present; unknown fields ignored. */
 export const decodeBulkBody = (json: unknown): Decoded<BulkBody> =>
   decodeWith(() => {
     const o = decodeObject(json)
     return {
-      upserts: hasField(o, "upserts") ? decodeItemList(o.upserts) : [],
-      cancels: hasField(o, "cancels") ? decodeCancelList(o.cancels) : []
+      upserts: hasField(o, "upserts") ? decodeItemList("upserts", o.upserts) : [],
+      cancels: hasField(o, "cancels") ? decodeList("cancels", o.cancels, decodeCancel) : []
     }
   })
 

@@ -2,9 +2,19 @@
 // with one of these, whatever called it (HTTP API, CLI, MCP tools, dashboard). `api/errors.ts` maps
 // a tag to a status and a body; the CLI prints the message. Plain classes with a `_tag`, so the
 // pure domain needs no library; Effect's `catchTag` works on them as on any tagged value.
+//
+// Every error may carry a `hint` (DECISIONS "Error hints"): one line naming what was wrong, sent
+// as the `Timewheel-Error` header of the 4xx answer while the body stays exactly as SPEC says.
+// Without one the message is the hint; MalformedRequest, whose body is empty, must be given one.
 
 abstract class SpecError<Tag extends string> extends Error {
   abstract readonly _tag: Tag
+  /** What was wrong, for the `Timewheel-Error` header; the message when undefined. */
+  readonly hint: string | undefined
+  constructor(message: string, hint?: string) {
+    super(message)
+    this.hint = hint
+  }
 }
 
 /** 400: a header, field or value is invalid. */
@@ -53,12 +63,13 @@ export class ServiceUnavailable extends SpecError<"ServiceUnavailable"> {
 }
 /**
  * The spec's `400` with an empty body: a required header missing (/schedule, /cancel), or a JSON
- * body of the wrong shape (/declare, /bulk, /tag-policies).
+ * body of the wrong shape (/declare, /bulk, /tag-policies). The hint is all the caller learns, so it
+ * is required: `missing header ttr-url`, `items[2].url is required (a string)`.
  */
 export class MalformedRequest extends SpecError<"MalformedRequest"> {
   readonly _tag = "MalformedRequest" as const
-  constructor() {
-    super("Malformed request")
+  constructor(hint: string) {
+    super("Malformed request", hint)
   }
 }
 

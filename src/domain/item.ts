@@ -50,7 +50,8 @@ export interface Item {
   readonly definition: TriggerDefinition
 }
 
-export type Shape = { readonly _tag: "Shape" }
+/** A body of the wrong shape: the spec's empty 400; `reason` names the field for the error hint. */
+export type Shape = { readonly _tag: "Shape"; readonly reason: string }
 export type Invalid = { readonly _tag: "Invalid"; readonly message: string }
 export type Decoded<A> = { readonly _tag: "Ok"; readonly value: A } | Shape
 
@@ -59,63 +60,104 @@ export const itemKind = (item: Item): TriggerKind => (item.schedule._tag === "Cr
 // ---------------------------------------------------------------------------------------------
 // Shape
 
-/** Thrown inside the decoders only, turned into `{_tag:"Shape"}` at their boundary. */
-class ShapeMismatch {}
+/**
+ * Thrown inside the decoders only, turned into `{_tag:"Shape", reason}` at their boundary: `path`
+ * locates the value (`items[2].url`, empty for the body itself), `problem` says what is wrong.
+ */
+class ShapeMismatch {
+  readonly path: string
+  readonly problem: string
+  constructor(path: string, problem: string) {
+    this.path = path
+    this.problem = problem
+  }
+  get reason(): string {
+    return `${this.path === "" ? "body" : this.path} ${this.problem}`
+  }
+}
 
 /** Inside a decoder run by decodeWith: the value does not have the expected shape. */
-export const mismatch = (): never => {
-  throw new ShapeMismatch()
+export const mismatch = (problem: string, path = ""): never => {
+  throw new ShapeMismatch(path, problem)
 }
+
+/** Runs a decoder of a part of the body: a mismatch inside it is located under `path` (`items[2]`). */
+export const within = <A>(path: string, decode: () => A): A => {
+  try {
+    return decode()
+  } catch (error) {
+    if (!(error instanceof ShapeMismatch)) throw error
+    const inner = error.path === "" ? "" : error.path.startsWith("[") ? error.path : `.${error.path}`
+    throw new ShapeMismatch(`${path}${inner}`, error.problem)
+  }
+}
+
+/** A list decoded entry by entry, each located as `<name>[<i>]`; not a list is a mismatch. */
+export const decodeList = <A>(name: string, json: unknown, decode: (entry: unknown) => A): Array<A> =>
+  Array.isArray(json) ? json.map((entry, i) => within(`${name}[${i}]`, () => decode(entry))) : mismatch("must be a list", name)
 
 export const isPlainObject = (value: unknown): value is Readonly<Record<string, unknown>> =>
   typeof value === "object" && value !== null && !Array.isArray(value)
 
 export const isString = (v: unknown): v is string => typeof v === "string"
-const isBoolean = (v: unknown): v is boolean => typeof v === "boolean"
-const isNumber = (v: unknown): v is number => typeof v === "number"
-const isStringArray = (v: unknown): v is ReadonlyArray<string> => Array.isArray(v) && v.every(isString)
-const isStringRecord = (v: unknown): v is Readonly<Record<string, string>> =>
-  isPlainObject(v) && Object.values(v).every(isString)
-const isOneOf = <A>(words: ReadonlyArray<A>) => (v: unknown): v is A => (words as ReadonlyArray<unknown>).includes(v)
+
+/** A JSON type a field must have: its test, and its name in a hint. */
+export interface Kind<A> {
+  readonly is: (value: unknown) => value is A
+  readonly name: string
+}
+export const STRING: Kind<string> = { is: isString, name: "a string" }
+const BOOLEAN: Kind<boolean> = { is: (v): v is boolean => typeof v === "boolean", name: "true or false" }
+const NUMBER: Kind<number> = { is: (v): v is number => typeof v === "number", name: "a number" }
+const LIST: Kind<ReadonlyArray<unknown>> = { is: Array.isArray, name: "a list" }
+const STRING_LIST: Kind<ReadonlyArray<string>> = {
+  is: (v): v is ReadonlyArray<string> => Array.isArray(v) && v.every(isString),
+  name: "a list of strings"
+}
+const STRING_RECORD: Kind<Readonly<Record<string, string>>> = {
+  is: (v): v is Readonly<Record<string, string>> => isPlainObject(v) && Object.values(v).every(isString),
+  name: "an object of strings"
+}
+const oneOfKind = <A>(words: ReadonlyArray<A>): Kind<A> => ({
+  is: (v): v is A => (words as ReadonlyArray<unknown>).includes(v),
+  name: `one of ${words.join(", ")}`
+})
+
+/** How a JSON value is named in a hint: `null`, `a number`, `a list`… */
+const jsonTypeOf = (value: unknown): string =>
+  value === null ? "null" : Array.isArray(value) ? "a list" : typeof value === "object" ? "an object" : `a ${typeof value}`
 
 /** An own field: undefined when absent; a mismatch when present but null or of the wrong type. */
-export const optionalField = <A>(
-  object: Readonly<Record<string, unknown>>,
-  name: string,
-  guard: (value: unknown) => value is A
-): A | undefined => {
+export const optionalField = <A>(object: Readonly<Record<string, unknown>>, name: string, kind: Kind<A>): A | undefined => {
   if (!Object.hasOwn(object, name) || object[name] === undefined) return undefined
   const value = object[name]
-  return guard(value) ? value : mismatch()
+  return kind.is(value) ? value : mismatch(`must be ${kind.name}, got ${jsonTypeOf(value)}`, name)
 }
 
-export const requiredField = <A>(
-  object: Readonly<Record<string, unknown>>,
-  name: string,
-  guard: (value: unknown) => value is A
-): A => optionalField(object, name, guard) ?? mismatch()
+export const requiredField = <A>(object: Readonly<Record<string, unknown>>, name: string, kind: Kind<A>): A =>
+  optionalField(object, name, kind) ?? mismatch(`is required (${kind.name})`, name)
 
 /** Runs a decoder that may throw ShapeMismatch. */
 export const decodeWith = <A>(decode: () => A): Decoded<A> => {
   try {
     return { _tag: "Ok", value: decode() }
   } catch (error) {
-    if (error instanceof ShapeMismatch) return { _tag: "Shape" }
+    if (error instanceof ShapeMismatch) return { _tag: "Shape", reason: error.reason }
     throw error
   }
 }
 
 export const decodeObject = (json: unknown): Readonly<Record<string, unknown>> =>
-  isPlainObject(json) ? json : mismatch()
+  isPlainObject(json) ? json : mismatch(`must be a JSON object, got ${jsonTypeOf(json)}`)
 
 const decodeRetry = (json: unknown): RetryInput => {
   const o = decodeObject(json)
-  const strategy = optionalField(o, "strategy", isOneOf(RETRY_STRATEGIES))
-  const maxAttempts = optionalField(o, "maxAttempts", isNumber)
-  const initialDelaySeconds = optionalField(o, "initialDelaySeconds", isNumber)
-  const maxDelaySeconds = optionalField(o, "maxDelaySeconds", isNumber)
-  const jitter = optionalField(o, "jitter", isBoolean)
-  const retryOn = optionalField(o, "retryOn", isOneOf(RETRY_ONS))
+  const strategy = optionalField(o, "strategy", oneOfKind(RETRY_STRATEGIES))
+  const maxAttempts = optionalField(o, "maxAttempts", NUMBER)
+  const initialDelaySeconds = optionalField(o, "initialDelaySeconds", NUMBER)
+  const maxDelaySeconds = optionalField(o, "maxDelaySeconds", NUMBER)
+  const jitter = optionalField(o, "jitter", BOOLEAN)
+  const retryOn = optionalField(o, "retryOn", oneOfKind(RETRY_ONS))
   return {
     ...(strategy === undefined ? {} : { strategy }),
     ...(maxAttempts === undefined ? {} : { maxAttempts }),
@@ -132,24 +174,24 @@ export const hasField = (o: Readonly<Record<string, unknown>>, name: string): bo
 /** One item (throws ShapeMismatch). `body` is the one field where null is allowed (no body). */
 export const decodeItem = (json: unknown): ItemInput => {
   const o = decodeObject(json)
-  const customKey = optionalField(o, "customKey", isString)
-  const title = optionalField(o, "title", isString)
-  const headers = optionalField(o, "headers", isStringRecord)
+  const customKey = optionalField(o, "customKey", STRING)
+  const title = optionalField(o, "title", STRING)
+  const headers = optionalField(o, "headers", STRING_RECORD)
   return {
-    url: requiredField(o, "url", isString),
-    scheduledAt: optionalField(o, "scheduledAt", isString) ?? "now",
+    url: requiredField(o, "url", STRING),
+    scheduledAt: optionalField(o, "scheduledAt", STRING) ?? "now",
     customKey: customKey === undefined || customKey === "" ? null : customKey,
-    method: (optionalField(o, "method", isString) ?? "GET").toUpperCase(),
+    method: (optionalField(o, "method", STRING) ?? "GET").toUpperCase(),
     headers: headers === undefined ? [] : itemHeaderPairs(headers),
     body: encodeItemBody(Object.hasOwn(o, "body") ? o.body : undefined),
     title: title === undefined || title === "" ? null : title,
-    tags: optionalField(o, "tags", isStringArray) ?? [],
-    retry: hasField(o, "retry") ? decodeRetry(o.retry) : null
+    tags: optionalField(o, "tags", STRING_LIST) ?? [],
+    retry: hasField(o, "retry") ? within("retry", () => decodeRetry(o.retry)) : null
   }
 }
 
-export const decodeItemList = (json: unknown): ReadonlyArray<ItemInput> =>
-  Array.isArray(json) ? json.map(decodeItem) : mismatch()
+/** A list of items named `name` in hints (`upserts[3].url …`). */
+export const decodeItemList = (name: string, json: unknown): ReadonlyArray<ItemInput> => decodeList(name, json, decodeItem)
 
 export interface DeclareBody {
   readonly tag: string
@@ -162,9 +204,9 @@ export const decodeDeclareBody = (json: unknown): Decoded<DeclareBody> =>
   decodeWith(() => {
     const o = decodeObject(json)
     return {
-      tag: requiredField(o, "tag", isString),
-      items: requiredField(o, "items", Array.isArray).map(decodeItem),
-      runMissed: optionalField(o, "runMissed", isBoolean) ?? false
+      tag: requiredField(o, "tag", STRING),
+      items: decodeItemList("items", requiredField(o, "items", LIST)),
+      runMissed: optionalField(o, "runMissed", BOOLEAN) ?? false
     }
   })
 

@@ -124,3 +124,19 @@ export const truncateToSecond = (ms: number): number => Math.floor(ms / SECOND_M
  * dropped, so the current instant counts as past. The stored fire time keeps its milliseconds.
  */
 export const isPast = (fireAtMs: number, nowMs: number): boolean => truncateToSecond(fireAtMs) <= nowMs
+
+/** Whether a date-language value's base is an ISO date without an offset, which is read as UTC (DECISIONS "Time"). */
+export const readAsUtc = (value: string): boolean => {
+  const m = ISO_PATTERN.exec(value.split("|", 1)[0]!.trim())
+  return m !== null && m[8] === undefined && m[9] === undefined
+}
+
+/**
+ * The `Timewheel-Warning` of a one-shot stored as skipped (DECISIONS "Error hints"): when it was
+ * due, that it never fires, how to fire it anyway (`runMissed` names the header or argument), and,
+ * when the date had no offset, that it was read as UTC — the usual reason a local time is past.
+ */
+export const skippedWarning = (value: string, fireAtMs: number, runMissed: string): string =>
+  `skipped: ${new Date(fireAtMs).toISOString()} is not in the future, so the trigger never fires ` +
+  `(${runMissed}: true fires a past time at once)` +
+  (readAsUtc(value) ? `; "${value.trim()}" has no offset and was read as UTC` : "")

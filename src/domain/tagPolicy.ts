@@ -64,7 +64,7 @@ const MIN_INT32 = -2_147_483_648
 // ---------------------------------------------------------------------------------------------
 // Shape (400 with an empty body)
 
-/** `reason` is for logs and tests only: SPEC answers every shape failure with an empty 400. */
+/** SPEC answers every shape failure with an empty 400; `reason` is its `Timewheel-Error` hint. */
 export type DecodedTagPolicyBody<B> =
   | { readonly _tag: "Ok"; readonly body: B }
   | { readonly _tag: "Shape"; readonly reason: string }
@@ -104,7 +104,7 @@ const decodeThroughput: FieldDecoder<Throughput | null> = (value) => {
   if (!isPlainObject(value)) return wrong("throughput must be an object")
   const throughput: Record<string, number> = {}
   for (const [label, rate] of Object.entries(value)) {
-    if (windowLabelMs(label) === undefined) return wrong(`throughput window '${label}' is malformed`)
+    if (windowLabelMs(label) === undefined) return wrong(`throughput window "${label}": a whole number followed by s, m, h or d`)
     if (typeof rate !== "number") return wrong(`throughput rate for '${label}' must be a number`)
     throughput[label] = rate
   }

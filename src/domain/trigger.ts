@@ -24,6 +24,28 @@ export type TriggerKind = (typeof TRIGGER_KINDS)[number]
 export const TRIGGER_STATUSES = ["registered", "skipped", "queued", "running", "retrying", "completed", "cancelled", "active"] as const
 export type TriggerStatus = (typeof TRIGGER_STATUSES)[number]
 
+/**
+ * How a finished trigger ended (issue 24: a dead letter's status is `completed` too): its latest
+ * attempt delivered or dead-lettered, or it was cancelled or skipped. Pending triggers and active
+ * generators have none.
+ */
+export const JOB_OUTCOMES = ["delivered", "dead_letter", "cancelled", "skipped"] as const
+export type JobOutcome = (typeof JOB_OUTCOMES)[number]
+
+/** A trigger's latest attempt, as far as its outcome goes. */
+export interface LatestAttempt {
+  readonly succeeded: boolean
+  readonly isDeadLetter: boolean
+}
+
+/** The outcome of a trigger in `status` whose latest attempt is `latest` (read only for a completed one). */
+export const outcomeOf = (status: string, latest: LatestAttempt | undefined): JobOutcome | null =>
+  status === "cancelled" || status === "skipped" ? status
+  : status !== "completed" || latest === undefined ? null
+  : latest.isDeadLetter ? "dead_letter"
+  : latest.succeeded ? "delivered"
+  : null
+
 /** Statuses in which a one-shot trigger can still be edited or cancelled ("pending"). */
 export const PENDING_STATUSES = ["registered", "skipped", "retrying"] as const satisfies ReadonlyArray<TriggerStatus>
 /** A custom key belongs to at most one trigger in these statuses: a pending one-shot or an active generator. */

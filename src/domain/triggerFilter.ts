@@ -1,18 +1,20 @@
 // The trigger filter shared by GET /jobs and the bulk actions (DECISIONS "Bulk actions"): status,
-// kind, tag, custom key, deadLetter (the trigger's latest execution is a dead letter) and the
+// outcome (how a finished trigger ended), kind, tag, custom key, deadLetter (the trigger's latest execution is a dead letter) and the
 // half-open range [scheduledFrom, scheduledTo) of its scheduled time (a generator's is the time of
 // its upcoming instance, as GET /jobs shows it). One decoder for both ways in: query text (GET /jobs,
 // where `deadLetter` is the word true or false) and JSON values (POST /actions, MCP tools), with the
 // same messages, so a previewed set and an acted-on set are read alike. Pure.
 import { parseIsoDate } from "./scheduledAt.ts"
 import { unstorableCharacter, unstorableMessage } from "./storableText.ts"
-import { TRIGGER_KINDS, TRIGGER_STATUSES, type TriggerKind, type TriggerStatus } from "./trigger.ts"
+import { JOB_OUTCOMES, type JobOutcome, TRIGGER_KINDS, TRIGGER_STATUSES, type TriggerKind, type TriggerStatus } from "./trigger.ts"
 
-export const FILTER_FIELDS = ["status", "kind", "tag", "customKey", "deadLetter", "scheduledFrom", "scheduledTo"] as const
+export const FILTER_FIELDS = ["status", "outcome", "kind", "tag", "customKey", "deadLetter", "scheduledFrom", "scheduledTo"] as const
 export type FilterField = (typeof FILTER_FIELDS)[number]
 
 export interface TriggerFilter {
   readonly status?: TriggerStatus | undefined
+  /** How a finished trigger ended (domain/trigger.ts outcomeOf). */
+  readonly outcome?: JobOutcome | undefined
   readonly kind?: TriggerKind | undefined
   readonly tag?: string | undefined
   readonly customKey?: string | undefined
@@ -71,6 +73,7 @@ export const decodeTriggerFilter = (input: FilterInput, form: FilterForm): Decod
   try {
     const filter: TriggerFilter = {
       status: oneOf("status", input.status, TRIGGER_STATUSES),
+      outcome: oneOf("outcome", input.outcome, JOB_OUTCOMES),
       kind: oneOf("kind", input.kind, TRIGGER_KINDS),
       tag: text("tag", input.tag),
       customKey: text("customKey", input.customKey),
@@ -100,6 +103,7 @@ export const decodeFilterObject = (json: unknown): DecodedFilter => {
 export const filterJson = (filter: TriggerFilter): Record<string, string | boolean> => {
   const json: Record<string, string | boolean> = {}
   if (filter.status !== undefined) json.status = filter.status
+  if (filter.outcome !== undefined) json.outcome = filter.outcome
   if (filter.kind !== undefined) json.kind = filter.kind
   if (filter.tag !== undefined) json.tag = filter.tag
   if (filter.customKey !== undefined) json.customKey = filter.customKey

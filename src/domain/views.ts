@@ -5,7 +5,7 @@
 // listed as `{ encoding, value: null, size, truncated: true }`.
 // Times are ISO 8601 UTC with milliseconds; cron expression and time zone are never part of a view.
 import { isUuid } from "./ids.ts"
-import type { TriggerKind } from "./trigger.ts"
+import { type JobOutcome, type LatestAttempt, outcomeOf, type TriggerKind } from "./trigger.ts"
 
 /** A trigger or generator as the read endpoints select it (column names). */
 export interface TriggerRow {
@@ -84,6 +84,8 @@ export interface TriggerView {
   readonly id: string
   readonly kind: "job" | "generator"
   readonly status: string
+  /** How it ended: null while pending (and for an active generator). */
+  readonly outcome: JobOutcome | null
   readonly scheduledAt: string | null
   readonly url: string
   readonly method: string
@@ -194,10 +196,12 @@ const retryView = (retry: unknown): RetryView | null => {
   }
 }
 
-export const triggerView = (row: TriggerRow): TriggerView => ({
+/** A trigger as the read endpoints answer it; `latest` is its latest attempt (needed when it is completed). */
+export const triggerView = (row: TriggerRow, latest?: LatestAttempt): TriggerView => ({
   id: row.id,
   kind: row.kind,
   status: row.status,
+  outcome: outcomeOf(row.status, latest),
   scheduledAt: isoOrNull(row.kind === "generator" ? row.upcoming_at : row.scheduled_at),
   url: row.url,
   method: row.method,

@@ -1,9 +1,9 @@
-// The overview's rollup (schema migration 6): per project and minute, attempts by outcome and a
-// lateness histogram. The executions trigger appends each recorded batch to
-// delivery_minutes_pending; fold() moves it into delivery_minutes (one node at a time, under an
-// advisory lock), so a page view reads at most one row per minute however many executions there
-// are. Also: the per-minute samples of queued and in-flight triggers per tag policy, and the
-// deletion of rollup rows past what the overview shows.
+// The overview's rollup (schema migrations 6 and 24): per project and minute, attempts by outcome
+// and two lateness histograms, of first attempts without and with a gated tag. The executions
+// trigger appends each recorded batch to delivery_minutes_pending; fold() moves it into
+// delivery_minutes (one node at a time, under an advisory lock), so a page view reads at most one
+// row per minute however many executions there are. Also: the per-minute samples of queued and
+// in-flight triggers per tag policy, and the deletion of rollup rows past what the overview shows.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 
@@ -15,7 +15,10 @@ export interface MinuteRow {
   readonly succeeded: number
   readonly failed: number
   readonly deadLetters: number
+  /** First attempts of triggers without a gated tag: the scheduler's own lateness. */
   readonly lateness: ReadonlyArray<number>
+  /** First attempts of triggers with a gated tag: also the time held by their tags' limits. */
+  readonly gatedLateness: ReadonlyArray<number>
 }
 
 /** Folds the pending rows into delivery_minutes; false when another node was folding. */
@@ -25,14 +28,16 @@ export const statsFold = Effect.fnUntraced(function*() {
     const [lock] = yield* sql<{ ok: boolean }>`SELECT pg_try_advisory_xact_lock(${FOLD_LOCK}) AS ok`
     if (lock?.ok !== true) return false
     yield* sql`WITH moved AS (DELETE FROM delivery_minutes_pending RETURNING *)
-      INSERT INTO delivery_minutes (project_id, minute, succeeded, failed, dead_letters, lateness)
-      SELECT project_id, minute, sum(succeeded), sum(failed), sum(dead_letters), coalesce(timewheel_hist_sum(lateness), '{}')
+      INSERT INTO delivery_minutes (project_id, minute, succeeded, failed, dead_letters, lateness, gated_lateness)
+      SELECT project_id, minute, sum(succeeded), sum(failed), sum(dead_letters), coalesce(timewheel_hist_sum(lateness), '{}'),
+        coalesce(timewheel_hist_sum(gated_lateness), '{}')
       FROM moved GROUP BY project_id, minute ORDER BY project_id, minute
       ON CONFLICT (project_id, minute) DO UPDATE SET
         succeeded = delivery_minutes.succeeded + excluded.succeeded,
         failed = delivery_minutes.failed + excluded.failed,
         dead_letters = delivery_minutes.dead_letters + excluded.dead_letters,
-        lateness = timewheel_hist_add(delivery_minutes.lateness, excluded.lateness)`
+        lateness = timewheel_hist_add(delivery_minutes.lateness, excluded.lateness),
+        gated_lateness = timewheel_hist_add(delivery_minutes.gated_lateness, excluded.gated_lateness)`
     return true
   }))
 })
@@ -61,14 +66,17 @@ export const statsPurge = Effect.fnUntraced(function*(beforeMs: number) {
 export const statsMinutes = Effect.fnUntraced(function*(input: { readonly projectId: string; readonly fromMs: number }) {
   const sql = yield* SqlClient.SqlClient
   const from = new Date(input.fromMs)
-  const rows = yield* sql<{ minute: Date; succeeded: string; failed: string; dead_letters: string; lateness: Array<string> }>`
+  const rows = yield* sql<{
+    minute: Date; succeeded: string; failed: string; dead_letters: string; lateness: Array<string>; gated_lateness: Array<string>
+  }>`
     SELECT minute, sum(succeeded)::text AS succeeded, sum(failed)::text AS failed, sum(dead_letters)::text AS dead_letters,
-      coalesce(timewheel_hist_sum(lateness), '{}')::text[] AS lateness
+      coalesce(timewheel_hist_sum(lateness), '{}')::text[] AS lateness,
+      coalesce(timewheel_hist_sum(gated_lateness), '{}')::text[] AS gated_lateness
     FROM (
-      SELECT minute, succeeded, failed, dead_letters, lateness FROM delivery_minutes
+      SELECT minute, succeeded, failed, dead_letters, lateness, gated_lateness FROM delivery_minutes
         WHERE project_id = ${input.projectId} AND minute >= ${from}
       UNION ALL
-      SELECT minute, succeeded, failed, dead_letters, lateness FROM delivery_minutes_pending
+      SELECT minute, succeeded, failed, dead_letters, lateness, gated_lateness FROM delivery_minutes_pending
         WHERE project_id = ${input.projectId} AND minute >= ${from}
     ) m
     GROUP BY minute ORDER BY minute`
@@ -77,7 +85,8 @@ export const statsMinutes = Effect.fnUntraced(function*(input: { readonly projec
     succeeded: Number(row.succeeded),
     failed: Number(row.failed),
     deadLetters: Number(row.dead_letters),
-    lateness: row.lateness.map(Number)
+    lateness: row.lateness.map(Number),
+    gatedLateness: row.gated_lateness.map(Number)
   }))
 })
 

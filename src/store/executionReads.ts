@@ -5,6 +5,7 @@
 // predicate lets the planner pick it); a trigger's attempts come from executions_trigger.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
+import type { LatestAttempt } from "../domain/trigger.ts"
 import type { ExecutionRow } from "../domain/views.ts"
 
 const selectExecution = (sql: SqlClient.SqlClient) => sql`
@@ -76,4 +77,25 @@ export const executionsList = Effect.fnUntraced(function*(input: ExecutionsListI
     ORDER BY e.id DESC
     LIMIT ${input.limit + 1}`
   return { rows: rows.slice(0, input.limit), more: rows.length > input.limit }
+})
+
+/**
+ * The latest attempt (by attempt number, through executions_trigger) of each of these triggers of
+ * the project that has one: what a completed trigger's outcome is read from (domain/trigger.ts).
+ */
+export const executionsLatestOfTriggers = Effect.fnUntraced(function*(input: {
+  readonly projectId: string
+  readonly triggerIds: ReadonlyArray<string>
+}) {
+  if (input.triggerIds.length === 0) return new Map<string, LatestAttempt>()
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<{ trigger_id: string; succeeded: boolean; is_dead_letter: boolean }>`
+    SELECT l.trigger_id, l.status = 'succeeded' AS succeeded, l.is_dead_letter
+    FROM unnest(${input.triggerIds}::uuid[]) AS t(id)
+    CROSS JOIN LATERAL (
+      SELECT e.trigger_id, e.status, e.is_dead_letter FROM executions e
+      WHERE e.trigger_id = t.id AND e.project_id = ${input.projectId}
+      ORDER BY e.attempt DESC LIMIT 1
+    ) l`
+  return new Map(rows.map((row) => [row.trigger_id, { succeeded: row.succeeded, isDeadLetter: row.is_dead_letter }] as const))
 })

@@ -35,6 +35,8 @@ export interface ExecutionRecord {
   readonly url: string
   /** The trigger's scheduled time, for the rollup's lateness of first attempts; null when none. */
   readonly scheduledAtMs: number | null
+  /** Admitted by a tag gate (its lateness is counted apart in the rollup). */
+  readonly gated: boolean
 }
 
 export interface TriggerOutcome {
@@ -65,6 +67,7 @@ export const interruptedExecution = (attempt: {
   readonly triggeredBy: string | null
   readonly url: string
   readonly scheduledAtMs: number | null
+  readonly gated: boolean
 }, nowMs: number): ExecutionRecord => ({
   ...attempt,
   id: uuidv7(nowMs),
@@ -113,13 +116,13 @@ const insertExecutions = (sql: SqlClient.SqlClient, executions: ReadonlyArray<Ex
 const insertRollup = (sql: SqlClient.SqlClient, executions: ReadonlyArray<ExecutionRecord>): Fragment => {
   const json = JSON.stringify(rollupOf(executions).map((r: MinuteRollup) => ({
     project_id: r.projectId, minute: new Date(r.minuteMs).toISOString(), succeeded: r.succeeded, failed: r.failed,
-    dead_letters: r.deadLetters, lateness: r.lateness
+    dead_letters: r.deadLetters, lateness: r.lateness, gated_lateness: r.gatedLateness
   })))
-  return sql`INSERT INTO delivery_minutes_pending (project_id, minute, succeeded, failed, dead_letters, lateness)
+  return sql`INSERT INTO delivery_minutes_pending (project_id, minute, succeeded, failed, dead_letters, lateness, gated_lateness)
     SELECT r.project_id, r.minute, r.succeeded, r.failed, r.dead_letters,
-      ARRAY(SELECT jsonb_array_elements_text(r.lateness)::bigint)
+      ARRAY(SELECT jsonb_array_elements_text(r.lateness)::bigint), ARRAY(SELECT jsonb_array_elements_text(r.gated_lateness)::bigint)
     FROM jsonb_to_recordset(${json}::jsonb) AS r(project_id uuid, minute timestamptz, succeeded bigint, failed bigint,
-      dead_letters bigint, lateness jsonb)`
+      dead_letters bigint, lateness jsonb, gated_lateness jsonb)`
 }
 
 /**

@@ -126,7 +126,7 @@ export const triggersTakeOverFired = Effect.fnUntraced(function*(input: {
     RETURNING t.id, t.project_id, t.attempts, t.url, LEAST(t.due_at, ${now}) AS started_at, t.scheduled_at`
   yield* executionsInsert(rows.map((row) => interruptedExecution({
     triggerId: row.id, projectId: row.project_id, attempt: row.attempts, startedAtMs: row.started_at.getTime(),
-    triggeredBy: null, url: row.url, scheduledAtMs: row.scheduled_at?.getTime() ?? null
+    triggeredBy: null, url: row.url, scheduledAtMs: row.scheduled_at?.getTime() ?? null, gated: false
   }, input.nowMs)))
   return rows.length
 })

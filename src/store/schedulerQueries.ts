@@ -153,7 +153,8 @@ export const triggersRecover = Effect.fnUntraced(function*(input: {
       SELECT * FROM requeued`
     yield* executionsInsert(rows.filter((row) => row.was === "running").map((row) => interruptedExecution({
       triggerId: row.id, projectId: row.project_id, attempt: row.attempts, startedAtMs: row.started_at.getTime(),
-      triggeredBy: row.triggered_by, url: row.url, scheduledAtMs: row.scheduled_at?.getTime() ?? null
+      triggeredBy: row.triggered_by, url: row.url, scheduledAtMs: row.scheduled_at?.getTime() ?? null,
+      gated: row.gate_tags.length > 0
     }, input.nowMs)))
     return {
       ids: rows.filter((row) => row.gate_tags.length === 0).map((row) => row.id),

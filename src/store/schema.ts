@@ -470,5 +470,18 @@ CREATE INDEX triggers_sealed_with ON triggers (sealed_with) WHERE sealed_with IS
 ALTER TABLE triggers ADD COLUMN traceparent text;
 ALTER TABLE triggers ADD COLUMN tracestate text;
 `
+  },
+  {
+    version: 11,
+    name: "lateness apart from tag gates",
+    sql: `
+-- The overview shows the scheduler's own lateness apart from the time triggers wait for their tags'
+-- concurrency and throughput limits (issue 24): a first attempt of a trigger admitted by a tag gate
+-- (a policy with maxConcurrent or throughput) is counted in gated_lateness, every other one in
+-- lateness as before (domain/deliveryRollup.ts, written with the executions: migration 7). Rows
+-- written before this migration have an empty gated_lateness.
+ALTER TABLE delivery_minutes ADD COLUMN gated_lateness bigint[] NOT NULL DEFAULT '{}';
+ALTER TABLE delivery_minutes_pending ADD COLUMN gated_lateness bigint[] NOT NULL DEFAULT '{}';
+`
   }
 ]

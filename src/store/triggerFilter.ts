@@ -3,12 +3,14 @@
 // set are the same rows. Every clause reads the alias `t` of `triggers`; the project comes first, so
 // the scan is triggers_project (project_id, id DESC), `tag` adds the GIN triggers_tags.
 // - status is the status a reader sees (a trigger its shard's mark fired is running: shardMarks.ts);
+// - outcome reads a completed trigger's latest execution (cancelled and skipped are statuses);
 // - deadLetter looks at the trigger's latest execution (highest attempt) through executions_trigger
 //   (trigger_id, attempt): one index probe per candidate row;
 // - the scheduled range reads a generator's time as GET /jobs shows it: its upcoming instance's,
 //   found through the unique partial index triggers_generator_upcoming.
 import type { SqlClient } from "effect/sql"
 import type { Fragment } from "effect/sql/Statement"
+import type { JobOutcome } from "../domain/trigger.ts"
 import type { TriggerFilter } from "../domain/triggerFilter.ts"
 import { effectiveStatusIs } from "./shardMarks.ts"
 
@@ -23,10 +25,21 @@ const SCHEDULED_AT_SQL = `(CASE WHEN t.kind = 'generator' THEN ${UPCOMING_AT_SQL
 export const LATEST_IS_DEAD_LETTER_SQL = `(SELECT e.is_dead_letter FROM executions e
       WHERE e.trigger_id = t.id ORDER BY e.attempt DESC, e.id DESC LIMIT 1)`
 
+/** The outcome of a completed trigger: its latest execution's (by attempt, through executions_trigger). */
+const LATEST_OUTCOME_SQL = `(SELECT CASE WHEN e.is_dead_letter THEN 'dead_letter' WHEN e.status = 'succeeded' THEN 'delivered' END
+      FROM executions e WHERE e.trigger_id = t.id ORDER BY e.attempt DESC LIMIT 1)`
+
+/** The rows with this outcome (domain/trigger.ts outcomeOf, in SQL). */
+const outcomeIs = (sql: SqlClient.SqlClient, wanted: JobOutcome): Fragment =>
+  wanted === "cancelled" || wanted === "skipped"
+    ? sql`t.status = ${wanted}`
+    : sql`t.status = 'completed' AND ${sql.unsafe(LATEST_OUTCOME_SQL)} = ${wanted}`
+
 /** The conditions on `t` of the project's triggers that match `filter` (combine with `sql.and`). */
 export const triggerFilterClauses = (sql: SqlClient.SqlClient, projectId: string, filter: TriggerFilter): Array<Fragment> => {
   const clauses: Array<Fragment> = [sql`t.project_id = ${projectId}`]
   if (filter.status !== undefined) clauses.push(effectiveStatusIs(sql, "t", filter.status))
+  if (filter.outcome !== undefined) clauses.push(outcomeIs(sql, filter.outcome))
   if (filter.kind !== undefined) clauses.push(sql`t.kind = ${filter.kind}`)
   if (filter.tag !== undefined) clauses.push(sql`t.tags @> ARRAY[${filter.tag}]::text[]`)
   if (filter.customKey !== undefined) clauses.push(sql`t.custom_key = ${filter.customKey}`)

@@ -3,6 +3,8 @@
 // index range scan of triggers_project (project_id, id DESC); the filter is store/triggerFilter.ts.
 // Cron expression and time zone are never selected (SPEC: they cannot be read back). A trigger its
 // shard's mark has fired reads as `running` (shardMarks.ts).
+// The outcome of a completed trigger comes from its latest execution (executionReads.ts), read apart so
+// that a pending trigger reads without the executions table.
 // A list never reads a large body (DECISIONS: over 64 KiB it is listed without its value): only its
 // size (octet_length reads the stored length, not the value) and a short prefix to tell its encoding.
 // Sealed headers and bodies (ENCRYPTION_KEYS) are opened by openStoredRequest; a sealed body's plain

@@ -76,7 +76,8 @@ layer(testServerLayer(), { timeout: "60 seconds" })("foundation", (it) => {
       ["POST", "/openapi/json"],
       ["GET", "/openapi/json/"],
       ["GET", "/openapi/json?x=1"],
-      ["GET", "/schedule/abc"]
+      ["GET", "/schedule/abc"],
+      ["POST", "/"]
     ]
     for (const [method, path] of cases) {
       it.effect(`${method} ${path}`, () =>
@@ -89,6 +90,12 @@ layer(testServerLayer(), { timeout: "60 seconds" })("foundation", (it) => {
         }))
     }
   })
+
+  it.effect("GET / sends a browser to the dashboard (issue 24)", () =>
+    Effect.gen(function*() {
+      const response = yield* (yield* TestServer).call("GET", "/")
+      assert.deepStrictEqual([response.status, response.headers["location"]], [302, "/dashboard/"])
+    }))
 
   it.effect("request headers over 16 KB → 431 with an empty body", () =>
     Effect.gen(function*() {
@@ -130,17 +137,28 @@ layer(testServerLayer(), { timeout: "60 seconds" })("foundation", (it) => {
   })
 
   describe("OpenAPI document", () => {
-    it.effect("is OpenAPI 3.1 with no servers entry and keys as header parameters", () =>
+    it.effect("is OpenAPI 3.1 with a server, the credentials as security schemes and one id per operation (issue 24)", () =>
       Effect.gen(function*() {
         const server = yield* TestServer
         const document = (yield* server.call("GET", "/openapi/json")).json()
         assert.strictEqual(document.openapi, "3.1.0")
-        assert.notProperty(document, "servers")
-        assert.notProperty(document.components ?? {}, "securitySchemes")
-        assert.notProperty(document, "security")
-        const health = document.paths["/health"].get
-        const names = health.parameters.map((parameter: { name: string; in: string }) => `${parameter.in}:${parameter.name}`)
-        assert.includeMembers(names, ["header:ttr-api-key", "header:Authorization"])
+        assert.deepStrictEqual(document.servers.map((s: { url: string }) => s.url), ["/"])
+        const schemes = document.components.securitySchemes
+        assert.deepStrictEqual([schemes.apiKey.type, schemes.apiKey.in, schemes.apiKey.name], ["apiKey", "header", "ttr-api-key"])
+        assert.deepStrictEqual([schemes.bearer.type, schemes.bearer.scheme], ["http", "bearer"])
+        assert.deepStrictEqual([schemes.session.in, schemes.session.name], ["cookie", "__Host-timewheel-session"])
+        const operations = Object.values(document.paths).flatMap((item) => Object.values(item as Record<string, { operationId: string; security: unknown; parameters?: Array<{ name: string }> }>))
+        const ids = operations.map((operation) => operation.operationId)
+        assert.strictEqual(new Set(ids).size, ids.length, `shared ids: ${ids.filter((id, i) => ids.indexOf(id) !== i)}`)
+        for (const operation of operations) {
+          assert.isArray(operation.security, operation.operationId)
+          assert.notInclude((operation.parameters ?? []).map((p) => p.name.toLowerCase()), "ttr-api-key", operation.operationId)
+        }
+        assert.deepStrictEqual(document.paths["/schedule"].post.security, [{ apiKey: [] }])
+        assert.deepStrictEqual(document.paths["/health"].get.security, [{ apiKey: [] }, { bearer: [] }, { session: [] }])
+        assert.deepStrictEqual(document.paths["/openapi/json"].get.security, [])
+        // every 4xx documents its hint
+        assert.property(document.paths["/declare"].post.responses["400"].headers, "Timewheel-Error")
       }))
 
     it.effect("GET /docs serves an interactive page embedding the same document", () =>

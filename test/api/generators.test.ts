@@ -282,7 +282,8 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
         assert.strictEqual(response.status, 200, response.text)
         assert.strictEqual(response.headers["content-type"], "application/json")
         const body = response.json() as ScheduleBody
-        assert.deepStrictEqual(Object.keys(body).sort(), ["kind", "monthQuotaRemaining", "operation", "scheduledAt", "triggerId"])
+        assert.deepStrictEqual(Object.keys(body).sort(), ["kind", "monthQuotaRemaining", "operation", "scheduledAt", "status", "triggerId"])
+        assert.strictEqual(body.status, "active")
         assert.match(body.triggerId, UUID_V7)
         assert.strictEqual(body.kind, "generator")
         assert.strictEqual(body.operation, "schedule")

@@ -67,6 +67,7 @@ layer(testServerLayer(), { timeout: "60 seconds" })("logs and replay", (it) => {
           id,
           kind: "job",
           status: "registered",
+          outcome: null,
           scheduledAt: "2030-06-01T10:20:30.456Z",
           url: "https://target.test/hook?x=1",
           method: "PURGE",
@@ -118,7 +119,7 @@ layer(testServerLayer(), { timeout: "60 seconds" })("logs and replay", (it) => {
         const view = (yield* p.get(`/jobs/${generator}`)).json()
         assert.deepStrictEqual(Object.keys(view).sort(), [
           "attempts", "body", "contentType", "createdAt", "customKey", "generatorId", "headers", "id", "kind", "method",
-          "retry", "scheduledAt", "status", "tags", "title", "updatedAt", "url"
+          "outcome", "retry", "scheduledAt", "status", "tags", "title", "updatedAt", "url"
         ])
         assert.strictEqual(view.kind, "generator")
         assert.strictEqual(view.status, "active")
@@ -183,6 +184,42 @@ layer(testServerLayer(), { timeout: "60 seconds" })("logs and replay", (it) => {
         assert.deepStrictEqual(yield* ids("/jobs?customKey=k1&status=registered"), [a])
         assert.deepStrictEqual(yield* ids("/jobs?tag=green"), [])
         assert.strictEqual((yield* other.get("/jobs")).json().jobs.length, 1)
+      }))
+
+    it.effect("outcome: how a trigger ended, from its status and latest attempt, and a filter (issue 24)", () =>
+      Effect.gen(function*() {
+        const p = yield* newProject
+        const job = (status: string) => insertTrigger({ projectId: p.projectId, status })
+        const attempt = (triggerId: string, attempt: number, fields: { status: "succeeded" | "failed"; isDeadLetter?: boolean }) =>
+          insertExecution({ triggerId, projectId: p.projectId, attempt, httpStatus: fields.status === "succeeded" ? 200 : 500, ...fields })
+        const pending = yield* job("registered")
+        const retrying = yield* job("retrying")
+        yield* attempt(retrying, 1, { status: "failed" })
+        const delivered = yield* job("completed")
+        yield* attempt(delivered, 1, { status: "failed" })
+        yield* attempt(delivered, 2, { status: "succeeded" })
+        const deadLetter = yield* job("completed")
+        yield* attempt(deadLetter, 1, { status: "failed", isDeadLetter: true })
+        // a dead letter replayed successfully: its latest attempt decides
+        const redeemed = yield* job("completed")
+        yield* attempt(redeemed, 1, { status: "failed", isDeadLetter: true })
+        yield* attempt(redeemed, 2, { status: "succeeded" })
+        const cancelled = yield* job("cancelled")
+        const skipped = yield* job("skipped")
+        const generator = yield* insertTrigger({ projectId: p.projectId, kind: "generator" })
+
+        const outcomes = Object.fromEntries((yield* p.get("/jobs")).json().jobs.map((j: { id: string; outcome: unknown }) => [j.id, j.outcome]))
+        assert.deepStrictEqual(outcomes, {
+          [pending]: null, [retrying]: null, [delivered]: "delivered", [deadLetter]: "dead_letter", [redeemed]: "delivered",
+          [cancelled]: "cancelled", [skipped]: "skipped", [generator]: null
+        })
+        assert.strictEqual((yield* p.get(`/jobs/${deadLetter}`)).json().outcome, "dead_letter")
+        const ids = (path: string) => Effect.map(p.get(path), (r) => r.json().jobs.map((j: { id: string }) => j.id))
+        assert.deepStrictEqual(yield* ids("/jobs?outcome=dead_letter"), [deadLetter])
+        assert.deepStrictEqual(yield* ids("/jobs?outcome=delivered"), [redeemed, delivered])
+        assert.deepStrictEqual(yield* ids("/jobs?outcome=cancelled"), [cancelled])
+        assert.deepStrictEqual(yield* ids("/jobs?outcome=skipped&status=skipped"), [skipped])
+        assert.deepStrictEqual((yield* p.get("/jobs?outcome=lost")).json(), badRequest("outcome must be one of delivered, dead_letter, cancelled, skipped"))
       }))
 
     it.effect("keyset pagination: every trigger exactly once, pages of `limit`, last nextCursor null", () =>
@@ -634,7 +671,7 @@ layer(testServerLayer(), { timeout: "60 seconds" })("logs and replay", (it) => {
     }
   })
 
-  it.effect("the OpenAPI document lists every log endpoint with the key parameters", () =>
+  it.effect("the OpenAPI document lists every log endpoint with its security schemes", () =>
     Effect.gen(function*() {
       const server = yield* TestServer
       const document = (yield* server.call("GET", "/openapi/json")).json()
@@ -649,8 +686,7 @@ layer(testServerLayer(), { timeout: "60 seconds" })("logs and replay", (it) => {
       for (const [path, method, operationId] of operations) {
         const operation = document.paths[path][method]
         assert.strictEqual(operation.operationId, operationId)
-        const names = operation.parameters.map((parameter: { name: string }) => parameter.name)
-        assert.includeMembers(names, ["ttr-api-key", "Authorization"])
+        assert.deepStrictEqual(operation.security, [{ apiKey: [] }, { bearer: [] }, { session: [] }])
         assert.property(operation.responses, "401")
       }
       assert.includeMembers(Object.keys(document.paths["/jobs/{id}/executions"].post.responses), ["202", "400", "404", "410", "415"])

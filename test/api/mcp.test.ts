@@ -250,6 +250,13 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /mcp", (it) => {
         const made = yield* ok(client, "schedule_trigger", { url, scheduledAt: "2099-01-01T00:00:00Z", customKey: "edit-me" })
         const edited = yield* ok(client, "schedule_trigger", { url, scheduledAt: "2099-02-01T00:00:00Z", triggerId: made.triggerId, customKey: "edit-me" })
         assert.deepStrictEqual([edited.triggerId, edited.operation, edited.scheduledAt], [made.triggerId, "reschedule", "2099-02-01T00:00:00.000Z"])
+        assert.strictEqual(made.status, "registered")
+        // a past time is skipped: the status says so, and the warning why (DECISIONS "Error hints")
+        const past = yield* ok(client, "schedule_trigger", { url, scheduledAt: "2020-01-01T09:00" })
+        assert.deepStrictEqual([past.status, past.warning], [
+          "skipped",
+          `skipped: 2020-01-01T09:00:00.000Z is not in the future, so the trigger never fires (runMissed: true fires a past time at once); "2020-01-01T09:00" has no offset and was read as UTC`
+        ])
         const byKey = yield* ok(client, "schedule_trigger", { url, scheduledAt: "2099-03-01T00:00:00Z", customKey: "edit-me" })
         assert.deepStrictEqual([byKey.triggerId, byKey.operation], [made.triggerId, "reschedule"])
         assert.deepStrictEqual(yield* ok(client, "cancel_trigger", { customKey: "edit-me" }), { cancelled: true, customKey: "edit-me" })
@@ -323,7 +330,7 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /mcp", (it) => {
         })
         assert.deepStrictEqual(yield* failed(client, "bulk_triggers", { cancels: [{ id: UNKNOWN_ID, tag: "bulk" }] }), {
           _tag: "BadRequest",
-          message: "Malformed arguments: each cancels entry is a trigger id or an object with exactly one of id, customKey, tag"
+          message: "Malformed arguments: cancels[0] must be a trigger id, or an object with exactly one of id, customKey, tag"
         })
         assert.deepStrictEqual(yield* failed(client, "declare_triggers", { tag: "x", items: [{ url, scheduledAt: "someday" }] }), {
           _tag: "BadRequest", message: "Item (no customKey): Invalid date: someday"
@@ -358,7 +365,7 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /mcp", (it) => {
           _tag: "BadRequest", message: "maxConcurrent must be ≥ 1"
         })
         assert.deepStrictEqual(yield* failed(client, "create_tag_policy", { tag: "p", throughput: { "1w": 1 } }), {
-          _tag: "BadRequest", message: "Malformed arguments: throughput window '1w' is malformed"
+          _tag: "BadRequest", message: `Malformed arguments: throughput window "1w": a whole number followed by s, m, h or d`
         })
         const policy = yield* ok(client, "create_tag_policy", { tag: "p", requestTimeoutSeconds: 30 })
         assert.deepStrictEqual(yield* failed(client, "create_tag_policy", { tag: "p", maxConcurrent: 1 }), {
@@ -529,7 +536,7 @@ describe("tool errors", () => {
         yield* Effect.flip(toolCall(Effect.fail(new ServiceUnavailable("Database unavailable")))),
         { _tag: "ServiceUnavailable", message: "Database unavailable" }
       )
-      assert.deepStrictEqual(yield* Effect.flip(toolCall(Effect.fail(new MalformedRequest()))), { _tag: "BadRequest", message: "Malformed arguments" })
+      assert.deepStrictEqual(yield* Effect.flip(toolCall(Effect.fail(new MalformedRequest("items[0].url is required (a string)")))), { _tag: "BadRequest", message: "Malformed arguments: items[0].url is required (a string)" })
       const unexpected = yield* Effect.exit(toolCall(Effect.fail(new Error("boom"))))
       assert.isTrue(Exit.isFailure(unexpected) && Cause.hasDies(unexpected.cause))
     }))

@@ -296,14 +296,15 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
     }))
 
   describe("a new one-shot trigger", () => {
-    it.effect("response fields: uuid triggerId, ISO ms scheduledAt, schedule, job, monthQuotaRemaining", () =>
+    it.effect("response fields: uuid triggerId, ISO ms scheduledAt, schedule, job, registered, monthQuotaRemaining", () =>
       Effect.gen(function*() {
         const key = yield* newKey(100)
         const response = yield* schedule(valid(key, { "ttr-scheduled-at": "2099-06-01T12:34:56.789+02:00" }))
         assert.strictEqual(response.status, 200)
         assert.strictEqual(response.headers["content-type"], "application/json")
         const body = response.json()
-        assert.deepStrictEqual(Object.keys(body).sort(), ["kind", "monthQuotaRemaining", "operation", "scheduledAt", "triggerId"])
+        assert.deepStrictEqual(Object.keys(body).sort(), ["kind", "monthQuotaRemaining", "operation", "scheduledAt", "status", "triggerId"])
+        assert.strictEqual(body.status, "registered")
         assert.match(body.triggerId, UUID_V7)
         assert.isBelow(Math.abs(uuidTimeMs(body.triggerId) - Date.now()), 10_000, "id minted at the request time")
         assert.strictEqual(body.scheduledAt, "2099-06-01T10:34:56.789Z")

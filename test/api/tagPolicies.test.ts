@@ -586,6 +586,7 @@ layer(testServerLayer(), { timeout: "120 seconds" })("tag policies", (it) => {
       assert.sameMembers(view.required, VIEW_KEYS)
       assert.deepStrictEqual(create.responses["201"].content["application/json"].schema, view)
       const names = update.parameters.map((parameter: { name: string; in: string }) => `${parameter.in}:${parameter.name}`)
-      assert.includeMembers(names, ["header:ttr-api-key", "header:Authorization", "path:id"])
+      assert.includeMembers(names, ["path:id"])
+      assert.deepStrictEqual(update.security, [{ apiKey: [] }, { bearer: [] }, { session: [] }])
     }))
 })

@@ -174,6 +174,17 @@ describe("rollup", () => {
         yield* insertExecution({ projectId, triggerId: retried, attempt: 1, status: "failed", httpStatus: 503, startedAt: new Date(minute + 60_000) })
         yield* insertExecution({ projectId, triggerId: retried, attempt: 2, startedAt: new Date(minute + 120_000) })
         yield* insertExecution({ projectId, triggerId: retried, attempt: 3, triggeredBy: "retry", status: "failed", isDeadLetter: true, startedAt: new Date(minute + 120_500) })
+        // triggers held by their tag's concurrency limit: their wait is counted apart (issue 24); a
+        // tag whose policy only sets a timeout holds nothing back
+        yield* sql`INSERT INTO tag_policies (id, project_id, tag, max_concurrent, created_at, updated_at)
+          VALUES (${nextId()}, ${projectId}, 'gated', 1, now(), now())`
+        yield* sql`INSERT INTO tag_policies (id, project_id, tag, request_timeout_seconds, created_at, updated_at)
+          VALUES (${nextId()}, ${projectId}, 'timed', 30, now(), now())`
+        for (const [tags, lateMs] of [[["gated", "x"], 5_000], [["gated"], 5_000], [["timed"], 10]] as const) {
+          const scheduledAt = new Date(minute + 180_000)
+          const triggerId = yield* insertTrigger({ projectId, status: "completed", scheduledAt, tags })
+          yield* insertExecution({ projectId, triggerId, startedAt: new Date(scheduledAt.getTime() + lateMs) })
+        }
         const before = yield* stepped(projectOverview(projectId, 1))
         yield* statsFold()
         const after = yield* stepped(projectOverview(projectId, 1))
@@ -192,7 +203,15 @@ describe("rollup", () => {
         assert.isTrue(p99 > 9 && p99 < 11.5, String(p99)) // 99 of 100 were 10 ms late
         assert.isNull(after.lateness.p50[at(minute + 120_000)]) // a retry and a replay carry no lateness
         assert.strictEqual(after.lateness.p99[at(minute + 60_000)], 0) // a retried first attempt: started at its time
-        assert.deepStrictEqual(after.totals, { succeeded: 101, failed: 1, deadLetters: 1, latenessP50: after.totals.latenessP50, latenessP99: after.totals.latenessP99 })
+        const gatedP50 = after.lateness.gatedP50[at(minute + 180_000)]!
+        assert.isTrue(gatedP50 > 4_500 && gatedP50 < 5_500, String(gatedP50))
+        assert.isTrue(after.lateness.p99[at(minute + 180_000)]! < 11.5, "the scheduler's own lateness leaves the gated wait out")
+        assert.isNull(after.lateness.gatedP50[at(minute)])
+        assert.deepStrictEqual(after.totals, {
+          succeeded: 104, failed: 1, deadLetters: 1, latenessP50: after.totals.latenessP50, latenessP99: after.totals.latenessP99,
+          gatedLatenessP50: gatedP50, gatedLatenessP99: gatedP50
+        })
+        assert.isTrue(after.totals.latenessP99! < 11.5, String(after.totals.latenessP99))
         assert.strictEqual(after.deadLetters24h, 1)
       }))
   })

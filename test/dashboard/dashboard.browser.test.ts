@@ -4,8 +4,12 @@
 // with its response body, replay it, cancel another, create a tag policy (and see a validation
 // message), set alerts and send a test alert, dead-letter a trigger and see the alert arrive by
 // webhook and e-mail, the overview, the retry policy; a cross-origin POST with the browser's cookie
-// refused; an expired session sent back to sign-in; sign out. Every page is photographed into
-// .tmp/screenshots/.
+// refused; an expired session sent back to sign-in; sign out. Issue 24: a trigger's outcome beside
+// its status (a dead letter is `completed` too) and the list filtered by it, rows as links (a new
+// tab, the keyboard), a retry policy in words, every overview chart on the chosen range, an alert
+// test whose e-mail failed while its webhook arrived shown as partly failed, the API reference opened
+// from the sidebar with the session, and every page photographed at 1,366 and 420 px into
+// .tmp/screenshots/, failing when one is wider than the screen.
 import { assert, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
@@ -16,7 +20,7 @@ import { REPO_ROOT } from "../support/cli.ts"
 import { TestServer, testServerLayer } from "../support/server.ts"
 import { target } from "../support/target.ts"
 import { pollUntil } from "../support/wait.ts"
-import { browserSession, screenshot, step } from "./browser.ts"
+import { browserSession, layout, screenshot, step } from "./browser.ts"
 import { type Mailbox, mailbox, mailText } from "./mailbox.ts"
 
 class Mail extends Context.Service<Mail, Mailbox>()("test/Mail") {}
@@ -49,12 +53,13 @@ layer(Env, { timeout: "240 seconds", excludeTestServices: true })("dashboard in 
       // sign-in: a wrong password is refused with the API's message
       yield* step(() => page.goto(`${base}/dashboard`))
       yield* step(() => page.waitForURL(/\/dashboard\/sign-in/))
-      yield* screenshot(page, "01-sign-in")
+      yield* step(() => page.getByText("npm run --silent cli -- admin create you@example.com").waitFor())
+      yield* layout(page, "01-sign-in")
       yield* step(() => page.getByLabel("E-mail").fill(EMAIL))
       yield* step(() => page.getByLabel("Password").fill("not the password"))
       yield* step(() => page.getByRole("button", { name: "Sign in" }).click())
       yield* step(() => page.getByText("Wrong e-mail or password").waitFor())
-      yield* screenshot(page, "02-sign-in-refused")
+      yield* layout(page, "02-sign-in-refused")
       yield* step(() => page.getByLabel("Password").fill(PASSWORD))
       yield* step(() => page.getByRole("button", { name: "Sign in" }).click())
       yield* step(() => page.getByRole("heading", { name: "Overview" }).waitFor())
@@ -69,40 +74,56 @@ layer(Env, { timeout: "240 seconds", excludeTestServices: true })("dashboard in 
       yield* step(() => page.getByRole("button", { name: "Create key" }).click())
       const key = (yield* step(() => page.locator("code.clear-key").textContent()))!
       assert.match(key, /^ttr_[0-9a-f]{48}$/)
-      yield* screenshot(page, "03-keys-created")
+      yield* layout(page, "03-keys-created")
       const schedule = (headers: Record<string, string>, body?: string) =>
         Effect.map(server.call("POST", "/schedule", { headers: { "ttr-api-key": key, "content-type": "application/json", ...headers }, ...(body === undefined ? {} : { body }) }), (r) => {
           assert.strictEqual(r.status, 200, r.text)
           return r.json().triggerId as string
         })
       const delivered = yield* schedule({ "ttr-url": `${hooks.origin}/ok`, "ttr-scheduled-at": "now", "ttr-title": "Order 42 shipped", "ttr-tags": "orders" }, `{"order":42}`)
-      const later = yield* schedule({ "ttr-url": `${hooks.origin}/later`, "ttr-scheduled-at": "now | add 1h", "ttr-custom-key": "reminder-7" })
+      const later = yield* schedule({
+        "ttr-url": `${hooks.origin}/later`, "ttr-scheduled-at": "now | add 1h", "ttr-custom-key": "reminder-7",
+        "ttr-retry-strategy": "exponential", "ttr-retry-max-attempts": "5", "ttr-retry-max-delay": "600", "ttr-retry-on": "non_2xx"
+      })
       yield* pollUntil("the delivery", Effect.sync(() => (hooks.at("/ok").length > 0 ? true : undefined)))
 
       // triggers list, then the delivered trigger with its response body; replay it
       yield* go("triggers")
       yield* step(() => page.locator(`tr[data-trigger="${delivered}"]`).waitFor())
       yield* step(() => page.locator(`tr[data-trigger="${later}"]`).waitFor())
-      yield* screenshot(page, "04-triggers")
-      yield* step(() => page.locator(`tr[data-trigger="${delivered}"]`).click())
+      yield* step(() => page.locator(`tr[data-trigger="${delivered}"] [data-outcome="delivered"]`, { hasText: "delivered" }).waitFor())
+      yield* layout(page, "04-triggers")
+      // the title is a link: it opens in a new tab, and from the keyboard
+      const link = page.getByRole("link", { name: "Order 42 shipped" })
+      assert.strictEqual(yield* step(() => link.getAttribute("href")), `/dashboard/p/${projectId}/triggers/${delivered}`)
+      yield* step(() => link.focus())
+      yield* step(() => page.keyboard.press("Enter"))
       yield* step(() => page.locator(".page-header .badge", { hasText: "completed" }).waitFor())
+      yield* step(() => page.locator(".page-header .badge", { hasText: "delivered" }).waitFor())
       yield* step(() => page.locator(".response-body", { hasText: "status 200" }).waitFor())
       yield* step(() => page.getByText(`{"order":42}`).waitFor())
-      yield* screenshot(page, "05-trigger-delivered")
+      yield* layout(page, "05-trigger-delivered")
       yield* step(() => page.getByRole("button", { name: "Replay" }).click())
       yield* step(() => page.getByText("Replay queued").waitFor())
       yield* step(() => page.locator(`details[data-attempt="2"]`).waitFor())
       yield* pollUntil("the replay", Effect.sync(() => (hooks.at("/ok").length === 2 ? true : undefined)))
-      yield* screenshot(page, "06-trigger-replayed")
+      yield* layout(page, "06-trigger-replayed")
 
       // cancel the other one; its buttons then follow the API's rules
       page.once("dialog", (dialog) => void dialog.accept())
       yield* step(() => page.goto(`${base}/dashboard/p/${projectId}/triggers/${later}`))
+      // its own retry policy reads as words, not JSON running out of its card
+      const policyCell = page.locator("td.retry-policy")
+      yield* step(() => policyCell.getByText("exponential, at most 5 attempts").waitFor())
+      for (const line of ["first retry after 30 s, then doubling", "delays at most 600 s", "retries on non 2xx"]) {
+        yield* step(() => policyCell.getByText(line).waitFor())
+      }
+      assert.notInclude(yield* step(() => policyCell.textContent()), "{")
       yield* step(() => page.getByRole("button", { name: "Cancel" }).click())
       yield* step(() => page.getByText("Cancelled.").waitFor())
       yield* step(() => page.locator(".page-header .badge", { hasText: "cancelled" }).waitFor())
       assert.isTrue(yield* step(() => page.getByRole("button", { name: "Cancel" }).isDisabled()))
-      yield* screenshot(page, "07-trigger-cancelled")
+      yield* layout(page, "07-trigger-cancelled")
       // the same rules and message as DELETE /cancel when asked anyway
       const again = yield* step(() => page.evaluate(async ([id, project]) => {
         const response = await fetch(`/jobs/${id}/cancel`, { method: "POST", headers: { "timewheel-project": project! } })
@@ -121,7 +142,7 @@ layer(Env, { timeout: "240 seconds", excludeTestServices: true })("dashboard in 
       yield* step(() => page.getByRole("button", { name: "Create policy" }).click())
       yield* step(() => page.locator(`tr[data-policy="orders"]`).waitFor())
       assert.include(yield* step(() => page.locator(`tr[data-policy="orders"]`).textContent()), "10/1s, 500/1h")
-      yield* screenshot(page, "08-tag-policies")
+      yield* layout(page, "08-tag-policies")
 
       // alerts: webhook and e-mail, a test alert reaching both
       yield* go("alerts")
@@ -134,27 +155,66 @@ layer(Env, { timeout: "240 seconds", excludeTestServices: true })("dashboard in 
       yield* step(() => page.getByText("email sent").waitFor())
       assert.match(JSON.parse(hooks.at("/chat")[0]!.body.toString()).text, /test alert for project shop/)
       assert.include(mailText(mail.mails[0]!), "test alert for project shop")
+      assert.strictEqual(yield* step(() => page.locator(".notice.ok", { hasText: "Test alert" }).count()), 1)
+      // the webhook arrives, the e-mail is refused: partly failed, each target with its own result
+      yield* step(() => page.getByLabel(/E-mail recipients/).fill("bounce@example.com"))
+      yield* step(() => page.getByRole("button", { name: "Save" }).click())
+      yield* step(() => page.getByText("Saved.").waitFor())
+      yield* step(() => page.getByRole("button", { name: "Send a test alert" }).click())
+      const partly = page.locator(".notice.warn", { hasText: "Test alert" })
+      yield* step(() => partly.waitFor())
+      yield* step(() => partly.locator(`[data-channel="webhook"] .badge.green`, { hasText: "sent" }).waitFor())
+      yield* step(() => partly.locator(`[data-channel="email"] .badge.red`, { hasText: "failed" }).waitFor())
+      yield* layout(page, "09-alerts-partly-failed")
+      yield* step(() => page.getByLabel(/E-mail recipients/).fill("ops@example.com\noncall@example.com"))
+      yield* step(() => page.getByRole("button", { name: "Save" }).click())
+      yield* step(() => page.getByText("Saved.").waitFor())
 
       // a dead letter: the alert arrives at the webhook recorder and the SMTP server
       const failing = yield* schedule({ "ttr-url": `${hooks.origin}/fail`, "ttr-scheduled-at": "now", "ttr-retry-strategy": "none" })
-      yield* pollUntil("the dead letter's alert", Effect.sync(() => (hooks.at("/chat").length === 2 && mail.mails.length === 2 ? true : undefined)), { deadlineMs: 20_000 })
-      const alert = JSON.parse(hooks.at("/chat")[1]!.body.toString()).text as string
+      yield* pollUntil("the dead letter's alert", Effect.sync(() => (hooks.at("/chat").length === 3 && mail.mails.length === 2 ? true : undefined)), { deadlineMs: 20_000 })
+      const alert = JSON.parse(hooks.at("/chat")[2]!.body.toString()).text as string
       assert.match(alert, /^\[timewheel\] 1 dead letter in project shop/)
       assert.include(alert, `trigger ${failing} → ${hooks.origin}/fail (HTTP 500)`)
       assert.deepStrictEqual(mail.mails[1]!.to, ["ops@example.com", "oncall@example.com"])
       assert.include(mailText(mail.mails[1]!), "1 dead letter in project shop")
       yield* step(() => page.reload())
       yield* step(() => page.getByText("1 dead letter", { exact: true }).first().waitFor())
-      yield* screenshot(page, "09-alerts")
+      yield* layout(page, "10-alerts")
       yield* go("dead-letters")
       yield* step(() => page.locator(`tr[data-dead-letter="${failing}"]`).waitFor())
-      yield* screenshot(page, "10-dead-letters")
+      yield* layout(page, "11-dead-letters")
 
-      // overview: the rollup's charts
+      // the dead letter's trigger says so beside its status, and the list filters by outcome
+      yield* go("triggers")
+      yield* step(() => page.locator(`tr[data-trigger="${failing}"] [data-outcome="dead_letter"]`, { hasText: "dead letter" }).waitFor())
+      yield* step(() => page.getByLabel("Outcome").selectOption({ label: "dead letter" }))
+      yield* step(() => page.getByRole("button", { name: "Apply" }).click())
+      yield* step(() => page.locator(`tr[data-trigger="${delivered}"]`).waitFor({ state: "detached" }))
+      assert.deepStrictEqual(yield* step(() => page.locator("tr[data-trigger]").evaluateAll((rows) => rows.map((row) => row.getAttribute("data-trigger")))), [failing])
+      yield* layout(page, "12-triggers-dead-letters")
+      yield* step(() => page.getByRole("link", { name: `POST ${hooks.origin}/fail` }).click())
+      yield* step(() => page.locator(".page-header .badge", { hasText: "dead letter" }).waitFor())
+      yield* layout(page, "13-trigger-dead-letter")
+
+      // overview: the rollup's charts, every one (a tag's too) on the chosen range
+      yield* sql`INSERT INTO tag_policy_samples (project_id, tag, minute, queued, in_flight)
+        VALUES (${projectId}, 'orders', date_trunc('minute', now()), 4, 1) ON CONFLICT DO NOTHING`
       yield* go("overview")
       yield* step(() => page.locator(".stat", { hasText: "dead letters (24 h)" }).locator(".value", { hasText: "1" }).waitFor())
       yield* step(() => page.locator(".chart canvas").first().waitFor())
-      yield* screenshot(page, "11-overview")
+      const ranges = () => step(() => page.locator("figure.chart[data-x-min]").evaluateAll((figures) =>
+        figures.filter((figure) => !figure.textContent!.startsWith("Dead letters per hour"))
+          .map((figure) => [figure.querySelector("figcaption")!.textContent, Number(figure.getAttribute("data-x-min")), Number(figure.getAttribute("data-x-max"))] as const)))
+      for (const [hours, caption] of [[1, "Tag orders: queued and in flight (peak per minute)"], [24, "Tag orders: queued and in flight (peak per 15 minutes)"]] as const) {
+        yield* step(() => page.getByRole("button", { name: `${hours} h` }).click())
+        yield* step(() => page.locator("figcaption", { hasText: caption }).waitFor())
+        yield* pollUntil(`the charts of ${hours} h`, Effect.map(ranges(), (charts) => {
+          const spans = new Set(charts.map(([, min, max]) => `${min}-${max}`))
+          return charts.length === 4 && spans.size === 1 && charts[0]![2] - charts[0]![1] >= hours * 3600 ? charts : undefined
+        }))
+        yield* layout(page, `14-overview-${hours}h`)
+      }
 
       // retry policy
       yield* go("retry-policy")
@@ -163,10 +223,26 @@ layer(Env, { timeout: "240 seconds", excludeTestServices: true })("dashboard in 
       yield* step(() => page.getByText("Saved.").waitFor())
       const policy = yield* server.call("GET", "/project/retry-policy", { headers: { "ttr-api-key": key } })
       assert.strictEqual(policy.json().retryMaxAttempts, 5)
-      yield* screenshot(page, "12-retry-policy")
+      yield* layout(page, "15-retry-policy")
       yield* go("keys")
       yield* step(() => page.locator("tr[data-key]").first().waitFor())
-      yield* screenshot(page, "13-keys")
+      yield* layout(page, "16-keys")
+
+      // the page reads the hint of an empty 400 (same origin: nothing to expose through CORS)
+      const hint = yield* step(() => page.evaluate(async (project) => {
+        const response = await fetch("/declare", { method: "POST", headers: { "content-type": "application/json", "timewheel-project": project }, body: "{" })
+        return [response.status, await response.text(), response.headers.get("timewheel-error")] as const
+      }, projectId))
+      assert.deepStrictEqual([hint[0], hint[1]], [400, ""])
+      assert.match(hint[2]!, /^body is not valid JSON: /)
+
+      // the API reference, from the sidebar, with the session alone
+      yield* step(() => page.getByRole("link", { name: "API reference" }).click())
+      yield* step(() => page.waitForURL(`${base}/docs`))
+      yield* step(() => page.getByText("/schedule", { exact: false }).first().waitFor())
+      yield* screenshot(page, "17-api-reference")
+      yield* go("keys")
+      yield* step(() => page.locator("tr[data-key]").first().waitFor())
 
       // a cross-origin POST carrying the browser's own cookie is refused, and creates nothing
       const keysBefore = (yield* step(() => page.locator("tr[data-key]").count()))
@@ -187,7 +263,7 @@ layer(Env, { timeout: "240 seconds", excludeTestServices: true })("dashboard in 
       yield* go("triggers")
       yield* step(() => page.waitForURL(/\/dashboard\/sign-in\?next=/))
       yield* step(() => page.getByText("Your session has ended: sign in again.").waitFor())
-      yield* screenshot(page, "14-session-expired")
+      yield* layout(page, "18-session-expired")
       yield* step(() => page.getByLabel("E-mail").fill(EMAIL))
       yield* step(() => page.getByLabel("Password").fill(PASSWORD))
       yield* step(() => page.getByRole("button", { name: "Sign in" }).click())
@@ -198,6 +274,6 @@ layer(Env, { timeout: "240 seconds", excludeTestServices: true })("dashboard in 
       yield* step(() => page.waitForURL(/\/dashboard\/sign-in/))
       const after = yield* step(() => context.request.get(`${base}/session`))
       assert.strictEqual(after.status(), 401)
-      yield* screenshot(page, "15-signed-out")
+      yield* layout(page, "19-signed-out")
     })))
 })

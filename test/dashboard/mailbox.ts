@@ -1,5 +1,7 @@
 // A local SMTP server for alert tests (the `smtp-server` package) on 127.0.0.1 only: no TLS, no
-// authentication; every message it receives is kept (envelope and raw text). Closed with the scope.
+// authentication; every message it receives is kept (envelope and raw text); a recipient whose
+// address starts with `bounce@` is refused (550), as a mail server refuses an unknown user. Closed
+// with the scope.
 import { Effect } from "effect"
 import type { AddressInfo } from "node:net"
 import { SMTPServer } from "smtp-server"
@@ -24,6 +26,10 @@ export const mailbox = Effect.acquireRelease(
       authOptional: true,
       disabledCommands: ["STARTTLS", "AUTH"],
       logger: false,
+      onRcptTo(address, _session, callback) {
+        if (address.address.startsWith("bounce@")) return callback(Object.assign(new Error("no such user"), { responseCode: 550 }))
+        callback()
+      },
       onData(stream, session, callback) {
         const chunks: Array<Buffer> = []
         stream.on("data", (chunk: Buffer) => chunks.push(chunk))

@@ -163,6 +163,22 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
       assert.strictEqual((yield* server.call("GET", "/keys", { headers: { "timewheel-project": project } })).status, 401)
     }))
 
+  it.effect("the API reference (GET /docs) belongs to no project: a session opens it without Timewheel-Project (issue 24)", () =>
+    Effect.gen(function*() {
+      const server = yield* TestServer
+      const admin = yield* newAdmin
+      const token = yield* signedIn(admin.email, admin.password)
+      const docs = yield* sessionCall(token, "GET", "/docs")
+      assert.strictEqual(docs.status, 200, docs.text.slice(0, 200))
+      assert.include(docs.text, "Scalar.createApiReference")
+      // a browser without a session is sent to sign in, and back; an API client gets the 401
+      const browser = yield* server.call("GET", "/docs", { headers: { accept: "text/html,application/xhtml+xml" } })
+      assert.deepStrictEqual([browser.status, browser.headers["location"]], [303, "/dashboard/sign-in?next=%2Fdocs"])
+      const client = yield* server.call("GET", "/docs")
+      assert.strictEqual(client.status, 401)
+      assert.deepStrictEqual(client.json(), { _tag: "Unauthorized", message: "Unauthorized" })
+    }))
+
   it.effect("a session reaches a project's data only through that project's header: another project's ids are not found", () =>
     Effect.gen(function*() {
       const server = yield* TestServer

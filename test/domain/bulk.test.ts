@@ -81,6 +81,18 @@ describe("decodeBulkBody: empty-body 400", () => {
     expect(read(body)).toBe("Shape")
   })
 
+  // the reason is the Timewheel-Error hint of the empty 400 (DECISIONS "Error hints")
+  it.each([
+    [{ upserts: {} }, "upserts must be a list"],
+    [{ upserts: [{ url: URL }, { customKey: "k" }] }, "upserts[1].url is required (a string)"],
+    [{ upserts: [{ url: URL, title: null }] }, "upserts[0].title must be a string, got null"],
+    [{ cancels: [ID_A, 1] }, "cancels[1] must be a trigger id, or an object with exactly one of id, customKey, tag"],
+    [{ cancels: [{ id: ID_A, tag: "t" }] }, "cancels[0] must be a trigger id, or an object with exactly one of id, customKey, tag"],
+    [{ cancels: [{ customKey: 1 }] }, "cancels[0].customKey must be a string, got a number"]
+  ] as const)("%j names the value: %s", (body, reason) => {
+    expect(decodeBulkBody(body)).toEqual({ _tag: "Shape", reason })
+  })
+
   const accepted: ReadonlyArray<readonly [name: string, body: unknown, cancels: ReadonlyArray<CancelTarget>]> = [
     ["{} is valid", {}, []],
     ["empty lists", { upserts: [], cancels: [] }, []],

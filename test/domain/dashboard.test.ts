@@ -1,10 +1,12 @@
 // The dashboard's pure rules: sign-in throttling decisions and session expiry (domain/signin.ts),
 // lateness histograms and their percentiles (domain/lateness.ts, the same buckets as migration 6's
-// SQL), alert settings' checks and the message of a burst (domain/alerts.ts).
+// SQL), alert settings' checks and the message of a burst (domain/alerts.ts), the overview's columns
+// (domain/overview.ts).
 import { assert, describe, it } from "@effect/vitest"
 import { deadLetterMessage, decodeAlertSettings } from "../../src/domain/alerts.ts"
 import { BadRequest } from "../../src/domain/errors.ts"
 import { addHistograms, bucketValue, latenessBucket, percentile } from "../../src/domain/lateness.ts"
+import { overviewOf } from "../../src/domain/overview.ts"
 import { sessionAlive, sessionCookie, throttleDecision } from "../../src/domain/signin.ts"
 
 describe("sign-in throttling", () => {
@@ -71,5 +73,68 @@ describe("alert settings and messages", () => {
     assert.strictEqual(lines[1], "• 2030-01-01T00:00:00.000Z trigger t0 → https://x.example/hook (connection_refused: connect ECONNREFUSED)")
     assert.strictEqual(lines[11], "… and 15 more (see Dead letters in the dashboard).")
     assert.strictEqual(deadLetterMessage("shop", 1, notes.slice(0, 1)).subject, "[timewheel] 1 dead letter in project shop")
+  })
+})
+
+describe("the overview's columns (issue 24: charts follow the range, bars wide enough to see)", () => {
+  const NOW = Date.UTC(2030, 0, 2, 12, 7, 30)
+  const MINUTE = 60_000
+  const minuteRow = (minuteMs: number, succeeded: number, lateness: Array<number> = [], gatedLateness: Array<number> = []) =>
+    ({ minuteMs, succeeded, failed: 0, deadLetters: 0, lateness, gatedLateness })
+  const overview = (hours: 1 | 6 | 24, rows: Parameters<typeof overviewOf>[0]["rows"] = [], samples: Parameters<typeof overviewOf>[0]["samples"] = []) =>
+    overviewOf({ hours, nowMs: NOW, rows, samples, policies: [{ id: "p", tag: "billing", queued: 3, inFlight: 1 }] })
+
+  it.each([
+    [1, 60, 60],
+    [6, 300, 73],
+    [24, 900, 97]
+  ] as const)("%i h: buckets of %i s, %i bars spanning the whole range", (hours, bucketSeconds, bars) => {
+    const o = overview(hours)
+    assert.strictEqual(o.bucketSeconds, bucketSeconds)
+    assert.strictEqual(o.deliveries.t.length, bars)
+    assert.isAtLeast(o.range.to - o.range.from, hours * 3600)
+    assert.isAtMost(o.range.to - o.range.from, hours * 3600 + bucketSeconds)
+    assert.isAtLeast(NOW / 1000, o.range.to - bucketSeconds)
+    // every series shares the bucket times, the tag's too, even with no sample at all
+    assert.deepStrictEqual(o.lateness.t, o.deliveries.t)
+    assert.deepStrictEqual(o.tagPolicies[0]!.t, o.deliveries.t)
+    assert.isFalse(o.tagPolicies[0]!.sampled)
+  })
+
+  it("24 h: the minutes of a quarter hour add up in one bar; lateness percentiles merge their histograms", () => {
+    const start = Date.UTC(2030, 0, 2, 11, 0)
+    const rows = Array.from({ length: 15 }, (_, i) => minuteRow(start + i * MINUTE, 2, i === 0 ? [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 30] : []))
+    const o = overview(24, rows)
+    const at = o.deliveries.t.indexOf(start / 1000)
+    assert.strictEqual(o.deliveries.succeeded[at], 30)
+    assert.strictEqual(o.deliveries.succeeded[at + 1], 0)
+    assert.strictEqual(o.lateness.p50[at], o.totals.latenessP50)
+    assert.isNull(o.lateness.p50[at + 1])
+  })
+
+  it("the scheduler's lateness and the wait of gated triggers are apart", () => {
+    const minute = Math.floor(NOW / MINUTE) * MINUTE - 10 * MINUTE
+    const o = overview(1, [minuteRow(minute, 2, [1], [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1])])
+    const at = o.lateness.t.indexOf(minute / 1000)
+    assert.strictEqual(o.lateness.p99[at], 0)
+    assert.isAbove(o.lateness.gatedP99[at]!, 4_000)
+    assert.strictEqual(o.totals.latenessP99, 0)
+    assert.strictEqual(o.totals.gatedLatenessP99, o.lateness.gatedP99[at])
+  })
+
+  it("a tag's samples: the peak of each bucket, null where none was taken", () => {
+    const minute = Math.floor(NOW / MINUTE) * MINUTE
+    const o = overview(6, [], [
+      { tag: "billing", minuteMs: minute - MINUTE, queued: 4, inFlight: 1 },
+      { tag: "billing", minuteMs: minute, queued: 9, inFlight: 2 },
+      { tag: "other", minuteMs: minute, queued: 50, inFlight: 50 }
+    ])
+    const policy = o.tagPolicies[0]!
+    assert.isTrue(policy.sampled)
+    assert.deepStrictEqual([policy.queued, policy.inFlight], [3, 1])
+    const last = policy.t.length - 1
+    assert.strictEqual(policy.queuedSeries[last], 9)
+    assert.strictEqual(policy.inFlightSeries[last], 2)
+    assert.deepStrictEqual(policy.queuedSeries.slice(0, last).filter((value) => value !== null), [])
   })
 })

@@ -188,8 +188,30 @@ describe("shape: empty-body 400", () => {
   })
 
   it("decodeWith turns only shape mismatches into Shape", () => {
-    expect(decodeWith(() => decodeItem({}))).toEqual({ _tag: "Shape" })
+    expect(decodeWith(() => decodeItem({}))).toEqual({ _tag: "Shape", reason: "url is required (a string)" })
     expect(() => decodeWith(() => { throw new Error("bug") })).toThrow("bug")
+  })
+})
+
+describe("a wrong shape names the value (DECISIONS \"Error hints\": the reason is the Timewheel-Error header)", () => {
+  const reasonOf = (json: unknown) => {
+    const decoded = decodeDeclareBody(json)
+    return decoded._tag === "Shape" ? decoded.reason : "Ok"
+  }
+  it.each([
+    ["not an object", [1], "body must be a JSON object, got a list"],
+    ["no tag", { items: [] }, "tag is required (a string)"],
+    ["tag null", { tag: null, items: [] }, "tag must be a string, got null"],
+    ["items not a list", { tag: "t", items: {} }, "items must be a list, got an object"],
+    ["an item not an object", { tag: "t", items: ["x"] }, "items[0] must be a JSON object, got a string"],
+    ["an item without url", { tag: "t", items: [{ url: "u" }, { title: "x" }] }, "items[1].url is required (a string)"],
+    ["a header that is not a string", { tag: "t", items: [{ url: "u", headers: { a: 1 } }] }, "items[0].headers must be an object of strings, got an object"],
+    ["tags not strings", { tag: "t", items: [{ url: "u", tags: [1] }] }, "items[0].tags must be a list of strings, got a list"],
+    ["a retry field of the wrong type", { tag: "t", items: [{ url: "u", retry: { maxAttempts: "3" } }] }, "items[0].retry.maxAttempts must be a number, got a string"],
+    ["an unknown retryOn", { tag: "t", items: [{ url: "u", retry: { retryOn: "never" } }] }, "items[0].retry.retryOn must be one of network_only, 5xx_and_network, non_2xx, got a string"],
+    ["runMissed not a boolean", { tag: "t", items: [], runMissed: "yes" }, "runMissed must be true or false, got a string"]
+  ] as const)("%s → %s", (_what, json, reason) => {
+    expect(reasonOf(json)).toBe(reason)
   })
 })
 

@@ -133,9 +133,9 @@ describe("shape: 400 with an empty body (SPEC /tag-policies checks, row 2)", () 
     expect(putOutcome(fields({ maxConcurrent: 1 }), body)).toBe("shape")
   })
 
-  it("a shape failure carries a reason for logs (the response body stays empty)", () => {
+  it("a shape failure carries a reason, the Timewheel-Error hint (the response body stays empty)", () => {
     expect(decodeTagPolicyBody({ tag: "a", throughput: { "1w": 1 } }, "create")).toEqual({
-      _tag: "Shape", reason: "throughput window '1w' is malformed"
+      _tag: "Shape", reason: `throughput window "1w": a whole number followed by s, m, h or d`
     })
     expect(decodeTagPolicyBody({ maxConcurrent: 1 }, "create")).toEqual({ _tag: "Shape", reason: "tag is required" })
     expect(decodeTagPolicyBody({ retryOn: "x" }, "update")).toEqual({

@@ -11,12 +11,19 @@ import {
   type ChildEnv,
   type CliResult,
   postgresProcessesOf,
+  programLines,
   type RunningService,
+  runChild,
   runCli,
-  startService
+  startService,
+  waitUntil
 } from "../support/cli.ts"
 import { freshDatabaseUrl, makeTempDir } from "../support/database.ts"
 import { insecureAgent } from "../support/server.ts"
+
+/** The messages of the lines npm start logs after listening (event next_step), in order. */
+const nextSteps = (log: string): Array<string> =>
+  log.split("\n").filter((line) => line.includes("event=next_step")).map((line) => /message="((?:[^"\\]|\\.)*)"/.exec(line)![1]!)
 
 const output = (result: CliResult): string => {
   assert.deepStrictEqual({ code: result.code, stderr: result.stderr }, { code: 0, stderr: "" })
@@ -56,6 +63,22 @@ describe("npm start on an embedded DATA_DIR", () => {
       services.push(first)
       assert.isTrue(fs.existsSync(path.join(dataDir, "pg", "PG_VERSION")))
       assert.strictEqual(postgresProcessesOf(dataDir).length, 1)
+      // a newcomer is told where the dashboard is and the one command for each missing thing (issue 24)
+      await waitUntil(() => first.output().includes("admin create"), 10_000, "the next steps")
+      assert.deepStrictEqual(nextSteps(first.output()), [
+        `dashboard: https://127.0.0.1:${first.port}/dashboard/ (the certificate is self-signed unless TLS_CERT_FILE is set: the browser asks to trust it once)`,
+        "next: create a project: npm run --silent cli -- project create my-project",
+        "next: create an API key: npm run --silent cli -- key create my-project",
+        "next: create a dashboard administrator: npm run --silent cli -- admin create you@example.com"
+      ])
+
+      // a second npm start here ends with one line saying what to do, and leaves the first alone
+      const second = await runChild("npm", ["start"], { env: { ...env, PORT: String(first.port) }, timeoutMs: 60_000 })
+      assert.strictEqual(second.code, 1, second.stdout + second.stderr)
+      assert.deepStrictEqual(programLines(second.stderr), [
+        `timewheel: cannot listen on 127.0.0.1:${first.port}: the address is in use (is timewheel already running here? stop it, or start this one with another PORT)`
+      ])
+      assert.deepStrictEqual(second.stdout.split("\n").filter((line) => line.trim() !== "" && !line.startsWith("> ")), [], "nothing else is printed")
 
       output(await runCli(["project", "create", "lifecycle"], { env: { DATA_DIR: dataDir } }))
       const key = output(await runCli(["key", "create", "lifecycle"], { env: { DATA_DIR: dataDir } }))
@@ -68,18 +91,42 @@ describe("npm start on an embedded DATA_DIR", () => {
 
       assertStopped(await first.stop(), dataDir)
 
-      const second = await startService(env)
-      services.push(second)
-      assert.deepStrictEqual((await health(second, key)).status, 200)
+      const restarted = await startService(env)
+      services.push(restarted)
+      assert.deepStrictEqual((await health(restarted, key)).status, 200)
       assert.deepStrictEqual(tlsFiles(dataDir), certificate)
-      assertStopped(await second.stop(), dataDir)
+      // a project and a key exist now: only the administrator is left to make
+      await waitUntil(() => restarted.output().includes("admin create"), 10_000, "the next steps")
+      assert.deepStrictEqual(nextSteps(restarted.output()).slice(1), [
+        "next: create a dashboard administrator: npm run --silent cli -- admin create you@example.com"
+      ])
+      assertStopped(await restarted.stop(), dataDir)
 
       console.log(
         `startup of npm start (spawn → "listening"): fresh DATA_DIR ${Math.round(first.startupMs)} ms, ` +
-          `existing DATA_DIR ${Math.round(second.startupMs)} ms`
+          `existing DATA_DIR ${Math.round(restarted.startupMs)} ms`
       )
     } finally {
       for (const service of services) service.kill()
+      fs.rmSync(dataDir, { recursive: true, force: true })
+    }
+  })
+})
+
+describe("a start that cannot succeed", () => {
+  it("ends with one line on stderr saying what to do, exit 1: a database that cannot be reached", { timeout: 120_000 }, async () => {
+    const dataDir = makeTempDir("unreachable")
+    try {
+      const result = await runChild("npm", ["start"], {
+        env: { DATA_DIR: dataDir, PORT: "0", HOST: "127.0.0.1", OPS_PORT: "off", DATABASE_URL: "postgres://postgres:secret@127.0.0.1:1/none" },
+        timeoutMs: 60_000
+      })
+      assert.strictEqual(result.code, 1, result.stdout + result.stderr)
+      assert.deepStrictEqual(programLines(result.stderr), [
+        "timewheel: cannot use DATABASE_URL postgres://postgres@127.0.0.1:1/none: connect ECONNREFUSED 127.0.0.1:1"
+      ])
+      assert.deepStrictEqual(result.stdout.split("\n").filter((line) => line.trim() !== "" && !line.startsWith("> ")), [])
+    } finally {
       fs.rmSync(dataDir, { recursive: true, force: true })
     }
   })

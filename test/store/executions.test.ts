@@ -19,7 +19,8 @@ const NODE = "this-node"
 const execution = (triggerId: string, projectId: string, attempt = 1, scheduledAtMs: number | null = null): ExecutionRecord => ({
   id: uuidv7(NOW), triggerId, projectId, attempt, succeeded: true, startedAtMs: NOW - 5, finishedAtMs: NOW, durationMs: 5,
   httpStatus: 200, responseHeaders: {}, responseBody: "ok", errorKind: null, errorCode: null, errorMessage: null,
-  isDeadLetter: false, connectTimeoutSeconds: 10, timeoutSeconds: 30, triggeredBy: null, url: "http://127.0.0.1:9/x", scheduledAtMs
+  isDeadLetter: false, connectTimeoutSeconds: 10, timeoutSeconds: 30, triggeredBy: null, url: "http://127.0.0.1:9/x", scheduledAtMs,
+  gated: false
 })
 
 const claimed = (id: string, retryAtMs: number | null = null, attempt = 1): TriggerOutcome => ({ id, attempt, firedSeenUs: null, retryAtMs })

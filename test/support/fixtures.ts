@@ -145,8 +145,12 @@ export const insertExecution = (fixture: ExecutionFixture) =>
     const started = fixture.startedAt ?? new Date(Date.UTC(2030, 5, 1))
     const durationMs = fixture.durationMs ?? 120
     const httpStatus = fixture.httpStatus === undefined ? 200 : fixture.httpStatus
-    const scheduled = yield* sql<{ ms: string | null }>`
-      SELECT (extract(epoch FROM scheduled_at) * 1000)::bigint::text AS ms FROM triggers WHERE id = ${fixture.triggerId}`
+    // as delivery knows them: the trigger's scheduled time, and whether a tag gate admitted it (a tag of
+    // it has a policy limiting concurrency or throughput)
+    const scheduled = yield* sql<{ ms: string | null; gated: boolean }>`
+      SELECT (extract(epoch FROM t.scheduled_at) * 1000)::bigint::text AS ms, EXISTS (SELECT FROM tag_policies p
+          WHERE p.project_id = t.project_id AND p.tag = ANY (t.tags) AND (p.max_concurrent IS NOT NULL OR p.throughput IS NOT NULL)) AS gated
+      FROM triggers t WHERE t.id = ${fixture.triggerId}`
     const status = fixture.status ?? "succeeded"
     yield* executionsInsert([{
       id, triggerId: fixture.triggerId, projectId: fixture.projectId, attempt: fixture.attempt ?? 1,
@@ -157,7 +161,7 @@ export const insertExecution = (fixture: ExecutionFixture) =>
       errorCode: fixture.errorCode ?? null, errorMessage: fixture.errorMessage ?? null, isDeadLetter: fixture.isDeadLetter ?? false,
       connectTimeoutSeconds: fixture.connectTimeoutSeconds ?? 10, timeoutSeconds: fixture.timeoutSeconds ?? 300,
       triggeredBy: fixture.triggeredBy ?? null, url: fixture.url ?? DEFAULT_URL,
-      scheduledAtMs: scheduled[0]?.ms == null ? null : Number(scheduled[0].ms)
+      scheduledAtMs: scheduled[0]?.ms == null ? null : Number(scheduled[0].ms), gated: scheduled[0]?.gated === true
     }])
     return id
   })

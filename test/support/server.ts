@@ -120,6 +120,7 @@ export interface ScheduleBody {
   readonly scheduledAt: string
   readonly operation: string
   readonly kind: string
+  readonly status: string
   readonly monthQuotaRemaining: number
 }
 

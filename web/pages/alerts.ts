@@ -1,6 +1,7 @@
 // Failure alerts of the project: a Slack-compatible webhook and/or e-mail recipients (SMTP_URL on
 // the service), sent when triggers are dead-lettered, at most one message a minute; a test button,
-// and the latest messages with their outcome (a failing target is recorded, not retried).
+// and the latest messages with their outcome (a failing target is recorded, not retried). A test
+// reports each target on its own: green when all arrived, red when none did, amber when some did.
 import { useState } from "preact/hooks"
 import { api } from "../api.ts"
 import { Badge, Empty, html, messageOf, Notice, PageHeader, Time, useLoad } from "../ui.ts"
@@ -14,7 +15,7 @@ interface Alerts {
 
 export const AlertsPage = () => {
   const { data, error, reload } = useLoad(() => api<Alerts>("GET", "/alerts"), [], 10_000)
-  const [answer, setAnswer] = useState<{ kind: "ok" | "error"; text: unknown } | undefined>(undefined)
+  const [answer, setAnswer] = useState<{ kind: "ok" | "warn" | "error"; text: unknown } | undefined>(undefined)
   const [busy, setBusy] = useState(false)
   const save = async (event: Event) => {
     event.preventDefault()
@@ -34,10 +35,11 @@ export const AlertsPage = () => {
     setBusy(true)
     try {
       const { results } = await api<{ results: Array<{ channel: string; error: string | null }> }>("POST", "/alerts/test")
-      const failed = results.filter((r) => r.error !== null)
+      const failed = results.filter((r) => r.error !== null).length
       setAnswer({
-        kind: failed.length === 0 ? "ok" : "error",
-        text: html`Test alert: ${results.map((r) => html`<span class="result">${r.channel} ${r.error === null ? "sent" : `failed: ${r.error}`}</span>`)}`
+        kind: failed === 0 ? "ok" : failed === results.length ? "error" : "warn",
+        text: html`Test alert: ${results.map((r) => html`<span class="result" data-channel=${r.channel}>
+          <${Badge} text=${r.error === null ? "sent" : "failed"} tone=${r.error === null ? "green" : "red"} /> ${r.channel} ${r.error === null ? "sent" : `failed: ${r.error}`}</span>`)}`
       })
     } catch (e) {
       setAnswer({ kind: "error", text: messageOf(e) })

@@ -1,18 +1,29 @@
-// Overview of the project: deliveries per minute by outcome, first attempts' lateness p50/p99, dead
-// letters per hour over 24 h, and queued / in-flight triggers per tag policy — all from the
-// service's rollup (GET /overview), refreshed every 15 s.
+// Overview of the project: deliveries by outcome, first attempts' lateness — the scheduler's own
+// apart from the wait of triggers held by their tags' limits — dead letters per hour over 24 h, and
+// queued / in-flight triggers per tag policy, all from the service's rollup (GET /overview),
+// refreshed every 15 s. Every chart's axis is the chosen range (1, 6 or 24 h); bars are buckets of
+// 1, 5 or 15 minutes.
 import { useState } from "preact/hooks"
 import { api } from "../api.ts"
 import { Chart } from "../chart.ts"
+import { bucketName } from "../timeAxis.ts"
 import { Empty, formatMs, html, Notice, PageHeader, useLoad } from "../ui.ts"
 
 interface Overview {
+  readonly bucketSeconds: number
+  readonly range: { from: number; to: number }
   readonly deliveries: { t: Array<number>; succeeded: Array<number>; failed: Array<number>; deadLetters: Array<number> }
-  readonly lateness: { t: Array<number>; p50: Array<number | null>; p99: Array<number | null> }
-  readonly totals: { succeeded: number; failed: number; deadLetters: number; latenessP50: number | null; latenessP99: number | null }
+  readonly lateness: { t: Array<number>; p50: Array<number | null>; p99: Array<number | null>; gatedP50: Array<number | null>; gatedP99: Array<number | null> }
+  readonly totals: {
+    succeeded: number; failed: number; deadLetters: number; latenessP50: number | null; latenessP99: number | null
+    gatedLatenessP50: number | null; gatedLatenessP99: number | null
+  }
   readonly deadLetters24h: number
   readonly deadLettersByHour: { t: Array<number>; count: Array<number> }
-  readonly tagPolicies: Array<{ id: string; tag: string; queued: number; inFlight: number; t: Array<number>; queuedSeries: Array<number>; inFlightSeries: Array<number> }>
+  readonly tagPolicies: Array<{
+    id: string; tag: string; queued: number; inFlight: number; sampled: boolean
+    t: Array<number>; queuedSeries: Array<number | null>; inFlightSeries: Array<number | null>
+  }>
 }
 
 const RANGES = [1, 6, 24] as const
@@ -25,10 +36,11 @@ const count = (n: number) => n.toLocaleString("en-US")
 export const OverviewPage = () => {
   const [hours, setHours] = useState<number>(1)
   const { data, error } = useLoad(() => api<Overview>("GET", `/overview?hours=${hours}`), [hours], 15_000)
+  const per = data === undefined ? "" : bucketName(data.bucketSeconds)
   return html`<div>
-    <${PageHeader} title="Overview" subtitle="Deliveries, lateness and dead letters of this project, per minute (UTC).">
+    <${PageHeader} title="Overview" subtitle="Deliveries, lateness and dead letters of this project (UTC).">
       <div class="segmented" role="group" aria-label="Range">
-        ${RANGES.map((h) => html`<button class=${h === hours ? "on" : ""} onClick=${() => setHours(h)}>${h} h</button>`)}
+        ${RANGES.map((h) => html`<button class=${h === hours ? "on" : ""} aria-pressed=${h === hours} onClick=${() => setHours(h)}>${h} h</button>`)}
       </div>
     </${PageHeader}>
     ${error === undefined ? null : html`<${Notice} kind="error">${error}</${Notice}>`}
@@ -37,32 +49,35 @@ export const OverviewPage = () => {
         <${Stat} label=${`delivered (${hours} h)`} value=${count(data.totals.succeeded)} tone="green" />
         <${Stat} label=${`failed, retried (${hours} h)`} value=${count(data.totals.failed)} tone="amber" />
         <${Stat} label="dead letters (24 h)" value=${count(data.deadLetters24h)} tone=${data.deadLetters24h > 0 ? "red" : ""} />
-        <${Stat} label=${`lateness p50 (${hours} h)`} value=${formatMs(data.totals.latenessP50)} />
-        <${Stat} label=${`lateness p99 (${hours} h)`} value=${formatMs(data.totals.latenessP99)} />
+        <${Stat} label=${`scheduler lateness p50 / p99 (${hours} h)`} value=${`${formatMs(data.totals.latenessP50)} / ${formatMs(data.totals.latenessP99)}`} />
+        <${Stat} label=${`held by tag limits p99 (${hours} h)`} value=${formatMs(data.totals.gatedLatenessP99)} />
       </div>
       <div class="grid two">
-        <div class="card"><${Chart} title="Deliveries per minute" t=${data.deliveries.t} stacked=${true}
+        <div class="card"><${Chart} title=${`Deliveries per ${per}`} t=${data.deliveries.t} range=${data.range} stacked=${true}
           values=${[data.deliveries.succeeded, data.deliveries.failed, data.deliveries.deadLetters]}
           series=${[{ label: "delivered", color: "#12a150", bars: true }, { label: "failed, retried", color: "#e59a0b", bars: true },
             { label: "dead letters", color: "#d92d20", bars: true }]} /></div>
-        <div class="card"><${Chart} title="Lateness of first attempts (start − scheduled time)" t=${data.lateness.t}
-          values=${[data.lateness.p50, data.lateness.p99]} format=${formatMs}
+        <div class="card"><${Chart} title="Scheduler lateness of first attempts (start − scheduled time; triggers without tag limits)"
+          t=${data.lateness.t} range=${data.range} values=${[data.lateness.p50, data.lateness.p99]} format=${formatMs}
           series=${[{ label: "p50", color: "#2563eb" }, { label: "p99", color: "#7c3aed" }]} /></div>
+        <div class="card"><${Chart} title="Wait of triggers with tag limits (lateness and time held by concurrency or throughput)"
+          t=${data.lateness.t} range=${data.range} values=${[data.lateness.gatedP50, data.lateness.gatedP99]} format=${formatMs}
+          series=${[{ label: "p50", color: "#0ea5e9" }, { label: "p99", color: "#c2410c" }]} /></div>
         <div class="card"><${Chart} title="Dead letters per hour, last 24 h" t=${data.deadLettersByHour.t}
           values=${[data.deadLettersByHour.count]} series=${[{ label: "dead letters", color: "#d92d20", bars: true }]} /></div>
         <div class="card">
           <h2 class="card-title">Tag policies: queued and in flight</h2>
           ${data.tagPolicies.length === 0 ? html`<${Empty}>No tag policy in this project.</${Empty}>` : html`
-            <table class="compact"><thead><tr><th>Tag</th><th class="num">Queued now</th><th class="num">In flight now</th></tr></thead>
+            <div class="scroll-x"><table class="compact"><thead><tr><th>Tag</th><th class="num">Queued now</th><th class="num">In flight now</th></tr></thead>
               <tbody>${data.tagPolicies.map((p) => html`<tr><td><code>${p.tag}</code></td><td class="num">${p.queued}</td><td class="num">${p.inFlight}</td></tr>`)}</tbody>
-            </table>`}
+            </table></div>`}
         </div>
       </div>
       ${data.tagPolicies.length === 0 ? null : html`<div class="grid two">
-        ${data.tagPolicies.map((p) => p.t.length === 0
-          ? html`<div class="card" key=${p.id}><h2 class="card-title">Tag ${p.tag}: queued and in flight</h2><${Empty}>No sample yet: taken once a minute.</${Empty}></div>`
-          : html`<div class="card" key=${p.id}><${Chart} title=${`Tag ${p.tag}: queued and in flight (sampled each minute)`} height=${160}
-          t=${p.t} values=${[p.queuedSeries, p.inFlightSeries]}
+        ${data.tagPolicies.map((p) => !p.sampled
+          ? html`<div class="card" key=${p.id}><h2 class="card-title">Tag ${p.tag}: queued and in flight</h2><${Empty}>No sample in this range yet: taken once a minute.</${Empty}></div>`
+          : html`<div class="card" key=${p.id}><${Chart} title=${`Tag ${p.tag}: queued and in flight (peak per ${per})`} height=${160}
+          t=${p.t} range=${data.range} values=${[p.queuedSeries, p.inFlightSeries]}
           series=${[{ label: "queued", color: "#7c3aed", fill: true }, { label: "in flight", color: "#0ea5e9", fill: true }]} /></div>`)}
       </div>`}
     `}

@@ -30,7 +30,7 @@ export const SignInPage = ({ ended, onSignedIn }: { ended: boolean; onSignedIn: 
       <label>E-mail<input name="email" type="email" autocomplete="username" required autofocus /></label>
       <label>Password<input name="password" type="password" autocomplete="current-password" required /></label>
       <button class="primary" type="submit" disabled=${busy}>${busy ? "Signing in…" : "Sign in"}</button>
-      <p class="muted small">Administrators are created with <code>npm run cli -- admin create EMAIL</code>.</p>
+      <p class="muted small">Administrators are created at a terminal with <code>npm run --silent cli -- admin create you@example.com</code>.</p>
     </form>
   </div>`
 }

@@ -1,17 +1,18 @@
 // One trigger: its request (method, URL, headers, body), its details, and its executions with
 // status, timing, error kind and the response body; cancel and replay buttons that follow the API's
 // rules (cancel: pending one-shots and active generators; replay: completed ones) and show its
-// answers as they are. Refreshed every 3 s while something may still happen.
+// answers as they are. Refreshed every 3 s while something may still happen. The status shows with
+// the outcome (a dead letter is `completed` too); a per-trigger retry policy reads as words.
 import { useState } from "preact/hooks"
 import { api } from "../api.ts"
-import { Badge, Empty, formatMs, html, Link, messageOf, Notice, PageHeader, Time, useLoad } from "../ui.ts"
+import { Badge, Empty, formatMs, html, Link, messageOf, Notice, PageHeader, StatusBadges, Time, useLoad } from "../ui.ts"
 import type { Job } from "./triggers.ts"
 
 interface FullJob extends Job {
   readonly headers: Record<string, string | Array<string>>
   readonly body: { encoding: "text" | "base64"; value: string | null; size?: number } | null
   readonly contentType: string | null
-  readonly retry: unknown
+  readonly retry: RetryPolicy | null
   readonly createdAt: string
   readonly updatedAt: string
 }
@@ -34,6 +35,26 @@ export interface Execution {
   readonly triggeredBy: string | null
   readonly url: string
 }
+
+interface RetryPolicy {
+  readonly strategy: string
+  readonly maxAttempts: number | null
+  readonly initialDelaySeconds: number
+  readonly maxDelaySeconds: number | null
+  readonly jitter: boolean
+  readonly retryOn: string
+}
+
+/** A per-trigger retry policy as short lines: `exponential, at most 5 attempts`, `first retry after 30 s`… */
+const retryLines = (retry: RetryPolicy): Array<string> => [
+  `${retry.strategy}, ${retry.maxAttempts === null ? "unlimited attempts" : `at most ${retry.maxAttempts} attempt${retry.maxAttempts === 1 ? "" : "s"}`}`,
+  ...(retry.strategy === "none" ? [] : [
+    `first retry after ${retry.initialDelaySeconds} s${retry.strategy === "exponential" ? ", then doubling" : ""}`,
+    ...(retry.maxDelaySeconds === null ? [] : [`delays at most ${retry.maxDelaySeconds} s`]),
+    ...(retry.jitter ? ["with jitter (×0.5 to ×1.5)"] : []),
+    `retries on ${retry.retryOn.replace(/_/g, " ")}`
+  ])
+]
 
 const PENDING = new Set(["registered", "skipped", "retrying"])
 const SETTLING = new Set(["registered", "queued", "running", "retrying"])
@@ -93,8 +114,8 @@ export const TriggerPage = ({ id, projectId }: { id: string; projectId: string }
   const list = executions.data?.executions ?? []
   return html`<div>
     <div class="crumbs"><${Link} href=${`/dashboard/p/${projectId}/triggers`}>← Triggers</${Link}></div>
-    <${PageHeader} title=${data.title ?? `${data.method} ${data.url}`} subtitle=${html`<span class="mono">${data.id}</span>`}>
-      <${Badge} text=${data.status} />
+    <${PageHeader} title=${data.title ?? `${data.method} ${data.url}`} subtitle=${html`<span class="mono break">${data.id}</span>`}>
+      <${StatusBadges} status=${data.status} outcome=${data.outcome} />
       <button onClick=${() => act("replay")} disabled=${data.kind !== "job" || data.status !== "completed"}
         title="Replay: a completed trigger gets a new attempt">Replay</button>
       <button class="danger" onClick=${() => act("cancel")} disabled=${!cancellable(data)}
@@ -119,7 +140,9 @@ export const TriggerPage = ({ id, projectId }: { id: string; projectId: string }
           <tr><td>Attempts</td><td>${data.attempts}</td></tr>
           <tr><td>Tags</td><td>${data.tags.length === 0 ? html`<span class="muted">none</span>` : data.tags.map((t) => html`<span class="tag">${t}</span>`)}</td></tr>
           <tr><td>Custom key</td><td>${data.customKey ?? html`<span class="muted">none</span>`}</td></tr>
-          <tr><td>Retry policy</td><td>${data.retry === null ? html`<span class="muted">project or tag default</span>` : html`<code>${JSON.stringify(data.retry)}</code>`}</td></tr>
+          <tr><td>Retry policy</td><td class="retry-policy">${data.retry === null
+            ? html`<span class="muted">project or tag default</span>`
+            : retryLines(data.retry).map((line) => html`<div>${line}</div>`)}</td></tr>
           <tr><td>Created</td><td><${Time} iso=${data.createdAt} /></td></tr>
           <tr><td>Updated</td><td><${Time} iso=${data.updatedAt} /></td></tr>
         </table>

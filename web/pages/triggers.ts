@@ -1,16 +1,18 @@
-// Triggers of the project, newest first: filters (status, kind, tag, custom key, dead letter, scheduled
-// range) and cursor paging through GET /jobs; a row opens the trigger's page. Every trigger matching
-// the filter can be cancelled or its dead letters replayed at once (bulkAction.ts).
+// Triggers of the project, newest first: filters (status, outcome, kind, tag, custom key, dead letter,
+// scheduled range) and cursor paging through GET /jobs; each row's title is a link to the trigger's
+// page (a new tab, the keyboard), and its status shows with its outcome (a dead letter is `completed`
+// too). Every trigger matching the filter can be cancelled or its dead letters replayed at once
+// (bulkAction.ts).
 import { useState } from "preact/hooks"
 import { api } from "../api.ts"
 import { type Filter, SelectAllMatching } from "../bulkAction.ts"
-import { navigate } from "../router.ts"
-import { Badge, Empty, html, Notice, PageHeader, shortId, Time, useLoad } from "../ui.ts"
+import { Empty, html, Link, Notice, PageHeader, shortId, StatusBadges, Time, useLoad } from "../ui.ts"
 
 export interface Job {
   readonly id: string
   readonly kind: "job" | "generator"
   readonly status: string
+  readonly outcome: "delivered" | "dead_letter" | "cancelled" | "skipped" | null
   readonly scheduledAt: string | null
   readonly url: string
   readonly method: string
@@ -22,9 +24,11 @@ export interface Job {
 }
 
 const STATUSES = ["registered", "skipped", "queued", "running", "retrying", "completed", "cancelled", "active"]
+const OUTCOMES = [["delivered", "delivered"], ["dead_letter", "dead letter"], ["cancelled", "cancelled"], ["skipped", "skipped"]] as const
 
 interface Filters {
   readonly status: string
+  readonly outcome: string
   readonly kind: string
   readonly tag: string
   readonly customKey: string
@@ -35,7 +39,7 @@ interface Filters {
   readonly scheduledTo: string
 }
 
-const EMPTY: Filters = { status: "", kind: "", tag: "", customKey: "", deadLetter: "", scheduledFrom: "", scheduledTo: "" }
+const EMPTY: Filters = { status: "", outcome: "", kind: "", tag: "", customKey: "", deadLetter: "", scheduledFrom: "", scheduledTo: "" }
 
 /** The filter of a bulk action: the fields set, deadLetter as a boolean. */
 const actionFilter = (filters: Filters): Filter =>
@@ -64,7 +68,7 @@ export const TriggersPage = ({ projectId }: { projectId: string }) => {
     const form = new FormData(event.target as HTMLFormElement)
     const field = (name: string) => String(form.get(name) ?? "").trim()
     setFilters({
-      status: field("status"), kind: field("kind"), tag: field("tag"), customKey: field("customKey"),
+      status: field("status"), outcome: field("outcome"), kind: field("kind"), tag: field("tag"), customKey: field("customKey"),
       deadLetter: field("deadLetter"), scheduledFrom: field("scheduledFrom"), scheduledTo: field("scheduledTo")
     })
     setCursors([null])
@@ -73,6 +77,7 @@ export const TriggersPage = ({ projectId }: { projectId: string }) => {
     <${PageHeader} title="Triggers" subtitle="One-shot triggers, generators and their instances, newest first." />
     <form class="filters card" onSubmit=${apply}>
       <label>Status<select name="status"><option value="">any</option>${STATUSES.map((s) => html`<option value=${s}>${s}</option>`)}</select></label>
+      <label>Outcome<select name="outcome"><option value="">any</option>${OUTCOMES.map(([value, label]) => html`<option value=${value}>${label}</option>`)}</select></label>
       <label>Kind<select name="kind"><option value="">any</option><option value="job">job</option><option value="generator">generator</option></select></label>
       <label>Tag<input name="tag" placeholder="billing" /></label>
       <label>Custom key<input name="customKey" placeholder="order-42" /></label>
@@ -89,13 +94,12 @@ export const TriggersPage = ({ projectId }: { projectId: string }) => {
     ${data === undefined ? html`<div class="muted">Loading…</div>` : data.jobs.length === 0 ? html`<${Empty}>No trigger matches.</${Empty}>` : html`
       <div class="card flush"><table class="rows">
         <thead><tr><th>Trigger</th><th>Status</th><th>Kind</th><th>Scheduled (UTC)</th><th class="num">Attempts</th><th>Tags</th></tr></thead>
-        <tbody>${data.jobs.map((job) => html`<tr key=${job.id} class="clickable" data-trigger=${job.id}
-            onClick=${() => navigate(`/dashboard/p/${projectId}/triggers/${job.id}`)}>
+        <tbody>${data.jobs.map((job) => html`<tr key=${job.id} data-trigger=${job.id}>
           <td class="trigger-cell">
-            <div class="ellipsis strong">${job.title ?? `${job.method} ${job.url}`}</div>
+            <${Link} href=${`/dashboard/p/${projectId}/triggers/${job.id}`} class="ellipsis strong row-link">${job.title ?? `${job.method} ${job.url}`}</${Link}>
             <div class="muted small mono">${shortId(job.id)}${job.customKey === null ? "" : ` · key ${job.customKey}`}</div>
           </td>
-          <td><${Badge} text=${job.status} /></td>
+          <td><${StatusBadges} status=${job.status} outcome=${job.outcome} /></td>
           <td>${job.kind}${job.generatorId === null ? "" : html` <span class="muted small">instance</span>`}</td>
           <td><${Time} iso=${job.scheduledAt} /></td>
           <td class="num">${job.attempts}</td>
