@@ -1,8 +1,10 @@
 // A start-up that fails (issue 24) ends with one line on stderr saying what to do, never a stack
 // trace: the address is taken (another timewheel on this port?), the port needs privileges, the
-// database cannot be used (DATABASE_URL, or the embedded server in DATA_DIR), or else the innermost
-// error's message. main.ts prints it and exits with 1.
+// database cannot be used (DATABASE_URL, or the embedded server in DATA_DIR), stored triggers are
+// sealed with an encryption key the settings lack (its own line), or else the innermost error's
+// message. main.ts prints it and exits with 1.
 import type { AppConfigShape } from "./config.ts"
+import { EncryptionKeysMissing } from "./domain/sealing.ts"
 
 /** The innermost error of a chain of `cause`s. */
 const rootOf = (error: unknown): unknown => {
@@ -53,6 +55,7 @@ export const startupFailureLine = (error: unknown, config: Pick<AppConfigShape, 
     return `cannot listen on ${where}: permission denied (ports below 1024 need privileges): set ${setting} to 1024 or above`
   }
   if (root.code === "EADDRNOTAVAIL") return `cannot listen on ${where}: no such address on this machine: check HOST`
+  if (root instanceof EncryptionKeysMissing) return root.message
   if (isSqlFailure(error)) return `cannot use ${databaseName(config)}: ${messageOf(root)}`
   return `cannot start: ${messageOf(root)}`
 }

@@ -143,12 +143,12 @@ layer(CHUNKED, { timeout: "90 seconds" })("bulk actions", (it) => {
       assert.strictEqual(start.operationId, "startAction")
       assert.includeMembers(Object.keys(start.responses), ["200", "202", "400", "401", "413", "415", "503"])
       assert.sameMembers(Object.keys(start.requestBody.content["application/json"].schema.properties.filter.properties), [
-        "status", "kind", "tag", "customKey", "deadLetter", "scheduledFrom", "scheduledTo"
+        "status", "outcome", "kind", "tag", "customKey", "deadLetter", "scheduledFrom", "scheduledTo"
       ])
       assert.strictEqual(document.paths["/actions"].get.operationId, "listActions")
       assert.includeMembers(Object.keys(document.paths["/actions/{id}"].get.responses), ["200", "401", "404"])
       const jobs = document.paths["/jobs"].get.parameters.map((parameter: { name: string }) => parameter.name)
-      assert.includeMembers(jobs, ["status", "kind", "tag", "customKey", "deadLetter", "scheduledFrom", "scheduledTo", "limit", "cursor"])
+      assert.includeMembers(jobs, ["status", "outcome", "kind", "tag", "customKey", "deadLetter", "scheduledFrom", "scheduledTo", "limit", "cursor"])
     }))
 
   describe("cancel by filter", () => {
