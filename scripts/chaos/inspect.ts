@@ -65,11 +65,20 @@ export const shardCounts = (snapshot: Ownership): Record<string, number> => {
   return counts
 }
 
-/** Ids of the triggers claimed by `nodeId` and not finished (queued or running). */
+/**
+ * SQL: the triggers `nodeId` took and has not finished: claimed by it (queued or running), or fired by
+ * the mark of a shard it holds (still registered or retrying, no custom key, not an instance, due at
+ * or before the mark: src/store/shardMarks.ts). `nodeId` must be checked by the caller.
+ */
+export const takenBySql = (nodeId: string, columns: string) =>
+  `SELECT ${columns} FROM triggers t WHERE (t.claimed_by = '${nodeId}' AND t.status IN ('queued', 'running'))
+    OR (t.status IN ('registered', 'retrying') AND t.custom_key IS NULL AND t.generator_id IS NULL AND EXISTS (
+      SELECT 1 FROM shard_marks m WHERE m.shard = t.shard AND m.node = '${nodeId}' AND t.due_at <= m.fired_at))`
+
+/** Ids of the triggers `nodeId` took and has not finished (claimed or fired: takenBySql). */
 export const claimedBy = async (cluster: PrivateCluster, database: string, nodeId: string): Promise<ReadonlyArray<string>> => {
   if (!/^[0-9a-f-]+$/i.test(nodeId)) return []
-  const rows = await cluster.query<{ id: string }>(database,
-    `SELECT id::text AS id FROM triggers WHERE claimed_by = '${nodeId}' AND status IN ('queued', 'running')`, 5_000)
+  const rows = await cluster.query<{ id: string }>(database, takenBySql(nodeId, "t.id::text AS id"), 5_000)
   return rows.map((row) => row.id)
 }
 

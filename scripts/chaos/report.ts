@@ -68,7 +68,7 @@ export const details = (results: ReadonlyArray<ScenarioResult>): string =>
     }
     const c = r.counts
     if (r.inFlightAtFault !== undefined) {
-      lines.push(`- node 0 at the fault: ${r.inFlightAtFault.claimed} triggers claimed and unfinished (database)` +
+      lines.push(`- node 0 at the fault: ${r.inFlightAtFault.claimed} triggers taken (claimed, or fired by its shards' marks) and unfinished (database)` +
         (r.scenario.startsWith("pg-") ? "" : `, ${r.inFlightAtFault.openAtTarget} requests open at the target`))
     }
     if (r.outageMs !== undefined) {

@@ -12,7 +12,7 @@
 //   kills node 0 with SIGKILL 10 s after T and checks that the survivors deliver the rest.
 import { sleep } from "../bench/common.ts"
 import { analyse, type ArrivalBuckets, arrivalBuckets, type Counts, type FaultContext } from "./analysis.ts"
-import { claimedBy, type Ownership, shardCounts, triggerRecords, type TriggerRecord } from "./inspect.ts"
+import { claimedBy, type Ownership, shardCounts, takenBySql, triggerRecords, type TriggerRecord } from "./inspect.ts"
 import { measureIngestRate, type Scheduled, scheduleTriggers, type TriggerSpec } from "./load.ts"
 import type { LogSummary } from "./logs.ts"
 import type { StopMode } from "./postgres.ts"
@@ -254,8 +254,8 @@ const waitForMoment = async (world: World, moment: FaultMoment, dueMs: number, n
       await sleep(5)
     } else {
       if (victimId === undefined) return
-      const rows = await world.context.cluster.query<{ count: number }>(world.database,
-        `SELECT count(*)::int AS count FROM triggers WHERE claimed_by = '${victimId}' AND status IN ('queued', 'running')`).catch(() => [])
+      const rows = await world.context.cluster.query<{ count: number }>(world.database, takenBySql(victimId, "count(*)::int AS count"))
+        .catch(() => [])
       if (Number(rows[0]?.count ?? 0) >= moment.claimedFraction * share) return
       await sleep(10)
     }
