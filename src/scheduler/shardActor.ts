@@ -48,13 +48,13 @@ const CLAIM_RETRY_MS = 1_000
  * whole bursts), then the rest of the shard's burst in large pages.
  */
 const FIRST_FETCH_PAGE = 64
-const FETCH_PAGE = 512
+const FETCH_PAGE = 256
 /**
  * While this many rows wait for a sender, no later page is fetched (and only `laterPages` of the
  * node's shards fetch one at a time): a burst is read as it is sent, and the node holds a bounded
  * number of rows, few enough to die young rather than be promoted through a small young generation.
  */
-const BACKLOG_LIMIT = 1_024
+const BACKLOG_LIMIT = 512
 
 /**
  * Where a shard's periodic work falls within its period, in [0, 1): shards are spread evenly (golden
