@@ -2,28 +2,29 @@
 // headers and body of /schedule are the request to replay later.
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
-import * as ByteSize from "effect/ByteSize"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { AppConfig } from "../config.ts"
 import { cancelTrigger } from "../commands/cancel.ts"
-import { scheduleTrigger } from "../commands/schedule.ts"
+import { type ScheduleResult, scheduleTrigger } from "../commands/schedule.ts"
 import { BadRequest, MalformedRequest } from "../domain/errors.ts"
 import { cancelTargetOf } from "../domain/scheduleInput.ts"
 import { authenticateKey } from "./auth.ts"
 import { jsonResponse } from "./errors.ts"
 import { handle } from "./handle.ts"
-import { MAX_BODY_BYTES, readScheduleRequest } from "./scheduleRequest.ts"
+import { readScheduleRequest, type ScheduleRequest, scheduleRequestOf } from "./scheduleRequest.ts"
 
-const scheduleHandler = Effect.gen(function*() {
-  const request = yield* HttpServerRequest.HttpServerRequest
-  const config = yield* AppConfig
-  const nowMs = yield* Clock.currentTimeMillis
-  const command = yield* readScheduleRequest(request, config.prefix, nowMs).pipe(
-    Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MAX_BODY_BYTES))
-  )
-  const result = yield* scheduleTrigger(command, nowMs)
-  return request.method === "HEAD" ? HttpServerResponse.empty({ status: 200 }) : jsonResponse(200, result)
-})
+/** The 200 of /schedule (the route's and the fast lane's): the result as JSON; no body to a HEAD request (SPEC rule 11). */
+export const scheduleAnswer = (method: string, result: ScheduleResult) =>
+  method === "HEAD" ? HttpServerResponse.empty({ status: 200 }) : jsonResponse(200, result)
+
+/** The answer to a /schedule request, its failures rendered: the Effect route's, and the fast lane's when it cannot answer alone. */
+export const scheduleResponse = (request: ScheduleRequest) =>
+  handle(Effect.gen(function*() {
+    const config = yield* AppConfig
+    const nowMs = yield* Clock.currentTimeMillis
+    const command = yield* readScheduleRequest(request, config.prefix, nowMs)
+    return scheduleAnswer(request.method, yield* scheduleTrigger(command, nowMs))
+  }))
 
 const cancelHandler = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
@@ -43,6 +44,6 @@ const cancelHandler = Effect.gen(function*() {
 })
 
 export const ScheduleRoutes = HttpRouter.use(Effect.fn(function*(router) {
-  yield* router.add("*", "/schedule", handle(scheduleHandler))
+  yield* router.add("*", "/schedule", Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => scheduleResponse(scheduleRequestOf(request))))
   yield* router.add("DELETE", "/cancel", handle(cancelHandler))
 }))

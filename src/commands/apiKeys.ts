@@ -81,5 +81,5 @@ export const revokeProjectApiKey = (projectId: string, keyId: string) =>
 export const projectOfApiKey = (key: string): Effect.Effect<string, Unauthorized | ServiceUnavailable, ApiKeyCache> =>
   key === ""
     ? Effect.fail(new Unauthorized("Invalid api key"))
-    : Effect.flatMap(Effect.flatMap(ApiKeyCache, (cache) => cache.projectOf(hashApiKey(key))), (projectId) =>
+    : Effect.flatMap(Effect.flatMap(ApiKeyCache, (cache) => cache.projectOf(key)), (projectId) =>
       projectId === undefined ? Effect.fail(new Unauthorized("Invalid api key")) : Effect.succeed(projectId))
