@@ -95,6 +95,44 @@ export const triggersInsertOneShot = Effect.fnUntraced(function*(input: NewOneSh
       ${d.custom_key}, ${d.retry}::jsonb, ${now}, ${now})`
 })
 
+/** An ISO timestamp, the last one remembered: the rows of a batch share their request moments. */
+const isoOf = (() => {
+  let lastMs = Number.NaN
+  let lastIso = ""
+  return (ms: number): string => {
+    if (ms !== lastMs) {
+      lastMs = ms
+      lastIso = new Date(ms).toISOString()
+    }
+    return lastIso
+  }
+})()
+
+/** A text field of a JSON record, left out when null (jsonb_to_recordset reads a missing field as NULL). */
+const textField = (name: string, value: string | null): string => (value === null ? "" : `,"${name}":${JSON.stringify(value)}`)
+
+/**
+ * The rows as the JSON array `triggersCreateWithinQuota` reads (`n` numbers them from 1), written
+ * out directly: the per-row objects JSON.stringify would need were most of a plain create's
+ * allocation on the write side.
+ */
+export const newOneShotsJson = (rows: ReadonlyArray<NewOneShot>): string => {
+  let json = "["
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]!
+    const d = row.definition
+    const scheduledAt = isoOf(row.scheduledAtMs)
+    json += `${i === 0 ? "" : ","}{"n":${i + 1},"id":"${row.id}","shard":${row.shard},"status":"${row.status}",` +
+      `"scheduled_at":"${scheduledAt}"${row.status === "registered" ? `,"due_at":"${scheduledAt}"` : ""},"now":"${isoOf(row.nowMs)}",` +
+      `"url":${JSON.stringify(d.url)},"method":${JSON.stringify(d.method)},"headers":${JSON.stringify(d.headers)},` +
+      `"tags":${JSON.stringify(d.tags)}${textField("generator_id", row.generatorId ?? null)}` +
+      `${d.body === null ? "" : `,"body":"${Buffer.from(d.body.buffer, d.body.byteOffset, d.body.byteLength).toString("base64")}"`}` +
+      `${textField("content_type", d.contentType)}${textField("title", d.title)}${textField("custom_key", d.customKey)}` +
+      `${d.retry === null ? "" : `,"retry":${JSON.stringify(d.retry)}`}}`
+  }
+  return json + "]"
+}
+
 /**
  * Creates a batch of new one-shot triggers of one project within its monthly quota, in one statement
  * (for the group commit of /schedule calls without a custom key or id): it locks the month's usage
@@ -108,17 +146,7 @@ export const triggersCreateWithinQuota = Effect.fnUntraced(function*(input: {
   readonly rows: ReadonlyArray<NewOneShot>
 }) {
   const sql = yield* SqlClient.SqlClient
-  const json = JSON.stringify(input.rows.map((row, i) => {
-    const d = row.definition
-    const scheduledAt = new Date(row.scheduledAtMs).toISOString()
-    return {
-      n: i + 1, id: row.id, generator_id: row.generatorId ?? null, shard: row.shard, status: row.status,
-      scheduled_at: scheduledAt, due_at: row.status === "registered" ? scheduledAt : null, url: d.url, method: d.method,
-      headers: d.headers, body: d.body === null ? null : Buffer.from(d.body).toString("base64"),
-      content_type: d.contentType, title: d.title, tags: d.tags, custom_key: d.customKey, retry: d.retry,
-      now: new Date(row.nowMs).toISOString()
-    }
-  }))
+  const json = newOneShotsJson(input.rows)
   return yield* grantFromUsageRow(input, sql<GrantRow>`
     WITH old AS (
       SELECT used FROM quota_usage WHERE project_id = ${input.projectId} AND month = ${input.month}::date FOR UPDATE
