@@ -74,8 +74,13 @@ export const isString = (v: unknown): v is string => typeof v === "string"
 const isBoolean = (v: unknown): v is boolean => typeof v === "boolean"
 const isNumber = (v: unknown): v is number => typeof v === "number"
 const isStringArray = (v: unknown): v is ReadonlyArray<string> => Array.isArray(v) && v.every(isString)
-const isStringRecord = (v: unknown): v is Readonly<Record<string, string>> =>
-  isPlainObject(v) && Object.values(v).every(isString)
+const isStringRecord = (v: unknown): v is Readonly<Record<string, string>> => {
+  if (!isPlainObject(v)) return false
+  for (const name in v) {
+    if (Object.hasOwn(v, name) && typeof v[name] !== "string") return false
+  }
+  return true
+}
 const isOneOf = <A>(words: ReadonlyArray<A>) => (v: unknown): v is A => (words as ReadonlyArray<unknown>).includes(v)
 
 /** An own field: undefined when absent; a mismatch when present but null or of the wrong type. */

@@ -61,5 +61,11 @@ export const encodeItemBody = (value: unknown): Uint8Array | null => {
  * Nothing is filtered (prefixed headers, Host, Content-Length and hop-by-hop headers are kept:
  * delivery drops Content-Length and fails the forbidden ones). Values must already be strings.
  */
-export const itemHeaderPairs = (headers: Readonly<Record<string, string>>): HeaderPairs =>
-  Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value] as const)
+export const itemHeaderPairs = (headers: Readonly<Record<string, string>>): HeaderPairs => {
+  const pairs: Array<readonly [string, string]> = []
+  // own keys in Object.entries' order; a loop makes no array of entries for each item of a call
+  for (const name in headers) {
+    if (Object.hasOwn(headers, name)) pairs.push([name.toLowerCase(), headers[name]!])
+  }
+  return pairs
+}

@@ -3,6 +3,7 @@
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import { KEY_OWNER_STATUSES, PENDING_STATUSES, type TriggerDefinition } from "../domain/trigger.ts"
+import { base64Field, isoOf, jsonField } from "./jsonRecords.ts"
 import { grantFromUsageRow, type GrantRow } from "./quota.ts"
 import { statusList } from "./sqlLists.ts"
 
@@ -95,26 +96,9 @@ export const triggersInsertOneShot = Effect.fnUntraced(function*(input: NewOneSh
       ${d.custom_key}, ${d.retry}::jsonb, ${now}, ${now})`
 })
 
-/** An ISO timestamp, the last one remembered: the rows of a batch share their request moments. */
-const isoOf = (() => {
-  let lastMs = Number.NaN
-  let lastIso = ""
-  return (ms: number): string => {
-    if (ms !== lastMs) {
-      lastMs = ms
-      lastIso = new Date(ms).toISOString()
-    }
-    return lastIso
-  }
-})()
-
-/** A text field of a JSON record, left out when null (jsonb_to_recordset reads a missing field as NULL). */
-const textField = (name: string, value: string | null): string => (value === null ? "" : `,"${name}":${JSON.stringify(value)}`)
-
 /**
  * The rows as the JSON array `triggersCreateWithinQuota` reads (`n` numbers them from 1), written
- * out directly: the per-row objects JSON.stringify would need were most of a plain create's
- * allocation on the write side.
+ * out directly (jsonRecords.ts).
  */
 export const newOneShotsJson = (rows: ReadonlyArray<NewOneShot>): string => {
   let json = "["
@@ -125,10 +109,9 @@ export const newOneShotsJson = (rows: ReadonlyArray<NewOneShot>): string => {
     json += `${i === 0 ? "" : ","}{"n":${i + 1},"id":"${row.id}","shard":${row.shard},"status":"${row.status}",` +
       `"scheduled_at":"${scheduledAt}"${row.status === "registered" ? `,"due_at":"${scheduledAt}"` : ""},"now":"${isoOf(row.nowMs)}",` +
       `"url":${JSON.stringify(d.url)},"method":${JSON.stringify(d.method)},"headers":${JSON.stringify(d.headers)},` +
-      `"tags":${JSON.stringify(d.tags)}${textField("generator_id", row.generatorId ?? null)}` +
-      `${d.body === null ? "" : `,"body":"${Buffer.from(d.body.buffer, d.body.byteOffset, d.body.byteLength).toString("base64")}"`}` +
-      `${textField("content_type", d.contentType)}${textField("title", d.title)}${textField("custom_key", d.customKey)}` +
-      `${d.retry === null ? "" : `,"retry":${JSON.stringify(d.retry)}`}}`
+      `"tags":${JSON.stringify(d.tags)}${jsonField("generator_id", row.generatorId ?? null)}${base64Field("body", d.body)}` +
+      `${jsonField("content_type", d.contentType)}${jsonField("title", d.title)}${jsonField("custom_key", d.customKey)}` +
+      `${jsonField("retry", d.retry)}}`
   }
   return json + "]"
 }

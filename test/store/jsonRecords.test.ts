@@ -1,7 +1,9 @@
-// The JSON parameter of a batch of plain creates (store/triggers.ts newOneShotsJson), written out by
-// hand for speed: every row reads back as the record jsonb_to_recordset expects, null fields left
+// The JSON parameters of the batch writes, written out by hand for speed (store/jsonRecords.ts): the
+// plain creates' (store/triggers.ts newOneShotsJson) and the /declare and /bulk rows' (store/itemWrites.ts
+// itemRecordsJson). Every row reads back as the record jsonb_to_recordset expects, null fields left
 // out, text escaped as JSON, bodies as base64 of their own bytes (also when they view a larger buffer).
 import { describe, expect, it } from "vitest"
+import { itemRecordsJson } from "../../src/store/itemWrites.ts"
 import { newOneShotsJson, type NewOneShot } from "../../src/store/triggers.ts"
 
 const definition = {
@@ -50,5 +52,28 @@ describe("newOneShotsJson", () => {
 
   it("no rows: an empty array", () => {
     expect(JSON.parse(newOneShotsJson([]))).toEqual([])
+  })
+})
+
+describe("itemRecordsJson", () => {
+  const base = {
+    id: "01900000-0000-7000-8000-000000000003", shard: 3, kind: "job" as const, status: "registered" as const,
+    scheduledAtMs: Date.UTC(2099, 5, 1), cron: null, definition
+  }
+  it("a one-shot without optional fields, and with its expected status", () => {
+    expect(JSON.parse(itemRecordsJson([base, { ...base, expectedStatus: "skipped" }]))).toEqual([
+      { id: base.id, shard: 3, kind: "job", status: "registered", url: definition.url, method: "POST", headers: definition.headers, tags: [], scheduled_at: "2099-06-01T00:00:00.000Z" },
+      { id: base.id, shard: 3, kind: "job", status: "registered", url: definition.url, method: "POST", headers: definition.headers, tags: [], scheduled_at: "2099-06-01T00:00:00.000Z", expected: "skipped" }
+    ])
+  })
+  it("a generator with every field", () => {
+    const parsed = JSON.parse(itemRecordsJson([{
+      ...base, kind: "generator", status: "active", scheduledAtMs: null, cron: { cronExpr: "0 * * * *", cronTz: "Europe/Paris" },
+      definition: { ...definition, body: new Uint8Array([104, 105]), contentType: "text/plain", title: "t", tags: ["x"], customKey: "k\"", retry: null }
+    }]))[0]
+    expect(parsed).toEqual({
+      id: base.id, shard: 3, kind: "generator", status: "active", url: definition.url, method: "POST", headers: definition.headers,
+      tags: ["x"], body: "aGk=", content_type: "text/plain", title: "t", custom_key: "k\"", cron_expr: "0 * * * *", cron_tz: "Europe/Paris"
+    })
   })
 })
