@@ -8,7 +8,6 @@ import { SqlClient } from "effect/sql"
 import { HELD_BACK_STATUSES } from "../domain/itemMatch.ts"
 import type { TriggerDefinition, TriggerKind, TriggerStatus } from "../domain/trigger.ts"
 import { Buffer } from "node:buffer"
-import { isoOf } from "./jsonRecords.ts"
 import { statusList } from "./sqlLists.ts"
 
 /** A trigger as /declare or /bulk writes it: a one-shot (registered or skipped) or a generator (active). */
@@ -30,7 +29,7 @@ const recordOf = (row: ItemTriggerRow & { readonly expectedStatus?: TriggerStatu
   const record: Record<string, unknown> = {
     id: row.id, shard: row.shard, kind: row.kind, status: row.status, url: d.url, method: d.method, headers: d.headers, tags: d.tags
   }
-  if (row.scheduledAtMs !== null) record.scheduled_at = isoOf(row.scheduledAtMs)
+  if (row.scheduledAtMs !== null) record.scheduled_at = new Date(row.scheduledAtMs).toISOString()
   if (d.body !== null) record.body = Buffer.from(d.body.buffer, d.body.byteOffset, d.body.byteLength).toString("base64")
   if (d.contentType !== null) record.content_type = d.contentType
   if (d.title !== null) record.title = d.title

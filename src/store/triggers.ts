@@ -3,7 +3,7 @@
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import { KEY_OWNER_STATUSES, PENDING_STATUSES, type TriggerDefinition } from "../domain/trigger.ts"
-import { base64Field, isoOf, jsonField } from "./jsonRecords.ts"
+import { base64Field, jsonField, makeIsoOf } from "./jsonRecords.ts"
 import { grantFromUsageRow, type GrantRow } from "./quota.ts"
 import { statusList } from "./sqlLists.ts"
 
@@ -100,14 +100,16 @@ export const triggersInsertOneShot = Effect.fnUntraced(function*(input: NewOneSh
  * The rows as the JSON array `triggersCreateWithinQuota` reads (`n` numbers them from 1), written
  * out directly (jsonRecords.ts).
  */
+const nowIsoOf = makeIsoOf()
+
 export const newOneShotsJson = (rows: ReadonlyArray<NewOneShot>): string => {
   let json = "["
   for (let i = 0; i < rows.length; i++) {
     const row = rows[i]!
     const d = row.definition
-    const scheduledAt = isoOf(row.scheduledAtMs)
+    const scheduledAt = new Date(row.scheduledAtMs).toISOString()
     json += `${i === 0 ? "" : ","}{"n":${i + 1},"id":"${row.id}","shard":${row.shard},"status":"${row.status}",` +
-      `"scheduled_at":"${scheduledAt}"${row.status === "registered" ? `,"due_at":"${scheduledAt}"` : ""},"now":"${isoOf(row.nowMs)}",` +
+      `"scheduled_at":"${scheduledAt}"${row.status === "registered" ? `,"due_at":"${scheduledAt}"` : ""},"now":"${nowIsoOf(row.nowMs)}",` +
       `"url":${JSON.stringify(d.url)},"method":${JSON.stringify(d.method)},"headers":${JSON.stringify(d.headers)},` +
       `"tags":${JSON.stringify(d.tags)}${jsonField("generator_id", row.generatorId ?? null)}${base64Field("body", d.body)}` +
       `${jsonField("content_type", d.contentType)}${jsonField("title", d.title)}${jsonField("custom_key", d.customKey)}` +
