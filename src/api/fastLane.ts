@@ -6,8 +6,7 @@
 // - `/schedule`: the body is collected from Node's events, then the same checks in the same order
 //   (scheduleRequest.ts, its three pure steps around the body and the key) run synchronously with a
 //   key the key cache remembers; a plain create (no key, no id, no cron) goes to the insert batcher
-//   with a callback (commands/schedule.ts `plainRow`, `plainOutcome`, the same steps as its Effect
-//   use case). Anything else — a key not remembered, an edit or keyed upsert, a cron value, a
+//   with a callback (commands/schedule.ts `plainCreates`: the same steps as its Effect use case). Anything else — a key not remembered, an edit or keyed upsert, a cron value, a
 //   missing header, a wake-up to send, a failed insert — runs the route's own Effect
 //   (schedule.ts `scheduleResponse`, or the rest of it) in one fiber. Every rejection is rendered
 //   by the one error renderer (errors.ts `renderApiError`, or handle.ts in the fiber).
@@ -20,22 +19,15 @@
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import type * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import { HttpServerResponse } from "effect/http"
 import * as Scope from "effect/Scope"
 import type { IncomingMessage, ServerResponse } from "node:http"
 import { Wakeups } from "../cluster/wakeups.ts"
-import { AppConfig, SchedulerTiming } from "../config.ts"
+import { AppConfig } from "../config.ts"
 import { ApiKeyCache } from "../commands/apiKeyCache.ts"
-import { InsertBatcher } from "../commands/insertBatcher.ts"
-import { plainOnceValue, plainOutcome, plainRow, scheduleTrigger } from "../commands/schedule.ts"
+import { type PlainCreated, plainCreates, plainOnceValue, scheduleTrigger } from "../commands/schedule.ts"
 import { BadRequest } from "../domain/errors.ts"
-import { Metrics } from "../ops/metrics.ts"
-import { ShardCount } from "../store/db.ts"
-import type { QuotaResult } from "../store/quota.ts"
-import type { NewOneShot } from "../store/triggers.ts"
-import { orUnavailable } from "../store/unavailable.ts"
 import { keyOrBearerOf } from "./auth.ts"
 import { renderApiError } from "./errors.ts"
 import { handle } from "./handle.ts"
@@ -102,6 +94,7 @@ type LaneServices =
   | Effect.Services<ReturnType<typeof scheduleResponse>>
   | Effect.Services<ReturnType<typeof scheduleTrigger>>
   | Effect.Services<ReturnType<typeof healthAnswer>>
+  | Effect.Services<typeof plainCreates>
   | Wakeups
 
 export const makeFastLane = Effect.gen(function*() {
@@ -109,10 +102,7 @@ export const makeFastLane = Effect.gen(function*() {
   const keyHeader = `${prefix}-api-key`
   const clock = yield* Clock.Clock
   const keys = yield* ApiKeyCache
-  const batcher = yield* InsertBatcher
-  const metrics = yield* Metrics
-  const shards = (yield* ShardCount).count
-  const { lookaheadMs } = yield* SchedulerTiming
+  const createPlain = yield* plainCreates
   // a scope of its own, made before the server's: it closes after the server's graceful stop, so a
   // request in flight at the stop is answered, as on the Effect routes
   const scope = yield* Scope.fork(yield* Effect.scope, "parallel")
@@ -135,12 +125,10 @@ export const makeFastLane = Effect.gen(function*() {
     )
   }
 
-  /** The insert batcher's outcome for a plain create's row, answered. */
-  const created = (request: IncomingMessage, response: ServerResponse, row: NewOneShot) => (exit: Exit.Exit<QuotaResult, unknown>) => {
-    if (exit._tag === "Failure") return answer(request, response, handle(orUnavailable(Effect.failCause(exit.cause))))
-    const outcome = plainOutcome(row, exit.value, lookaheadMs)
+  /** A plain create's outcome, answered. */
+  const created = (request: IncomingMessage, response: ServerResponse) => (outcome: PlainCreated) => {
+    if (outcome._tag === "Failed") return answer(request, response, handle(outcome.failure))
     if (outcome._tag === "Refused") return send(request, response, renderApiError(outcome.error))
-    metrics.triggersCreated("schedule", "job", 1)
     const method = request.method ?? "GET"
     if (outcome.wake === undefined) return send(request, response, scheduleAnswer(method, outcome.result))
     const wake = outcome.wake
@@ -162,8 +150,7 @@ export const makeFastLane = Effect.gen(function*() {
     if (plain === undefined) {
       return answer(request, response, handle(Effect.map(scheduleTrigger(command.value, nowMs), (result) => scheduleAnswer(parts.method, result))))
     }
-    const row = plainRow(command.value, plain, nowMs, shards)
-    batcher.offer(row, created(request, response, row))
+    createPlain(command.value, plain, nowMs, created(request, response))
   }
 
   const schedule = (request: IncomingMessage, response: ServerResponse): boolean => {

@@ -2,8 +2,8 @@
 // trigger by custom key or id (SPEC "/schedule" rules 3–8), then wake the shard that owns it.
 // This module handles one-shot values; scheduleGenerator.ts handles `cron(...)`. A plain create (no
 // key, no id) is its row (`plainRow`) group-committed with its quota unit, then what the grant means
-// (`plainOutcome`): the fast lane (api/fastLane.ts) runs the same two steps around its own call of
-// the insert batcher.
+// (`plainOutcome`): the fast lane (api/fastLane.ts) runs the same two steps with a callback
+// (`plainCreates`).
 import * as Effect from "effect/Effect"
 import { type WakeItem, Wakeups } from "../cluster/wakeups.ts"
 import { SchedulerTiming } from "../config.ts"
@@ -123,6 +123,31 @@ export const plainOutcome = (row: NewOneShot, quota: QuotaResult, lookaheadMs: n
   const wakes = row.status === "registered" && row.scheduledAtMs < row.nowMs + 2 * lookaheadMs
   return { _tag: "Created", result, wake: wakes ? { shard: row.shard, id: row.id, dueAtMs: row.scheduledAtMs } : undefined }
 }
+
+/** What a plain create for a caller outside any fiber comes to: its outcome, or the batch's failure to render. */
+export type PlainCreated = PlainOutcome | { readonly _tag: "Failed"; readonly failure: Effect.Effect<never, unknown> }
+
+/**
+ * Plain creates for a caller outside any fiber (the fast lane, api/fastLane.ts): the row queued in
+ * the insert batcher with a callback, then `done` with what its quota unit means (the trigger
+ * counted when created), or the batch's failure as the use case fails (a database that cannot be
+ * reached is ServiceUnavailable). The wake-up, when the outcome has one, is the caller's to send.
+ */
+export const plainCreates = Effect.gen(function*() {
+  const shards = (yield* ShardCount).count
+  const batcher = yield* InsertBatcher
+  const metrics = yield* Metrics
+  const { lookaheadMs } = yield* SchedulerTiming
+  return (command: ScheduleCommand, value: OnceValue, nowMs: number, done: (created: PlainCreated) => void): void => {
+    const row = plainRow(command, value, nowMs, shards)
+    batcher.offer(row, (exit) => {
+      if (exit._tag === "Failure") return done({ _tag: "Failed", failure: orUnavailable(Effect.failCause(exit.cause)) })
+      const outcome = plainOutcome(row, exit.value, lookaheadMs)
+      if (outcome._tag === "Created") metrics.triggersCreated("schedule", "job", 1)
+      done(outcome)
+    })
+  }
+})
 
 /**
  * A new one-shot trigger with no key or id to match: no transaction; its quota unit and its row are
