@@ -1,10 +1,11 @@
-// graphile-worker as a peer: `addJob` through WorkerUtils for ingest, `addJobs` to load and to batch, and `run()`
+// graphile-worker as a peer: `addJob` through WorkerUtils for ingest, `addJobs` to load and to batch (with a
+// `jobKey` per job in the batch workload's keyed variant), and `run()`
 // with a task `hit` making the request. Its settings per workload are the SETTINGS below (LISTEN/NOTIFY
 // is always on in graphile-worker: add_job notifies, the pool listens).
 import { Logger, makeWorkerUtils, run } from "graphile-worker"
 import type { Runner, WorkerUtils } from "graphile-worker"
 import type { JobSpec } from "./common.ts"
-import { BULK_CHUNK, chunks, payloadOf } from "./peers.ts"
+import { BULK_CHUNK, chunks, keyOf, payloadOf } from "./peers.ts"
 import type { Delivery, PeerAdapter, PeerSettings } from "./peers.ts"
 
 export const SETTINGS = {
@@ -69,9 +70,12 @@ export const openGraphileWorker = async (databaseUrl: string, settings: PeerSett
     add: async (job: JobSpec) => {
       await utils.addJob(TASK, payloadOf(job), { runAt: new Date(job.runAtMs) })
     },
-    addMany: async (jobs) => {
+    addMany: async (jobs, keyed = false) => {
       for (const chunk of chunks(jobs, BULK_CHUNK)) {
-        await utils.addJobs(chunk.map((job) => ({ identifier: TASK, payload: payloadOf(job), runAt: new Date(job.runAtMs) })))
+        // jobKey: one job per key; adding a key again replaces the waiting job (not one already running)
+        await utils.addJobs(chunk.map((job) => ({
+          identifier: TASK, payload: payloadOf(job), runAt: new Date(job.runAtMs), ...(keyed ? { jobKey: keyOf(job) } : {})
+        })))
       }
     },
     startWorker: async (deliver) => {

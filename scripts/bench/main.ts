@@ -122,7 +122,9 @@ const summary = (workload: WorkloadName, m: Metrics): string => {
     const d = (m as { declare?: Record<string, number> }).declare
     const declare = d === undefined ? "" : `; /declare ${Math.round(d.firstMs!)} ms, again ${Math.round(d.againMs!)} ms, ` +
       `claim waits ${Math.round(d.declareLockWaitMs!)} / ${Math.round(d.bulkLockWaitMs!)} ms`
-    return `${r.ratePerS} jobs/s, call p50 ${r.callP50Ms} ms, p99 ${r.callP99Ms} ms, ${r.errors} errors, ${r.peakRssMiB} MiB${declare}`
+    const { unkeyed: u, keyed: k } = m as unknown as Record<string, Record<string, number>>
+    return `unkeyed ${u!.ratePerS} jobs/s (p50 ${u!.callP50Ms}, p99 ${u!.callP99Ms} ms), keyed ${k!.ratePerS} jobs/s ` +
+      `(p50 ${k!.callP50Ms}, p99 ${k!.callP99Ms} ms), ${r.errors} errors, ${r.peakRssMiB} MiB${declare}`
   }
   return `lateness p50 ${r.latenessP50Ms} / p99 ${r.latenessP99Ms} / max ${r.latenessMaxMs} ms, ${r.missing} missing, ${r.peakRssMiB} MiB`
 }

@@ -21,6 +21,7 @@ type ToPeer =
     readonly batchSize: number
     readonly concurrency: number
     readonly deadlineMs: number
+    readonly keyed: boolean
   }
   | { readonly type: "stop" }
 
@@ -70,7 +71,7 @@ const runPeer = () => {
         return send({ type: "loaded" })
       case "batch": {
         const batches = chunks(message.jobs, message.batchSize)
-        const batch = await runCalls(batches.length, message.concurrency, message.deadlineMs, (i) => adapter!.addMany(batches[i]!))
+        const batch = await runCalls(batches.length, message.concurrency, message.deadlineMs, (i) => adapter!.addMany(batches[i]!, message.keyed))
         return send({ type: "batched", batch })
       }
       case "stop":
@@ -118,8 +119,8 @@ export const startPeer = async (peer: PeerName, settings: PeerSettings, database
     load: async (jobs, deadlineMs) => {
       await call({ type: "load", jobs }, "loaded", Math.max(1_000, deadlineMs - Date.now()))
     },
-    batch: async (jobs, batchSize, concurrency, deadlineMs) =>
-      (await call({ type: "batch", jobs, batchSize, concurrency, deadlineMs }, "batched", deadlineMs - Date.now() + 30_000)).batch,
+    batch: async (jobs, batchSize, concurrency, deadlineMs, keyed) =>
+      (await call({ type: "batch", jobs, batchSize, concurrency, deadlineMs, keyed }, "batched", deadlineMs - Date.now() + 30_000)).batch,
     pid: child.pid!,
     stop: async () => {
       try {

@@ -11,8 +11,12 @@ export interface Delivery {
 export interface PeerAdapter {
   /** One library call scheduling one job (`addJob`, `send`): what the ingest workload times. */
   readonly add: (job: JobSpec) => Promise<void>
-  /** The library's bulk path (`addJobs`, `insert`), used to load the delivery and precision jobs. */
-  readonly addMany: (jobs: ReadonlyArray<JobSpec>) => Promise<void>
+  /**
+   * The library's bulk path (`addJobs`, `insert`), used to load the delivery and precision jobs and
+   * timed in the batch workload; `keyed`: each job carries its key (`keyOf`) for the library's
+   * deduplicating add (graphile-worker `jobKey`, pg-boss `singletonKey` on a `short` queue).
+   */
+  readonly addMany: (jobs: ReadonlyArray<JobSpec>, keyed?: boolean) => Promise<void>
   /** Starts this process's worker, whose task calls `deliver` for each job. */
   readonly startWorker: (deliver: (job: Delivery) => Promise<void>) => Promise<void>
   /** Stops the worker (if any) and closes the pools. */
@@ -23,6 +27,9 @@ export interface PeerAdapter {
 export type PeerSettings = Readonly<Record<string, unknown>>
 
 export type PeerName = "graphile-worker" | "pg-boss"
+
+/** The key of a job in the batch workload's keyed variant, the same on every system (timewheel's custom key). */
+export const keyOf = (job: JobSpec): string => `job-${job.id}`
 
 /** Job payload stored by the peers. */
 export const payloadOf = (job: JobSpec): Delivery => ({ url: job.url, body: job.body })

@@ -1,11 +1,12 @@
-// pg-boss as a peer: `send` for ingest, `insert` to load and to batch, and `work()` with a batch handler making the
+// pg-boss as a peer: `send` for ingest, `insert` to load and to batch (keyed variant: `singletonKey` on a queue
+// of policy `short`), and `work()` with a batch handler making the
 // requests of each fetched batch concurrently. LISTEN/NOTIFY is on (`useListenNotify`, queue `notify`),
 // but pg-boss notifies only for a job already due when inserted, never when a deferred one becomes due;
 // so the notify backstop poll is set to the base poll, or deferred jobs would wait up to its 30 s default.
 import { PgBoss } from "pg-boss"
 import type { Job } from "pg-boss"
 import type { JobSpec } from "./common.ts"
-import { BULK_CHUNK, chunks, payloadOf } from "./peers.ts"
+import { BULK_CHUNK, chunks, keyOf, payloadOf } from "./peers.ts"
 import type { Delivery, PeerAdapter, PeerSettings } from "./peers.ts"
 
 export const SETTINGS = {
@@ -43,6 +44,12 @@ interface BossSettings {
 }
 
 const QUEUE = "hit"
+/**
+ * The batch workload's keyed variant: a queue of policy `short`, whose unique index allows one queued
+ * job per `singletonKey`; `insert` ends in ON CONFLICT DO NOTHING, so a key already queued is skipped
+ * (the queued job is kept as it was). pg-boss's `upsert` edits a queued job instead, but one job per call.
+ */
+const KEYED_QUEUE = "hit_keyed"
 
 export const openPgBoss = async (databaseUrl: string, raw: PeerSettings): Promise<PeerAdapter> => {
   const settings = raw as BossSettings
@@ -55,14 +62,17 @@ export const openPgBoss = async (databaseUrl: string, raw: PeerSettings): Promis
   boss.on("error", (error) => process.stderr.write(`pg-boss error: ${String(error)}\n`))
   await boss.start()
   await boss.createQueue(QUEUE, { notify: settings.queue?.notify ?? false })
+  await boss.createQueue(KEYED_QUEUE, { notify: settings.queue?.notify ?? false, policy: "short" })
   return {
     add: async (job: JobSpec) => {
       const id = await boss.send(QUEUE, payloadOf(job), { startAfter: new Date(job.runAtMs) })
       if (id === null) throw new Error("pg-boss send returned null")
     },
-    addMany: async (jobs) => {
+    addMany: async (jobs, keyed = false) => {
       for (const chunk of chunks(jobs, BULK_CHUNK)) {
-        await boss.insert(QUEUE, chunk.map((job) => ({ data: payloadOf(job), startAfter: new Date(job.runAtMs) })))
+        await boss.insert(keyed ? KEYED_QUEUE : QUEUE, chunk.map((job) => ({
+          data: payloadOf(job), startAfter: new Date(job.runAtMs), ...(keyed ? { singletonKey: keyOf(job) } : {})
+        })))
       }
     },
     startWorker: async (deliver) => {

@@ -99,9 +99,12 @@ const ROWS: Record<WorkloadName, ReadonlyArray<Row>> = {
   precision: PRECISION_ROWS,
   "precision-fast": PRECISION_ROWS,
   batch: [
-    { label: "jobs/s", key: "ratePerS", better: "higher" },
-    { label: `call of ${BATCH_SIZE} p50 (ms)`, key: "callP50Ms", better: "lower" },
-    { label: `call of ${BATCH_SIZE} p99 (ms)`, key: "callP99Ms", better: "lower" },
+    { label: "unkeyed: jobs/s", key: "unkeyed.ratePerS", better: "higher" },
+    { label: `— call of ${BATCH_SIZE} p50 (ms)`, key: "unkeyed.callP50Ms", better: "lower" },
+    { label: `— call of ${BATCH_SIZE} p99 (ms)`, key: "unkeyed.callP99Ms", better: "lower" },
+    { label: "keyed (every key new): jobs/s", key: "keyed.ratePerS", better: "higher" },
+    { label: `— call of ${BATCH_SIZE} p50 (ms)`, key: "keyed.callP50Ms", better: "lower" },
+    { label: `— call of ${BATCH_SIZE} p99 (ms)`, key: "keyed.callP99Ms", better: "lower" },
     { label: "peak RSS (MiB)", key: "peakRssMiB", better: "lower" },
     { label: "errors", key: "errors" },
     { label: "/declare, first call: all added (ms)", key: "declare.firstMs" },
@@ -143,7 +146,7 @@ const TITLES: Record<WorkloadName, (n: number) => string> = {
   delivery: (n) => `delivery: ${n} requests due at one instant, POSTed to a loopback sink`,
   precision: (n) => `precision: ${n} requests at instants spread evenly over 10 s`,
   "precision-fast": (n) => `precision at ten times the rate: ${n} requests at instants spread evenly over 10 s`,
-  batch: (n) => `batch: ${n} one-shot requests 1 h ahead, ${BATCH_SIZE} per call, ${BATCH_CONCURRENCY} concurrent callers`,
+  batch: (n) => `batch: ${n} one-shot requests 1 h ahead, unkeyed then keyed, ${BATCH_SIZE} per call, ${BATCH_CONCURRENCY} concurrent callers`,
   gated: (n) => `gated: ${n} requests due at one instant on one tag, per policy (timewheel only)`,
   redrive: (n) => `redrive: ${n} dead letters replayed by one bulk action, POSTed to a loopback sink (timewheel only)`
 }
@@ -154,7 +157,7 @@ const valueOf = (metrics: Metrics | undefined, key: string): number | undefined 
     const ms = (metrics as DeliveryMetrics).lastArrivalMs
     return ms === undefined ? undefined : Math.round(ms) / 1000
   }
-  // `a.b`: a field of a nested object (the batch workload's /declare figures)
+  // `a.b`: a field of a nested object (the batch workload's variants and /declare figures)
   const value = key.split(".").reduce<unknown>((object, part) => (object as Record<string, unknown> | undefined)?.[part], metrics)
   return typeof value === "number" ? value : undefined
 }
@@ -186,8 +189,15 @@ const notesOf = (entry: Entry): Array<string> => {
   const m = entry.metrics as unknown as Record<string, unknown>
   const notes: Array<string> = []
   if (typeof m.missing === "number" && m.missing > 0) notes.push(`${entry.label}: ${m.missing} never arrived within the bound`)
-  if (typeof m.errors === "number" && m.errors > 0) notes.push(`${entry.label}: ${m.errors} calls failed (${String(m.firstError)})`)
-  if (m.timedOut === true) notes.push(`${entry.label}: stopped by the time bound`)
+  // the batch workload's figures are per variant
+  const variants = ["unkeyed", "keyed"].filter((name) => typeof m[name] === "object")
+  const runs = variants.length === 0
+    ? [{ label: entry.label, run: m }]
+    : variants.map((name) => ({ label: `${entry.label}, ${name}`, run: m[name] as Record<string, unknown> }))
+  for (const { label, run } of runs) {
+    if (typeof run.errors === "number" && run.errors > 0) notes.push(`${label}: ${run.errors} calls failed (${String(run.firstError)})`)
+    if (run.timedOut === true) notes.push(`${label}: stopped by the time bound`)
+  }
   if (typeof m.duplicates === "number" && m.duplicates > 0) notes.push(`${entry.label}: ${m.duplicates} duplicate deliveries`)
   if (m.client === "wrk") {
     notes.push(`${entry.label}: calls made by ${WRK_TITLE}; ${String(m.triggers)} triggers in the database for ${String(m.ok)} 2xx answers ` +

@@ -23,9 +23,10 @@ export interface StartedSystem {
   readonly load: (jobs: ReadonlyArray<JobSpec>, deadlineMs: number) => Promise<void>
   /**
    * Schedules the jobs `batchSize` per call with the system's batch API (`/bulk` upserts, `addJobs`,
-   * `insert`), `concurrency` callers, each call timed.
+   * `insert`), `concurrency` callers, each call timed; `keyed`: each job with its key (peers.ts
+   * `keyOf`: timewheel's custom key, graphile-worker's `jobKey`, pg-boss's `singletonKey`).
    */
-  readonly batch: (jobs: ReadonlyArray<JobSpec>, batchSize: number, concurrency: number, deadlineMs: number) => Promise<CallBatch>
+  readonly batch: (jobs: ReadonlyArray<JobSpec>, batchSize: number, concurrency: number, deadlineMs: number, keyed: boolean) => Promise<CallBatch>
   /** timewheel only: the /declare measurements of the batch workload (workloads.ts DeclareFigures). */
   readonly declare?: (jobs: ReadonlyArray<JobSpec>, deadlineMs: number) => Promise<DeclareFigures>
   /** timewheel only: creates a tag policy of the project (`POST /tag-policies` with this body); rejects unless 201. */

@@ -11,7 +11,7 @@ import { freeLoopbackPort, makeTempDir, peakRssKiB, removeTempDir, REPO_ROOT, ru
 import type { JobSpec } from "./common.ts"
 import { serviceLaunch } from "../serviceLaunch.ts"
 import { withLockProbe } from "./lockProbe.ts"
-import { chunks } from "./peers.ts"
+import { chunks, keyOf } from "./peers.ts"
 import type { StartedSystem } from "./system.ts"
 
 const PREFIX = "ttr"
@@ -69,15 +69,18 @@ export const scheduleCall = (origin: string, agent: Agent, key: string) => async
   if (typeof result.triggerId !== "string" || result.kind !== "job") throw new Error(`unexpected /schedule answer: ${text.slice(0, 200)}`)
 }
 
-/** A job as an item of /declare and /bulk (SPEC "Item"): keyed, its JSON body sent as compact JSON. */
-const itemOf = (job: JobSpec, change = "") => ({
+/**
+ * A job as an item of /declare and /bulk (SPEC "Item"), its JSON body sent as compact JSON; keyed
+ * (custom key `keyOf(job)`) unless `keyed` is false; `change` sets a title, changing the item.
+ */
+const itemOf = (job: JobSpec, options: { readonly change?: string; readonly keyed?: boolean } = {}) => ({
   url: job.url,
   scheduledAt: new Date(job.runAtMs).toISOString(),
-  customKey: `job-${job.id}`,
+  ...(options.keyed === false ? {} : { customKey: keyOf(job) }),
   method: "POST",
   headers: { "content-type": "application/json" },
   body: JSON.parse(job.body) as unknown,
-  ...(change === "" ? {} : { title: change })
+  ...(options.change === undefined ? {} : { title: options.change })
 })
 
 interface ItemsAnswer {
@@ -169,11 +172,11 @@ export const startTimewheel = async (databaseUrl: string, serviceEnv: Readonly<R
       if (batch.errors > 0) throw new Error(`loading timewheel failed: ${batch.firstError}`)
       if (batch.timedOut) throw new Error("loading timewheel timed out")
     },
-    batch: async (jobs, batchSize, concurrency, deadlineMs) => {
+    batch: async (jobs, batchSize, concurrency, deadlineMs, keyed) => {
       const batches = chunks(jobs, batchSize)
       return runCalls(batches.length, concurrency, deadlineMs, async (i) => {
         const batch = batches[i]!
-        expectSummary("/bulk", await post("/bulk", { upserts: batch.map((job) => itemOf(job)) }), "added", batch.length)
+        expectSummary("/bulk", await post("/bulk", { upserts: batch.map((job) => itemOf(job, { keyed })) }), "added", batch.length)
       })
     },
     declare: async (jobs) => {
@@ -192,10 +195,10 @@ export const startTimewheel = async (databaseUrl: string, serviceEnv: Readonly<R
       const ids = first.answer.operations.map((entry) => entry.id)
       // every row changed: how long does a claim of one of them wait behind the call's transactions?
       const declareUpdate = await withLockProbe(databaseUrl, ids, () =>
-        timed("/declare", { tag: "bench", items: jobs.map((job) => itemOf(job, "changed")) }))
+        timed("/declare", { tag: "bench", items: jobs.map((job) => itemOf(job, { change: "changed" })) }))
       expectSummary("/declare changing every item", declareUpdate.result.answer, "updated", jobs.length)
       const bulkUpdate = await withLockProbe(databaseUrl, ids, () =>
-        timed("/bulk", { upserts: jobs.map((job) => ({ ...itemOf(job, "changed again"), tags: ["bench"] })) }))
+        timed("/bulk", { upserts: jobs.map((job) => ({ ...itemOf(job, { change: "changed again" }), tags: ["bench"] })) }))
       expectSummary("/bulk changing every item", bulkUpdate.result.answer, "updated", jobs.length)
       return {
         items: jobs.length,

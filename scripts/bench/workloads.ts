@@ -12,7 +12,7 @@
 import * as crypto from "node:crypto"
 import { nowMs, percentile, sleep, sortedCopy } from "./common.ts"
 import { costProbe, type Costs } from "./costs.ts"
-import type { JobSpec } from "./common.ts"
+import type { CallBatch, JobSpec } from "./common.ts"
 import { runIngestWrk } from "./ingestWrk.ts"
 import type { IngestWrkMetrics } from "./ingestWrk.ts"
 import type { Arrivals, Sink } from "./sink.ts"
@@ -48,8 +48,8 @@ export interface IngestMetrics {
   readonly peakRssMiB: number
 }
 
-export interface BatchMetrics {
-  readonly n: number
+/** One variant of the batch workload (keyed or unkeyed) on one system. */
+export interface BatchRun {
   readonly ok: number
   readonly errors: number
   readonly firstError: string | null
@@ -59,6 +59,16 @@ export interface BatchMetrics {
   readonly ratePerS: number
   readonly callP50Ms: number
   readonly callP99Ms: number
+}
+
+export interface BatchMetrics {
+  readonly n: number
+  /** Jobs without a key: each one added. */
+  readonly unkeyed: BatchRun
+  /** Each job with its key (peers.ts keyOf), every key new: the system's deduplicating add. */
+  readonly keyed: BatchRun
+  /** Both variants' errors. */
+  readonly errors: number
   readonly peakRssMiB: number
   /** timewheel only. */
   readonly declare?: DeclareFigures
@@ -328,35 +338,10 @@ export const runPrecision = async (contender: Contender, databaseUrl: string, si
   }
 }
 
-/**
- * n jobs 1 h ahead (nothing is delivered) scheduled BATCH_SIZE per call by BATCH_CONCURRENCY callers,
- * after BATCH_WARM_UP jobs scheduled the same way and not timed:
- * timewheel `/bulk` with keyed upserts (each answer checked: all added), graphile-worker `addJobs`,
- * pg-boss `insert`. Then, on timewheel only, `/declare` of DECLARE_ITEMS keyed items on one tag
- * twice (all added, then all unchanged), then changing every item once by `/declare` and once by
- * `/bulk` while a probe measures how long a claim of one of those rows waits (lockProbe.ts).
- */
-export const runBatch = async (contender: Contender, databaseUrl: string, sink: Sink, n: number): Promise<BatchMetrics> => {
-  const run = newRun()
-  const base = Date.now() + INGEST_AHEAD_MS
-  const jobs: Array<JobSpec> = Array.from({ length: n }, (_, i) => ({ id: i, url: sink.url(run, i), runAtMs: base + i, body: bodyOf(i) }))
-  const system = await contender.start(databaseUrl, false)
-  const deadlineMs = Date.now() + Math.max(120_000, n * 2)
-  const { result, peakRssMiB } = await withSystem(system, async () => {
-    // warm-up, not timed: a just-started system (timewheel's shard actors starting, code not yet
-    // compiled by V8) is not what a batch API meets in steady use
-    const warmUp = jobs.slice(0, BATCH_WARM_UP).map((job) => ({ ...job, id: 2 * n + job.id }))
-    await system.batch(warmUp, BATCH_SIZE, BATCH_CONCURRENCY, deadlineMs)
-    const batch = await system.batch(jobs, BATCH_SIZE, BATCH_CONCURRENCY, deadlineMs)
-    const declareJobs = jobs.slice(0, DECLARE_ITEMS).map((job) => ({ ...job, id: n + job.id }))
-    const declare = system.declare === undefined ? undefined : await system.declare(declareJobs, Date.now() + 120_000)
-    return { batch, declare }
-  })
-  const { batch, declare } = result
+const batchRun = (batch: CallBatch): BatchRun => {
   const ok = batch.latenciesMs.length * BATCH_SIZE
   const sorted = sortedCopy(batch.latenciesMs)
   return {
-    n,
     ok,
     errors: batch.errors,
     firstError: batch.firstError ?? null,
@@ -364,7 +349,46 @@ export const runBatch = async (contender: Contender, databaseUrl: string, sink: 
     elapsedMs: round(batch.elapsedMs),
     ratePerS: round(ok / (batch.elapsedMs / 1000), 0),
     callP50Ms: round(percentile(sorted, 50), 1),
-    callP99Ms: round(percentile(sorted, 99), 1),
+    callP99Ms: round(percentile(sorted, 99), 1)
+  }
+}
+
+/**
+ * n jobs 1 h ahead (nothing is delivered) scheduled BATCH_SIZE per call by BATCH_CONCURRENCY callers,
+ * twice: unkeyed, then keyed (each job with its key, every key new), each after BATCH_WARM_UP jobs
+ * scheduled the same way and not timed. timewheel `/bulk` upserts (each answer checked: all added;
+ * keyed: with a custom key), graphile-worker `addJobs` (keyed: `jobKey`), pg-boss `insert` (keyed:
+ * `singletonKey` on a queue of policy `short`). Then, on timewheel only, `/declare` of DECLARE_ITEMS
+ * keyed items on one tag twice (all added, then all unchanged), then changing every item once by
+ * `/declare` and once by `/bulk` while a probe measures how long a claim of one of those rows waits
+ * (lockProbe.ts).
+ */
+export const runBatch = async (contender: Contender, databaseUrl: string, sink: Sink, n: number): Promise<BatchMetrics> => {
+  const run = newRun()
+  const base = Date.now() + INGEST_AHEAD_MS
+  // ids (and so keys and target URLs) apart: [0, n) unkeyed, [n, 2n) keyed, [2n, 3n) /declare, then warm-ups
+  const jobsFrom = (first: number, count: number): Array<JobSpec> =>
+    Array.from({ length: count }, (_, i) => ({ id: first + i, url: sink.url(run, first + i), runAtMs: base + i, body: bodyOf(first + i) }))
+  const system = await contender.start(databaseUrl, false)
+  const deadlineMs = Date.now() + Math.max(240_000, n * 4)
+  const { result, peakRssMiB } = await withSystem(system, async () => {
+    const timed = async (first: number, warmUpFirst: number, keyed: boolean) => {
+      // warm-up, not timed: a just-started system (timewheel's shard actors starting, code not yet
+      // compiled by V8) is not what a batch API meets in steady use
+      await system.batch(jobsFrom(warmUpFirst, BATCH_WARM_UP), BATCH_SIZE, BATCH_CONCURRENCY, deadlineMs, keyed)
+      return system.batch(jobsFrom(first, n), BATCH_SIZE, BATCH_CONCURRENCY, deadlineMs, keyed)
+    }
+    const unkeyed = await timed(0, 3 * n, false)
+    const keyed = await timed(n, 3 * n + BATCH_WARM_UP, true)
+    const declare = system.declare === undefined ? undefined : await system.declare(jobsFrom(2 * n, DECLARE_ITEMS), Date.now() + 120_000)
+    return { unkeyed, keyed, declare }
+  })
+  const { unkeyed, keyed, declare } = result
+  return {
+    n,
+    unkeyed: batchRun(unkeyed),
+    keyed: batchRun(keyed),
+    errors: unkeyed.errors + keyed.errors,
     peakRssMiB,
     ...(declare === undefined ? {} : { declare })
   }

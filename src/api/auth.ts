@@ -84,14 +84,19 @@ export const authenticateKey = (key: string) => Effect.map(projectOfApiKey(key),
 
 const BEARER = /^bearer[ \t]+(.*)$/i
 
-/** The key of the key header (wins when both are sent), else of a Bearer token; undefined when neither has one. */
+/**
+ * The key of the key header (wins when both are sent), else of a Bearer token; undefined when neither
+ * has one. `header` reads a header by its lower-case name.
+ */
+export const keyOrBearerOf = (header: (name: string) => string | undefined, keyHeader: string): string | undefined => {
+  const key = header(keyHeader)
+  if (key !== undefined && key !== "") return key
+  const bearer = BEARER.exec(header("authorization") ?? "")?.[1]?.trim()
+  return bearer !== undefined && bearer !== "" ? bearer : undefined
+}
+
 const requestKey = (request: HttpServerRequest.HttpServerRequest) =>
-  Effect.map(keyHeaderName, (header) => {
-    const key = request.headers[header]
-    if (key !== undefined && key !== "") return key
-    const bearer = BEARER.exec(request.headers["authorization"] ?? "")?.[1]?.trim()
-    return bearer !== undefined && bearer !== "" ? bearer : undefined
-  })
+  Effect.map(keyHeaderName, (keyHeader) => keyOrBearerOf((name) => request.headers[name], keyHeader))
 
 /** The 401 of a request with no usable credentials, its hint naming what it sent instead, if anything. */
 const noCredentials = (request: HttpServerRequest.HttpServerRequest, header: string, accepted: string) => {

@@ -22,14 +22,23 @@ export const healthBody = Effect.gen(function*() {
 /** The body while the database cannot be reached: the loops' ages as usual, status "unavailable". */
 const unavailableBody = Effect.map(healthBody, (body) => ({ ...body, status: "unavailable" }))
 
+/**
+ * The answer once the caller is known: authenticated, or not for want of the database (then the
+ * "unavailable" body). It never fails; the fast lane (fastLane.ts) runs it for a remembered key.
+ */
+export const healthAnswer = (authenticated: boolean) =>
+  Effect.gen(function*() {
+    const body = authenticated && (yield* (yield* Heartbeats).databaseReachable) ? yield* healthBody : yield* unavailableBody
+    return jsonResponse(body.status === "ok" ? 200 : 503, body)
+  })
+
 export const HealthRoutes = HttpRouter.use(Effect.fn(function*(router) {
   yield* router.add("GET", "/health", handle(Effect.gen(function*() {
     const authenticated = yield* authenticate(yield* HttpServerRequest.HttpServerRequest).pipe(
       Effect.as(true),
       Effect.catchTag("ServiceUnavailable", () => Effect.succeed(false))
     )
-    const body = authenticated && (yield* (yield* Heartbeats).databaseReachable) ? yield* healthBody : yield* unavailableBody
-    return jsonResponse(body.status === "ok" ? 200 : 503, body)
+    return yield* healthAnswer(authenticated)
   })))
 }))
 

@@ -2,11 +2,10 @@
 // headers and body of /schedule are the request to replay later.
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import { HttpIncomingMessage, HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
-import * as ByteSize from "effect/ByteSize"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { AppConfig } from "../config.ts"
 import { cancelTrigger } from "../commands/cancel.ts"
-import { scheduleTrigger } from "../commands/schedule.ts"
+import { type ScheduleResult, scheduleTrigger } from "../commands/schedule.ts"
 import { BadRequest, MalformedRequest } from "../domain/errors.ts"
 import { CANCEL_HEADERS, missingHeaderHint } from "../domain/headerHints.ts"
 import { skippedWarning } from "../domain/scheduledAt.ts"
@@ -14,28 +13,36 @@ import { cancelTargetOf } from "../domain/scheduleInput.ts"
 import { authenticateKey } from "./auth.ts"
 import { asciiLine, jsonResponse, WARNING_HEADER } from "./errors.ts"
 import { handle } from "./handle.ts"
-import { headerNamesOf, MAX_BODY_BYTES, readScheduleRequest } from "./scheduleRequest.ts"
+import { headerNamesOf, readScheduleRequest, type ScheduleRequest, scheduleRequestOf } from "./scheduleRequest.ts"
 
-const scheduleHandler = Effect.gen(function*() {
-  const request = yield* HttpServerRequest.HttpServerRequest
-  const config = yield* AppConfig
-  const nowMs = yield* Clock.currentTimeMillis
-  const command = yield* readScheduleRequest(request, config.prefix, nowMs).pipe(
-    Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MAX_BODY_BYTES))
-  )
-  const result = yield* scheduleTrigger(command, nowMs)
+/**
+ * The 200 of /schedule (the route's and the fast lane's): the result as JSON (no body to a HEAD
+ * request, SPEC rule 11); a skipped one-shot's answer says why in `Timewheel-Warning` (DECISIONS
+ * "Error hints").
+ */
+export const scheduleAnswer = (request: ScheduleRequest, prefix: string, result: ScheduleResult) => {
   const response = request.method === "HEAD" ? HttpServerResponse.empty({ status: 200 }) : jsonResponse(200, result)
   if (result.status !== "skipped") return response
-  const warning = skippedWarning(request.headers[`${config.prefix}-scheduled-at`] ?? "", Date.parse(result.scheduledAt), `${config.prefix}-run-missed`)
+  const warning = skippedWarning(request.header(`${prefix}-scheduled-at`) ?? "", Date.parse(result.scheduledAt), `${prefix}-run-missed`)
   return HttpServerResponse.setHeader(response, WARNING_HEADER, asciiLine(warning))
-})
+}
+
+/** The answer to a /schedule request, its failures rendered: the Effect route's, and the fast lane's when it cannot answer alone. */
+export const scheduleResponse = (request: ScheduleRequest) =>
+  handle(Effect.gen(function*() {
+    const config = yield* AppConfig
+    const nowMs = yield* Clock.currentTimeMillis
+    const command = yield* readScheduleRequest(request, config.prefix, nowMs)
+    return scheduleAnswer(request, config.prefix, yield* scheduleTrigger(command, nowMs))
+  }))
 
 const cancelHandler = Effect.gen(function*() {
   const request = yield* HttpServerRequest.HttpServerRequest
   const { prefix } = yield* AppConfig
   const key = request.headers[`${prefix}-api-key`]
   if (key === undefined) {
-    return yield* Effect.fail(new MalformedRequest(missingHeaderHint(prefix, "api-key", CANCEL_HEADERS, headerNamesOf(request), "/cancel")))
+    const names = headerNamesOf(scheduleRequestOf(request))
+    return yield* Effect.fail(new MalformedRequest(missingHeaderHint(prefix, "api-key", CANCEL_HEADERS, names, "/cancel")))
   }
   // a custom key is looked up as text (Node's parser already refuses NUL in headers; see scheduleRequest.ts)
   const target = cancelTargetOf(request.headers[`${prefix}-trigger-id`], request.headers[`${prefix}-custom-key`], {
@@ -50,6 +57,6 @@ const cancelHandler = Effect.gen(function*() {
 })
 
 export const ScheduleRoutes = HttpRouter.use(Effect.fn(function*(router) {
-  yield* router.add("*", "/schedule", handle(scheduleHandler))
+  yield* router.add("*", "/schedule", Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => scheduleResponse(scheduleRequestOf(request))))
   yield* router.add("DELETE", "/cancel", handle(cancelHandler))
 }))

@@ -2,7 +2,8 @@
 // endpoint module mounted on one router (each handler renders its own failures, see handle.ts).
 // Unknown paths and methods get the router's empty 404, and every 4xx its `Timewheel-Error` hint
 // (errorHints.ts). No CORS headers except on /openapi/json: the dashboard, the only page reading
-// the hints, is served from the same origin, so it needs no Access-Control-Expose-Headers.
+// the hints, is served from the same origin, so it needs no Access-Control-Expose-Headers. The
+// fast lane (fastLane.ts) takes the hottest requests before the router sees them.
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -18,6 +19,7 @@ import { DeclareRoutes } from "./declare.ts"
 import { declarePaths } from "./declareOpenApi.ts"
 import { DocsRoutes } from "./docs.ts"
 import { ErrorHints } from "./errorHints.ts"
+import { type FastLane, makeFastLane } from "./fastLane.ts"
 import { HealthRoutes, healthPaths } from "./health.ts"
 import { LogRoutes } from "./logs.ts"
 import { logPaths } from "./logsOpenApi.ts"
@@ -56,22 +58,38 @@ export const apiRoutes = (prefix: string) => {
  * then on, so the server closes as soon as the requests in flight are answered, however busy its
  * clients keep it, not after its 10 s grace (chaos sigterm-fast, RELIABILITY.md). This happens in the
  * server's own close(), which the HTTP layer calls first thing when it stops: a finalizer of a layer
- * of ours ran only after that layer's grace.
+ * of ours ran only after that layer's grace. A request the fast lane takes (`fastLane`) is not
+ * emitted to the HTTP layer's listener at all.
  */
-export const httpsListener = (options: { readonly host: string; readonly port: number; readonly cert: string; readonly key: string }) =>
+export const httpsListener = (options: {
+  readonly host: string
+  readonly port: number
+  readonly cert: string
+  readonly key: string
+  readonly fastLane?: FastLane
+}) =>
   Layer.unwrap(Effect.sync(() => {
     let stopping = false
     const inFlight = new Set<ServerResponse>()
     const server = https.createServer({ cert: options.cert, key: options.key, maxHeaderSize: MAX_HEADER_BYTES, keepAliveTimeout: 65_000 })
-    // registered before the router's own listener, so it runs first
-    server.on("request", (request: IncomingMessage, response: ServerResponse) => {
+    const track = (request: IncomingMessage, response: ServerResponse) => {
       if (stopping) return void response.setHeader("connection", "close")
       inFlight.add(response)
       response.on("close", () => {
         inFlight.delete(response)
         if (stopping) request.socket.end()
       })
-    })
+    }
+    // every request is tracked, then offered to the fast lane, and only otherwise emitted to the
+    // listeners (the HTTP layer's)
+    const fastLane = options.fastLane ?? (() => false)
+    const emit = server.emit.bind(server) as (event: string | symbol, ...args: Array<unknown>) => boolean
+    server.emit = ((event: string | symbol, ...args: Array<unknown>) => {
+      if (event !== "request") return emit(event, ...args)
+      const [request, response] = args as [IncomingMessage, ServerResponse]
+      track(request, response)
+      return fastLane(request, response) || emit(event, ...args)
+    }) as typeof server.emit
     const close = server.close.bind(server)
     server.close = (callback?: (error?: Error) => void) => {
       stopping = true
@@ -86,7 +104,9 @@ export const httpsListener = (options: { readonly host: string; readonly port: n
 export const HttpsServerLive = (tls: { readonly cert: string; readonly key: string }) =>
   Layer.unwrap(Effect.gen(function*() {
     const config = yield* AppConfig
+    // with tracing on every call goes through the Effect server, which makes its span (docs/tracing.md)
+    const fastLane = config.tracing === null ? yield* makeFastLane : undefined
     return HttpRouter.serve(apiRoutes(config.prefix), { disableLogger: true, disableListenLog: true }).pipe(
-      Layer.provideMerge(httpsListener({ host: config.host, port: config.port, ...tls }))
+      Layer.provideMerge(httpsListener({ host: config.host, port: config.port, ...tls, ...(fastLane === undefined ? {} : { fastLane }) }))
     )
   }))

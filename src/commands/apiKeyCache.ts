@@ -4,13 +4,16 @@
 // so a revocation takes effect within milliseconds; the TTL bounds the delay should a notification be
 // lost (the LISTEN connection reconnecting). Unknown keys are never remembered. Entries are keyed by
 // the key's hash, so no clear key stays in memory after its request. A lookup while the database
-// cannot be reached fails with ServiceUnavailable (a remembered key still authenticates).
+// cannot be reached fails with ServiceUnavailable (a remembered key still authenticates). The fast
+// lane (api/fastLane.ts) asks the same entries synchronously (`rememberedProjectOf`), and hands a key
+// it does not find to the Effect routes.
 // "Last used" (the dashboard's key list) costs no write per request: the cache notes which keys
 // authenticated and writes them in one statement at most once a minute (and when the node stops).
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import { apiKeyHashId } from "../domain/apiKey.ts"
 import type { ServiceUnavailable } from "../domain/errors.ts"
 import { forkLoop } from "../lib/backgroundLoop.ts"
 import { apiKeysFindProject, apiKeysNoteUsed } from "../store/apiKeys.ts"
@@ -23,14 +26,19 @@ const MAX_ENTRIES = 10_000
 /** How often the keys used meanwhile get their `last_used_at`. */
 export const LAST_USED_FLUSH_MS = 60_000
 
+/** The hash bytes of a hash id (its base64). */
+const hashOfId = (id: string): Uint8Array => new Uint8Array(Buffer.from(id, "base64"))
+
 interface Entry {
   readonly projectId: string
   readonly expiresAtMs: number
 }
 
 export class ApiKeyCache extends Context.Service<ApiKeyCache, {
-  /** The project of the live key with this SHA-256 hash, if any. */
-  readonly projectOf: (hash: Uint8Array) => Effect.Effect<string | undefined, ServiceUnavailable>
+  /** The project of the live key, if any. */
+  readonly projectOf: (key: string) => Effect.Effect<string | undefined, ServiceUnavailable>
+  /** The project of the key when it is remembered and live; undefined otherwise (unknown, or not remembered). */
+  readonly rememberedProjectOf: (key: string) => string | undefined
 }>()("timewheel/ApiKeyCache") {
   static readonly layer = Layer.effect(ApiKeyCache, Effect.gen(function*() {
     const services = yield* Effect.context<Database>()
@@ -49,29 +57,35 @@ export class ApiKeyCache extends Context.Service<ApiKeyCache, {
     yield* forkLoop("key revocation listener", forgetOnRevocation)
 
     /** Keys that authenticated since the last flush, by the base64 of their hash. */
-    let used = new Map<string, Uint8Array>()
+    let used = new Set<string>()
     const flushUsed = Effect.suspend(() => {
       if (used.size === 0) return Effect.void
-      const hashes = [...used.values()]
-      used = new Map()
+      const hashes = [...used].map(hashOfId)
+      used = new Set()
       return Effect.provideContext(apiKeysNoteUsed({ hashes, atMs: clock.currentTimeMillisUnsafe() }), services)
     })
     yield* forkLoop("key last-used writer", Effect.andThen(Effect.sleep(LAST_USED_FLUSH_MS), flushUsed))
     yield* Effect.addFinalizer(() => Effect.ignore(flushUsed))
 
+    /** The project of the remembered live entry of this hash id, noting its use. */
+    const remembered = (id: string): string | undefined => {
+      const entry = entries.get(id)
+      if (entry === undefined || entry.expiresAtMs <= clock.currentTimeMillisUnsafe()) return undefined
+      used.add(id)
+      return entry.projectId
+    }
+
     return ApiKeyCache.of({
-      projectOf: (hash) => {
-        const id = Buffer.from(hash).toString("base64")
-        const entry = entries.get(id)
-        if (entry !== undefined && entry.expiresAtMs > clock.currentTimeMillisUnsafe()) {
-          used.set(id, hash)
-          return Effect.succeed(entry.projectId)
-        }
-        const lookup = orUnavailable(Effect.provideContext(apiKeysFindProject(hash), services))
+      rememberedProjectOf: (key) => remembered(apiKeyHashId(key)),
+      projectOf: (key) => {
+        const id = apiKeyHashId(key)
+        const projectId = remembered(id)
+        if (projectId !== undefined) return Effect.succeed(projectId)
+        const lookup = orUnavailable(Effect.provideContext(apiKeysFindProject(hashOfId(id)), services))
         return Effect.map(Effect.catchIf(lookup, (error) => error._tag !== "ServiceUnavailable", Effect.die), (projectId) => {
           if (projectId === undefined) entries.delete(id)
           else {
-            used.set(id, hash)
+            used.add(id)
             if (entries.size >= MAX_ENTRIES) entries.clear()
             entries.set(id, { projectId, expiresAtMs: clock.currentTimeMillisUnsafe() + KEY_CACHE_TTL_MS })
           }

@@ -81,7 +81,7 @@ export const revokeProjectApiKey = (projectId: string, keyId: string) =>
 export const projectOfApiKey = (key: string): Effect.Effect<string, Unauthorized | ServiceUnavailable, ApiKeyCache> =>
   key === ""
     ? Effect.fail(new Unauthorized("Invalid api key", "the api key is empty"))
-    : Effect.flatMap(Effect.flatMap(ApiKeyCache, (cache) => cache.projectOf(hashApiKey(key))), (projectId) =>
+    : Effect.flatMap(Effect.flatMap(ApiKeyCache, (cache) => cache.projectOf(key)), (projectId) =>
       projectId === undefined
         ? Effect.fail(new Unauthorized("Invalid api key", "no live key matches: unknown, revoked, or of another timewheel database"))
         : Effect.succeed(projectId))

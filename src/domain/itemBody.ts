@@ -4,7 +4,15 @@
 import { Buffer } from "node:buffer"
 import type { HeaderPairs } from "./trigger.ts"
 
-const utf8 = new TextEncoder()
+/**
+ * UTF-8 bytes of a text, as plain bytes viewing Node's shared pool when the text is short
+ * (Buffer.from places it there), where TextEncoder gave every body an ArrayBuffer of its own: a
+ * /bulk call of 1,000 items made 1,000 of them for the garbage collector.
+ */
+const utf8 = (text: string): Uint8Array => {
+  const bytes = Buffer.from(text, "utf8")
+  return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+}
 
 /** Bytes, or null for "no body": an empty result is never stored as a zero-length body. */
 const bytesOrNull = (bytes: Uint8Array): Uint8Array | null => (bytes.byteLength === 0 ? null : bytes)
@@ -44,8 +52,8 @@ const taggedString = (value: unknown): { readonly tag: "text" | "base64"; readon
 export const encodeItemBody = (value: unknown): Uint8Array | null => {
   if (value === undefined || value === null) return null
   const tagged = taggedString(value)
-  if (tagged === undefined) return utf8.encode(JSON.stringify(value))
-  return bytesOrNull(tagged.tag === "text" ? utf8.encode(tagged.value) : decodeLenientBase64(tagged.value))
+  if (tagged === undefined) return utf8(JSON.stringify(value))
+  return bytesOrNull(tagged.tag === "text" ? utf8(tagged.value) : decodeLenientBase64(tagged.value))
 }
 
 /**
@@ -53,5 +61,11 @@ export const encodeItemBody = (value: unknown): Uint8Array | null => {
  * Nothing is filtered (prefixed headers, Host, Content-Length and hop-by-hop headers are kept:
  * delivery drops Content-Length and fails the forbidden ones). Values must already be strings.
  */
-export const itemHeaderPairs = (headers: Readonly<Record<string, string>>): HeaderPairs =>
-  Object.entries(headers).map(([name, value]) => [name.toLowerCase(), value] as const)
+export const itemHeaderPairs = (headers: Readonly<Record<string, string>>): HeaderPairs => {
+  const pairs: Array<readonly [string, string]> = []
+  // own keys in Object.entries' order; a loop makes no array of entries for each item of a call
+  for (const name in headers) {
+    if (Object.hasOwn(headers, name)) pairs.push([name.toLowerCase(), headers[name]!])
+  }
+  return pairs
+}

@@ -110,15 +110,40 @@ const comparableHeaders = (definition: TriggerDefinition): HeaderPairs => {
   return [...all].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
 }
 
+/** The same pairs in the same order, names and values alike. */
+const identicalPairs = (a: HeaderPairs, b: HeaderPairs): boolean => {
+  if (a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) {
+    if (a[i]![0] !== b[i]![0] || a[i]![1] !== b[i]![1]) return false
+  }
+  return true
+}
+
+/** Identical headers and content type compare equal without building their comparable form (the common case of /declare). */
 const sameHeaders = (a: TriggerDefinition, b: TriggerDefinition): boolean =>
+  (a.contentType === b.contentType && identicalPairs(a.headers, b.headers)) ||
   JSON.stringify(comparableHeaders(a)) === JSON.stringify(comparableHeaders(b))
 
-const sameBytes = (a: Uint8Array | null, b: Uint8Array | null): boolean =>
-  a === null || b === null ? a === b : a.byteLength === b.byteLength && a.every((byte, i) => byte === b[i])
+const sameBytes = (a: Uint8Array | null, b: Uint8Array | null): boolean => {
+  if (a === null || b === null) return a === b
+  if (a.byteLength !== b.byteLength) return false
+  for (let i = 0; i < a.byteLength; i++) {
+    if (a[i] !== b[i]) return false
+  }
+  return true
+}
+
+/** The same strings in the same order. */
+const identicalList = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): boolean => {
+  for (let i = 0; i < a.length; i++) {
+    if (a[i] !== b[i]) return false
+  }
+  return true
+}
 
 /** Tags are a set: order does not count (neither list holds a repeat). */
 const sameTags = (a: ReadonlyArray<string>, b: ReadonlyArray<string>): boolean =>
-  a.length === b.length && JSON.stringify([...a].sort()) === JSON.stringify([...b].sort())
+  a.length === b.length && (identicalList(a, b) || JSON.stringify([...a].sort()) === JSON.stringify([...b].sort()))
 
 const sameRetry = (a: RetryPolicy | null, b: RetryPolicy | null): boolean =>
   a === null || b === null
@@ -126,18 +151,15 @@ const sameRetry = (a: RetryPolicy | null, b: RetryPolicy | null): boolean =>
     : a.strategy === b.strategy && a.maxAttempts === b.maxAttempts && a.initialDelaySeconds === b.initialDelaySeconds &&
       a.maxDelaySeconds === b.maxDelaySeconds && a.jitter === b.jitter && a.retryOn === b.retryOn
 
-/** url, method, headers, body, title, tags, retry: the names of those that differ, in that order. */
-const definitionChanges = (next: TriggerDefinition, stored: TriggerDefinition): ReadonlyArray<string> => {
-  const checks: ReadonlyArray<readonly [string, boolean]> = [
-    ["url", next.url === stored.url],
-    ["method", next.method === stored.method],
-    ["headers", sameHeaders(next, stored)],
-    ["body", sameBytes(next.body, stored.body)],
-    ["title", next.title === stored.title],
-    ["tags", sameTags(next.tags, stored.tags)],
-    ["retry", sameRetry(next.retry, stored.retry)]
-  ]
-  return checks.filter(([, same]) => !same).map(([name]) => name)
+/** url, method, headers, body, title, tags, retry: the names of those that differ, in that order, added to `changed`. */
+const definitionChanges = (next: TriggerDefinition, stored: TriggerDefinition, changed: Array<string>): void => {
+  if (next.url !== stored.url) changed.push("url")
+  if (next.method !== stored.method) changed.push("method")
+  if (!sameHeaders(next, stored)) changed.push("headers")
+  if (!sameBytes(next.body, stored.body)) changed.push("body")
+  if (next.title !== stored.title) changed.push("title")
+  if (!sameTags(next.tags, stored.tags)) changed.push("tags")
+  if (!sameRetry(next.retry, stored.retry)) changed.push("retry")
 }
 
 /**
@@ -147,14 +169,15 @@ const definitionChanges = (next: TriggerDefinition, stored: TriggerDefinition): 
  */
 export const changedFields = (item: Item, stored: StoredTrigger): ReadonlyArray<string> => {
   const schedule = item.schedule
-  const timing =
-    schedule._tag === "Once"
-      ? schedule.fireAtMs === stored.scheduledAtMs ? [] : ["scheduledAt"]
-      : [
-          ...(schedule.cronExpr === stored.cron?.cronExpr ? [] : ["cronExpr"]),
-          ...(schedule.cronTz === stored.cron?.cronTz ? [] : ["tz"])
-        ]
-  return [...timing, ...definitionChanges(item.definition, stored.definition)]
+  const changed: Array<string> = []
+  if (schedule._tag === "Once") {
+    if (schedule.fireAtMs !== stored.scheduledAtMs) changed.push("scheduledAt")
+  } else {
+    if (schedule.cronExpr !== stored.cron?.cronExpr) changed.push("cronExpr")
+    if (schedule.cronTz !== stored.cron?.cronTz) changed.push("tz")
+  }
+  definitionChanges(item.definition, stored.definition, changed)
+  return changed
 }
 
 // ---------------------------------------------------------------------------------------------

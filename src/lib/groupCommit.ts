@@ -1,26 +1,49 @@
 // Group commit, the shared mechanism of the batchers (quota units, plain creates, claims): each call
-// queues its input and awaits its own output; `rounds` fibers each take up to `maxBatch` queued inputs
+// queues its input and gets its own output; `rounds` fibers each take up to `maxBatch` queued inputs
 // and settle them with one `run` per group (same `groupOf` key), groups concurrently. While a round
-// runs the next batch fills, so batch sizes follow the load. A failing input fails alone: when the run
+// runs the next batch fills, so batch sizes follow the load; a round waiting for input is woken on the
+// next turn of the event loop (setImmediate), so the calls arriving together (every request Node
+// parsed in one turn) share a run. A failing input fails alone: when the run
 // of a group of several inputs fails, the group is settled again in halves (bisection), down to the
 // input that fails by itself, so its neighbours succeed (about 2·log2(n) more runs for one bad input
 // among n). A failure that concerns the whole group (`failsWholeGroup`, e.g. the database
 // unreachable) or an interruption fails every call of the group at once, without splitting.
 // Whatever goes wrong in a round outside a run (even a defect in `groupOf`) fails the calls of that
-// round, is logged, and the next round goes on.
+// round, is logged, and the next round goes on. Calls still queued when the owner's scope closes are
+// settled as interrupted.
+// A call is either an Effect (`call`) or, for a caller outside any fiber (api/fastLane.ts), a plain
+// callback (`offer`): queueing costs no fiber, Deferred or queue of Effect's, and the output is handed
+// straight to the callback when its run ends.
 import * as Cause from "effect/Cause"
-import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as Queue from "effect/Queue"
+import * as Exit from "effect/Exit"
 import type * as Scope from "effect/Scope"
 import { forkLoop } from "./backgroundLoop.ts"
 
 interface Pending<I, O> {
   readonly input: I
-  readonly done: Deferred.Deferred<O, unknown>
+  settle: ((exit: Exit.Exit<O, unknown>) => void) | undefined
 }
 
-export const makeGroupCommit = <I, O, R>(options: {
+/** Hands a call its outcome, once (a round's defect after a settled run must not settle it again). */
+const settleOnce = <I, O>(pending: Pending<I, O>, exit: Exit.Exit<O, unknown>): void => {
+  const settle = pending.settle
+  if (settle === undefined) return
+  pending.settle = undefined
+  settle(exit)
+}
+
+export interface GroupCommit<I, O> {
+  /** Queues the input; the Effect ends with its output. */
+  readonly call: (input: I) => Effect.Effect<O, unknown>
+  /**
+   * Queues the input; `settle` gets its outcome from the round's fiber (it must not throw). For
+   * callers outside any fiber.
+   */
+  readonly offer: (input: I, settle: (exit: Exit.Exit<O, unknown>) => void) => void
+}
+
+export interface GroupCommitOptions<I, O, R> {
   readonly maxBatch: number
   /** Rounds in flight at once (default 1). */
   readonly rounds?: number
@@ -36,11 +59,53 @@ export const makeGroupCommit = <I, O, R>(options: {
    * Default `isTransientFailure`.
    */
   readonly failsWholeGroup?: (error: unknown) => boolean
-}): Effect.Effect<(input: I) => Effect.Effect<O, unknown>, never, Scope.Scope | R> =>
+}
+
+export const makeGroupCommitQueue = <I, O, R>(
+  options: GroupCommitOptions<I, O, R>
+): Effect.Effect<GroupCommit<I, O>, never, Scope.Scope | R> =>
   Effect.gen(function*() {
     const services = yield* Effect.context<R>()
-    const queue = yield* Queue.unbounded<Pending<I, O>>()
     const failsWholeGroup = options.failsWholeGroup ?? isTransientFailure
+    let queued: Array<Pending<I, O>> = []
+    /** Rounds waiting for input, and whether their wake-up is already scheduled. */
+    let waiting: Array<() => void> = []
+    let wakeScheduled = false
+    const wake = () => {
+      wakeScheduled = false
+      const rounds = waiting
+      waiting = []
+      for (const resume of rounds) resume()
+    }
+    const enqueue = (pending: Pending<I, O>) => {
+      queued.push(pending)
+      if (waiting.length > 0 && !wakeScheduled) {
+        wakeScheduled = true
+        setImmediate(wake)
+      }
+    }
+    const takeQueued = (): Array<Pending<I, O>> => {
+      if (queued.length <= options.maxBatch) {
+        const batch = queued
+        queued = []
+        return batch
+      }
+      return queued.splice(0, options.maxBatch)
+    }
+    /** Up to maxBatch queued inputs, waiting for the first when there is none. */
+    const nextBatch: Effect.Effect<Array<Pending<I, O>>> = Effect.callback<Array<Pending<I, O>>>((resume) => {
+      if (queued.length > 0) return resume(Effect.sync(takeQueued))
+      const round = () => resume(Effect.sync(takeQueued))
+      waiting.push(round)
+      return Effect.sync(() => void (waiting = waiting.filter((other) => other !== round)))
+    })
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        const left = queued
+        queued = []
+        for (const pending of left) settleOnce(pending, Exit.interrupt())
+      })
+    )
 
     /** Whether to settle a failed group again in halves: several inputs, not interrupted, not group-wide. */
     const bisects = (size: number, cause: Cause.Cause<unknown>): boolean => {
@@ -53,10 +118,15 @@ export const makeGroupCommit = <I, O, R>(options: {
       Effect.suspend(() => options.run(group.map((pending) => pending.input))).pipe(
         Effect.provideContext(services),
         Effect.matchCauseEffect({
-          onSuccess: (outputs) => Effect.forEach(group, (pending, i) => Deferred.succeed(pending.done, outputs[i]!), { discard: true }),
+          onSuccess: (outputs) =>
+            Effect.sync(() => {
+              for (let i = 0; i < group.length; i++) settleOnce(group[i]!, Exit.succeed(outputs[i]!))
+            }),
           onFailure: (cause) => {
             if (!bisects(group.length, cause)) {
-              return Effect.forEach(group, (pending) => Deferred.failCause(pending.done, cause), { discard: true })
+              return Effect.sync(() => {
+                for (const pending of group) settleOnce(pending, Exit.failCause(cause))
+              })
             }
             const half = Math.ceil(group.length / 2)
             return Effect.all([settle(group.slice(0, half)), settle(group.slice(half))], { concurrency: 2, discard: true })
@@ -78,23 +148,34 @@ export const makeGroupCommit = <I, O, R>(options: {
     }
 
     const round = Effect.gen(function*() {
-      const batch = yield* Queue.takeBetween(queue, 1, options.maxBatch)
+      const batch = yield* nextBatch
+      // another round may have taken what was queued between this one's wake-up and its turn
+      if (batch.length === 0) return
       yield* Effect.suspend(() => Effect.forEach(groups(batch), settle, { concurrency: "unbounded", discard: true })).pipe(
         // settle never fails: this is a defect of the round itself; no call of the batch may wait forever
-        Effect.tapCause((cause) => Effect.forEach(batch, (pending) => Deferred.failCause(pending.done, cause), { discard: true }))
+        Effect.tapCause((cause) => Effect.sync(() => {
+          for (const pending of batch) settleOnce(pending, Exit.failCause(cause))
+        }))
       )
     })
     for (let i = 0; i < (options.rounds ?? 1); i++) {
       yield* forkLoop(options.name ?? "group commit", round, { afterFailure: 0 })
     }
 
-    return (input: I) =>
-      Effect.gen(function*() {
-        const done = yield* Deferred.make<O, unknown>()
-        yield* Queue.offer(queue, { input, done })
-        return yield* Deferred.await(done)
-      })
+    return {
+      call: (input: I) =>
+        Effect.callback<O, unknown>((resume) => {
+          enqueue({ input, settle: resume })
+        }),
+      offer: (input: I, settle: (exit: Exit.Exit<O, unknown>) => void) => enqueue({ input, settle })
+    }
   })
+
+/** The group commit as one function per call: see `makeGroupCommitQueue`. */
+export const makeGroupCommit = <I, O, R>(
+  options: GroupCommitOptions<I, O, R>
+): Effect.Effect<(input: I) => Effect.Effect<O, unknown>, never, Scope.Scope | R> =>
+  Effect.map(makeGroupCommitQueue(options), (queue) => queue.call)
 
 /**
  * The default `failsWholeGroup`: an error that says it is retryable (`isRetryable: true`, Effect's

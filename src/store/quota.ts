@@ -10,8 +10,24 @@ export type QuotaResult =
   | { readonly _tag: "Consumed"; readonly remaining: number }
   | { readonly _tag: "Exceeded"; readonly limit: number }
 
-/** The first day (UTC) of the calendar month containing `nowMs`, as YYYY-MM-DD. */
-export const monthOf = (nowMs: number): string => new Date(nowMs).toISOString().slice(0, 8) + "01"
+/** The month `monthOf` last answered: [fromMs, toMs) and its text. */
+let lastMonth = { fromMs: 0, toMs: 0, month: "" }
+
+/**
+ * The first day (UTC) of the calendar month containing `nowMs`, as YYYY-MM-DD. Called for every
+ * create (the insert batcher groups by it): the last month's bounds are remembered.
+ */
+export const monthOf = (nowMs: number): string => {
+  if (nowMs >= lastMonth.fromMs && nowMs < lastMonth.toMs) return lastMonth.month
+  const date = new Date(nowMs)
+  const month = date.toISOString().slice(0, 8) + "01"
+  lastMonth = {
+    fromMs: Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1),
+    toMs: Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1),
+    month
+  }
+  return month
+}
 
 export interface Grant {
   readonly before: number

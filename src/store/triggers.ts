@@ -5,6 +5,7 @@ import { SqlClient } from "effect/sql"
 import type { Keyring } from "../domain/sealing.ts"
 import type { TraceContext } from "../domain/traceContext.ts"
 import { KEY_OWNER_STATUSES, PENDING_STATUSES, type TriggerDefinition } from "../domain/trigger.ts"
+import { base64Field, jsonField, makeIsoOf } from "./jsonRecords.ts"
 import { grantFromUsageRow, type GrantRow } from "./quota.ts"
 import { EncryptionKeys, sealRequest } from "./sealedRequests.ts"
 import { NEAR_DUE_SQL, triggerFiredLocked, unfiredCompareAndSet, unfiredUnder } from "./shardMarks.ts"
@@ -120,6 +121,30 @@ export const triggersInsertOneShot = Effect.fnUntraced(function*(input: NewOneSh
 })
 
 /**
+ * The rows as the JSON array `triggersCreateWithinQuota` reads (`n` numbers them from 1), written
+ * out directly (jsonRecords.ts).
+ */
+const nowIsoOf = makeIsoOf()
+
+export const newOneShotsJson = (rows: ReadonlyArray<NewOneShot>, keyring: Keyring | null): string => {
+  let json = "["
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i]!
+    const d = row.definition
+    const request = sealRequest(d.headers, d.body, keyring)
+    const scheduledAt = new Date(row.scheduledAtMs).toISOString()
+    json += `${i === 0 ? "" : ","}{"n":${i + 1},"id":"${row.id}","shard":${row.shard},"status":"${row.status}",` +
+      `"scheduled_at":"${scheduledAt}"${row.status === "registered" ? `,"due_at":"${scheduledAt}"` : ""},"now":"${nowIsoOf(row.nowMs)}",` +
+      `"url":${JSON.stringify(d.url)},"method":${JSON.stringify(d.method)},"headers":${JSON.stringify(request.headers)},` +
+      `"tags":${JSON.stringify(d.tags)}${jsonField("generator_id", row.generatorId ?? null)}${base64Field("body", request.body)}` +
+      `${jsonField("sealed_with", request.sealedWith)}${jsonField("content_type", d.contentType)}${jsonField("title", d.title)}` +
+      `${jsonField("custom_key", d.customKey)}${jsonField("retry", d.retry)}` +
+      `${jsonField("traceparent", row.trace?.traceparent ?? null)}${jsonField("tracestate", row.trace?.tracestate ?? null)}}`
+  }
+  return json + "]"
+}
+
+/**
  * Creates a batch of new one-shot triggers of one project within its monthly quota, in one statement
  * (for the group commit of /schedule calls without a custom key or id): it locks the month's usage
  * row, grants as many units as the quota still allows, inserts the first `granted` rows (one JSON
@@ -132,20 +157,7 @@ export const triggersCreateWithinQuota = Effect.fnUntraced(function*(input: {
   readonly rows: ReadonlyArray<NewOneShot>
 }) {
   const sql = yield* SqlClient.SqlClient
-  const keyring = yield* EncryptionKeys
-  const json = JSON.stringify(input.rows.map((row, i) => {
-    const d = row.definition
-    const request = sealRequest(d.headers, d.body, keyring)
-    const scheduledAt = new Date(row.scheduledAtMs).toISOString()
-    return {
-      n: i + 1, id: row.id, generator_id: row.generatorId ?? null, shard: row.shard, status: row.status,
-      scheduled_at: scheduledAt, due_at: row.status === "registered" ? scheduledAt : null, url: d.url, method: d.method,
-      headers: request.headers, body: request.body === null ? null : Buffer.from(request.body).toString("base64"),
-      sealed_with: request.sealedWith, content_type: d.contentType, title: d.title, tags: d.tags, custom_key: d.customKey,
-      retry: d.retry, traceparent: row.trace?.traceparent ?? null, tracestate: row.trace?.tracestate ?? null,
-      now: new Date(row.nowMs).toISOString()
-    }
-  }))
+  const json = newOneShotsJson(input.rows, yield* EncryptionKeys)
   return yield* grantFromUsageRow(input, sql<GrantRow>`
     WITH old AS (
       SELECT used FROM quota_usage WHERE project_id = ${input.projectId} AND month = ${input.month}::date FOR UPDATE

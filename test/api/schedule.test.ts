@@ -2,6 +2,10 @@
 // "States and transitions", "Limits"; DECISIONS "What /schedule stores", "Time", "Retry objects"):
 // one table row per check in the spec's order (each row also breaks later checks, so the order is
 // pinned), the quota arithmetic (also under concurrency), and what a create or an edit stores.
+// The check table runs through each way into /schedule (api/fastLane.ts): the fast lane with a key
+// the key cache remembers (its synchronous checks), the fast lane with a key it does not (the
+// route's Effect, run by the lane), and the Effect route itself (a query string keeps a request off
+// the lane).
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
@@ -137,14 +141,32 @@ const CHECKS: ReadonlyArray<CheckRow> = [
   }))
 ]
 
+/** The ways into /schedule: the path they call, and whether the key is remembered first (a GET /health with it). */
+const WAYS_IN = [
+  { name: "fast lane, key remembered", path: "/schedule", remember: true },
+  { name: "fast lane, key not remembered", path: "/schedule", remember: false },
+  { name: "Effect route", path: "/schedule?via=route", remember: false }
+] as const
+
+/** The value of a header, however the table wrote the headers. */
+const headerOf = (headers: Headers, name: string): string | undefined =>
+  Array.isArray(headers) ? headers.find(([key]) => key === name)?.[1] : headers[name]
+
 layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })("/schedule", (it) => {
   describe("checks, in order (each row also breaks later checks)", () => {
-    for (const row of CHECKS) {
-      it.effect(`${row.name} → ${row.status} ${row.message ?? "(empty)"}`, () =>
-        Effect.gen(function*() {
-          const request = yield* row.request
-          assertError(yield* schedule(request.headers), row.status, row.message)
-        }))
+    for (const way of WAYS_IN) {
+      describe(way.name, () => {
+        for (const row of CHECKS) {
+          it.effect(`${row.name} → ${row.status} ${row.message ?? "(empty)"}`, () =>
+            Effect.gen(function*() {
+              const request = yield* row.request
+              const key = headerOf(request.headers, "ttr-api-key")
+              if (way.remember && key !== undefined) yield* TestServer.use((server) => server.call("GET", "/health", { headers: { "ttr-api-key": key } }))
+              const response = yield* TestServer.use((server) => server.call("POST", way.path, { headers: request.headers }))
+              assertError(response, row.status, row.message)
+            }))
+        }
+      })
     }
 
     it.effect("body unreadable (over the 10 MB body limit) → 400 Failed to read request body, before the URL check", () =>

@@ -1,8 +1,9 @@
 // Group commit: concurrent calls share runs (one per group key), each call gets the output at its own
-// position, and a failing run fails the calls of its group only.
+// position, and a failing run fails the calls of its group only; a caller outside any fiber queues
+// with a callback (`offer`) and shares the same runs.
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit } from "effect"
-import { makeGroupCommit } from "../../src/lib/groupCommit.ts"
+import { Deferred, Effect, Exit, Scope } from "effect"
+import { makeGroupCommit, makeGroupCommitQueue } from "../../src/lib/groupCommit.ts"
 
 describe("makeGroupCommit", () => {
   it.effect("runs each group once for calls queued together and hands every call its own output", () =>
@@ -57,4 +58,52 @@ describe("makeGroupCommit", () => {
       // the loop survived the defect: the next calls are settled as usual
       assert.deepStrictEqual(yield* Effect.all([call("a"), call("b")], { concurrency: "unbounded" }), ["A", "B"])
     }).pipe(Effect.scoped))
+
+  it.effect("a callback caller shares the runs of the Effect callers and gets its own output or failure", () =>
+    Effect.gen(function*() {
+      const runs: Array<ReadonlyArray<string>> = []
+      const queue = yield* makeGroupCommitQueue({
+        maxBatch: 100,
+        run: (inputs: ReadonlyArray<string>) =>
+          Effect.sync(() => {
+            runs.push(inputs)
+            if (inputs.includes("bad")) throw new Error("bad input")
+            return inputs.map((input) => input.toUpperCase())
+          })
+      })
+      const settled = new Map<string, Exit.Exit<string, unknown>>()
+      const allSettled = yield* Deferred.make<void>()
+      for (const input of ["a", "bad"]) {
+        queue.offer(input, (exit) => {
+          settled.set(input, exit)
+          if (settled.size === 2) Deferred.doneUnsafe(allSettled, Exit.void)
+        })
+      }
+      const viaEffect = yield* queue.call("b")
+      yield* Deferred.await(allSettled)
+      assert.strictEqual(viaEffect, "B")
+      const a = settled.get("a")!
+      assert.isTrue(Exit.isSuccess(a) && a.value === "A")
+      assert.isTrue(Exit.isFailure(settled.get("bad")!))
+      // one run for the three, then bisection isolates the bad input
+      assert.deepStrictEqual(runs[0], ["a", "bad", "b"])
+    }).pipe(Effect.scoped))
+
+  it.effect("calls still queued when the owner's scope closes are settled as interrupted", () =>
+    Effect.gen(function*() {
+      const scope = yield* Scope.make()
+      const started = yield* Deferred.make<void>()
+      const queue = yield* makeGroupCommitQueue({
+        maxBatch: 1,
+        // the first run never ends, so the next call stays queued
+        run: (inputs: ReadonlyArray<number>) => Effect.andThen(Deferred.succeed(started, undefined), Effect.never).pipe(Effect.as(inputs))
+      }).pipe(Scope.provide(scope))
+      queue.offer(1, () => {})
+      yield* Deferred.await(started)
+      let second: Exit.Exit<number, unknown> | undefined
+      queue.offer(2, (exit) => void (second = exit))
+      yield* Scope.close(scope, Exit.void)
+      assert.isDefined(second)
+      assert.isTrue(Exit.isFailure(second!) && Exit.hasInterrupts(second!))
+    }))
 })
