@@ -5,13 +5,18 @@
 // hands the same one over twice.
 import * as Context from "effect/Context"
 import type * as Effect from "effect/Effect"
-import type { DeliveryRow } from "../domain/trigger.ts"
+import type { ClaimedRow, DeliveryRow } from "../domain/trigger.ts"
 
 export class Dispatcher extends Context.Service<Dispatcher, {
   /** Delivers each trigger (already `queued` in the database) once; returns when they are accepted. */
   readonly submit: (triggerIds: ReadonlyArray<string>) => Effect.Effect<void>
   /** Delivers claimed or fired triggers (see `hold`); returns when they are accepted. */
   readonly deliver: (rows: ReadonlyArray<DeliveryRow>) => Effect.Effect<void>
+  /**
+   * The same, each at its due time (at once when it has come; never before it): a shard fires a
+   * little ahead. A stopping node's drain waits for them.
+   */
+  readonly deliverAt: (rows: ReadonlyArray<ClaimedRow>) => Effect.Effect<void>
   /**
    * Takes hold of fired rows about to be handed over (their ids are held until their outcome is
    * recorded or they are given back) and returns those not held already.

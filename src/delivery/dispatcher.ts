@@ -26,6 +26,7 @@ import { gateStartsSent } from "../store/gates.ts"
 import { triggersRelease, triggersStartDelivery } from "../store/schedulerQueries.ts"
 import { type AttemptSpan, DeliveryTracing, type RecordingSpan } from "./attemptTracing.ts"
 import { Dispatcher } from "./dispatch.ts"
+import { makeEarlyRelease } from "./earlyRelease.ts"
 import { type DeliveryOutcome, Executor } from "./executor.ts"
 import { withReplayOverrides } from "./replayOverrides.ts"
 import { makeSenderPool } from "./senderPool.ts"
@@ -193,7 +194,7 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
   })
   yield* Effect.addFinalizer(() => Effect.sync(senders.close))
   metrics.watch("inFlight", senders.inFlight)
-  metrics.watch("waiting", () => senders.size() + unstarted)
+  metrics.watch("waiting", () => senders.size() + unstarted + early.size())
 
   /** Hands rows to the senders with what their tags' policies say (a cache read per project, none untagged). */
   const deliver = (claimed: ReadonlyArray<DeliveryRow>): Effect.Effect<void> =>
@@ -211,6 +212,9 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
       }
       senders.push(ready)
     })
+
+  /** Rows handed over ahead of their time wait for it here (`deliverAt`). */
+  const early = yield* makeEarlyRelease<ClaimedRow>(deliver)
 
   /** Replayed and recovered triggers: queued → running (retried until the database takes it), then sent. */
   const starter = Effect.gen(function*() {
@@ -256,10 +260,11 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
   })
 
   yield* forkLoop("delivery starter", starter, { afterFailure: 0 })
+  yield* forkLoop("early release", early.releaseTurn, { afterFailure: 0 })
   yield* forkLoop("gate start recorder", startsRecorder)
   yield* forkLoop("completer", completer, { afterFailure: 0 })
 
-  const settled = () => unstarted === 0 && unrecorded === 0 && senders.inFlight() === 0 && senders.size() === 0
+  const settled = () => unstarted === 0 && unrecorded === 0 && senders.inFlight() === 0 && senders.size() === 0 && early.size() === 0
 
   /** Waits until everything is sent and recorded, or until `untilMs`; whether it all settled. */
   const settle = (untilMs: number): Effect.Effect<boolean> =>
@@ -275,11 +280,11 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
   const drain = (timeoutMs: number) =>
     Effect.gen(function*() {
       const startMs = yield* Clock.currentTimeMillis
-      yield* Effect.logInfo(`draining: ${senders.inFlight()} deliveries in flight, ${senders.size() + unstarted} waiting`)
+      yield* Effect.logInfo(`draining: ${senders.inFlight()} deliveries in flight, ${senders.size() + unstarted + early.size()} waiting`)
       if (yield* settle(startMs + timeoutMs)) return
       // past the deadline: give back what has not started, interrupt what is in flight
       // replays and recoveries not started yet stay queued under this node: crash recovery sends them
-      const waiting = senders.takeWaiting().map((sent) => sent.row.id)
+      const waiting = [...early.takeAll(), ...senders.takeWaiting().map((sent) => sent.row)].map((row) => row.id)
       unstarted = 0
       for (const id of waiting) held.delete(id)
       const nowMs = yield* Clock.currentTimeMillis
@@ -304,6 +309,7 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
         return Queue.offerAll(submitted, ids)
       }).pipe(Effect.asVoid),
     deliver,
+    deliverAt: early.deliverAt,
     hold: (rows) => {
       const fresh = rows.filter((row) => !held.has(row.id))
       for (const row of fresh) held.add(row.id)

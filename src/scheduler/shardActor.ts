@@ -2,8 +2,9 @@
 // lookahead, a loader that treats PostgreSQL as the overflow wheel (reading the next window before
 // the current one runs out), a mailbox of wake-ups, and a batched claim of whatever comes due.
 // It sleeps exactly until the earliest deadline (or a wake-up), so firing is not tied to polling;
-// it claims a little ahead (through the node's ClaimBatcher) and hands the claimed rows over at their
-// due time (see SchedulerTiming in config.ts).
+// it fires a little ahead (moving its shard's mark: store/shardMarks.ts, claiming keyed triggers
+// through the node's ClaimBatcher) and hands the rows over for their due time (see SchedulerTiming
+// in config.ts), which the dispatcher keeps.
 // The actor is also its shard's materializer: every few seconds, and right after claiming
 // a generator's instance, it creates the next instance of each active generator that has none.
 // And it keeps the tag gates of its shard: a claimed trigger with a gated tag waits (queued) instead
@@ -12,7 +13,6 @@
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import * as FiberSet from "effect/FiberSet"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type * as Semaphore from "effect/Semaphore"
@@ -90,11 +90,6 @@ export interface ShardActorOptions {
   /** Who is connected now, and for how long the database has been up (for crash recovery). */
   readonly presence: Effect.Effect<Presence, unknown>
   /**
-   * Where the hand-over of triggers claimed ahead of their time waits: owned by the shard manager,
-   * so stopping this actor neither loses nor early-sends them, and a stopping node can await them.
-   */
-  readonly handOvers: FiberSet.FiberSet<void, never>
-  /**
    * Turns of the node's shards at fetching the later pages of large bursts (owned by the shard
    * manager): one or two at a time, so that the backlog they fill stays near BACKLOG_LIMIT.
    */
@@ -102,17 +97,6 @@ export interface ShardActorOptions {
   /** Observer of the actor's progress (tests); none in the service. */
   readonly onEvent?: (event: ShardActorEvent) => Effect.Effect<void>
 }
-
-/**
- * Sleeps until the clock reads at least `atMs`. A timer may fire a little before the clock reaches
- * its deadline (the event loop measures it from a cached time): a trigger is never sent early.
- */
-export const sleepUntil = (atMs: number): Effect.Effect<void> =>
-  Effect.gen(function*() {
-    for (let nowMs = yield* Clock.currentTimeMillis; nowMs < atMs; nowMs = yield* Clock.currentTimeMillis) {
-      yield* Effect.sleep(atMs - nowMs)
-    }
-  })
 
 export const runShardActor = (options: ShardActorOptions) =>
   Effect.gen(function*() {
@@ -169,8 +153,8 @@ export const runShardActor = (options: ShardActorOptions) =>
         for (;;) {
           const generators = yield* generatorsWithoutUpcoming({ shard: options.shard, limit: MATERIALIZE_BATCH })
           const instances = generators.flatMap((generator) => {
-            // after the claim lead: an instance claimed just now (up to that lead early) is not the next one
-            const scheduledAtMs = nextInstanceAfter(generator, nowMs + timing.claimLeadMs)
+            // after what a fire covers: an instance claimed just now (up to that much early) is not the next one
+            const scheduledAtMs = nextInstanceAfter(generator, nowMs + timing.claimLeadMs + timing.fireWindowMs)
             return scheduledAtMs === null ? [] : [{ generatorId: generator.id, instanceId: uuidv7(nowMs), scheduledAtMs }]
           })
           const created = yield* instancesInsert({ instances, nowMs })
@@ -225,22 +209,8 @@ export const runShardActor = (options: ShardActorOptions) =>
         }
       })
 
-    /** Hands claimed or fired rows to the dispatcher at their due time (now, or within the claim lead). */
-    const handOver = (claimed: ReadonlyArray<ClaimedRow>) =>
-      Effect.gen(function*() {
-        const nowMs = yield* Clock.currentTimeMillis
-        const byDueTime = new Map<number, Array<ClaimedRow>>()
-        for (const row of claimed) {
-          const at = Math.max(row.dueAtMs, nowMs)
-          const group = byDueTime.get(at)
-          if (group === undefined) byDueTime.set(at, [row])
-          else group.push(row)
-        }
-        for (const [at, rows] of byDueTime) {
-          if (at <= nowMs) yield* dispatcher.deliver(rows)
-          else yield* FiberSet.run(options.handOvers, Effect.andThen(sleepUntil(at), dispatcher.deliver(rows)))
-        }
-      })
+    /** Hands claimed or fired rows to the dispatcher, each sent at its due time (now, or within the fire's lead). */
+    const handOver = (claimed: ReadonlyArray<ClaimedRow>) => dispatcher.deliverAt(claimed)
 
     /** Claims triggers one by one (keyed, instances, gated: the mark does not cover them) and hands them on. */
     const claimAndHandOver = (ids: ReadonlyArray<string>, untilMs: number) =>
@@ -322,7 +292,7 @@ export const runShardActor = (options: ShardActorOptions) =>
 
     const fireDue = (nowMs: number) =>
       Effect.gen(function*() {
-        const untilMs = nowMs + timing.claimLeadMs
+        const untilMs = nowMs + timing.claimLeadMs + timing.fireWindowMs
         // the wheel's time is the mark's: what it yields up to the mark landed under it after it moved
         const late = firedAtMs === -Infinity ? [] : wheel.advance(firedAtMs)
         const due = [...late, ...wheel.advance(untilMs)]

@@ -15,7 +15,6 @@
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
-import * as FiberSet from "effect/FiberSet"
 import * as Layer from "effect/Layer"
 import * as Queue from "effect/Queue"
 import * as Scope from "effect/Scope"
@@ -61,7 +60,6 @@ export const ShardManagerLive = Layer.effectDiscard(Effect.gen(function*() {
   // statements. A second-old view is safe: a node that joined within it cannot hold claims on a shard
   // this node owns, and one that left within it is recovered from at the next turn.
   const actorsPresence = yield* Effect.cachedWithTTL(presence, (exit) => (Exit.isSuccess(exit) ? "1 second" : 0))
-  const handOvers = yield* FiberSet.make<void, never>()
   const laterPages = yield* Semaphore.make(LATER_PAGES_AT_ONCE)
   const metrics = yield* Metrics
 
@@ -83,7 +81,7 @@ export const ShardManagerLive = Layer.effectDiscard(Effect.gen(function*() {
     Effect.gen(function*() {
       const mailbox = yield* Queue.unbounded<ShardMessage>()
       yield* wakeups.attach(shard, (items) => Queue.offerAll(mailbox, items).pipe(Effect.asVoid))
-      const fiber = yield* Effect.forkDetach(runShardActor({ shard, node, mailbox, presence: actorsPresence, handOvers, laterPages }))
+      const fiber = yield* Effect.forkDetach(runShardActor({ shard, node, mailbox, presence: actorsPresence, laterPages }))
       actors.set(shard, fiber)
     })
 
@@ -189,7 +187,6 @@ export const ShardManagerLive = Layer.effectDiscard(Effect.gen(function*() {
     yield* giveBackUnheld(owned)
     if (session !== undefined) yield* Effect.ignore(session.locks.releaseAllAndDrain)
     if (owned.length > 0) yield* logShards("shards_released", `released all ${owned.length} shards: stopping`, owned)
-    yield* FiberSet.awaitEmpty(handOvers)
     yield* dispatcher.drain(config.drainTimeoutSeconds * 1000)
     if (session !== undefined) yield* Scope.close(session.scope, Exit.void)
   })

@@ -1,14 +1,22 @@
 // A Dispatcher for tests of what hands triggers to delivery (shard actors, bulk actions): it sends
-// nothing and tells `onHandedOver` the ids it was given (submitted ids, or the rows' ids), and holds
-// fired rows as the live one does (never the same one twice).
+// nothing and tells `onHandedOver` the ids it was given (submitted ids, or the rows' ids; a row
+// handed over ahead of its time when that time comes, by the live release loop on the test's clock),
+// and holds fired rows as the live one does (never the same one twice).
 import { Effect, Layer } from "effect"
 import { Dispatcher } from "../../src/delivery/dispatch.ts"
+import { makeEarlyRelease } from "../../src/delivery/earlyRelease.ts"
+import type { ClaimedRow } from "../../src/domain/trigger.ts"
 
-export const recordingDispatcher = (onHandedOver: (ids: ReadonlyArray<string>) => Effect.Effect<void>) => {
+export const recordingDispatcher = (onHandedOver: (ids: ReadonlyArray<string>) => Effect.Effect<void>) =>
+  Layer.effect(Dispatcher, Effect.gen(function*() {
   const held = new Set<string>()
-  return Layer.succeed(Dispatcher)({
+  const deliver = (rows: ReadonlyArray<{ readonly id: string }>) => onHandedOver(rows.map((row) => row.id))
+  const early = yield* makeEarlyRelease<ClaimedRow>(deliver)
+  yield* Effect.forkScoped(Effect.forever(early.releaseTurn))
+  return Dispatcher.of({
     submit: (ids) => onHandedOver(ids),
-    deliver: (rows) => onHandedOver(rows.map((row) => row.id)),
+    deliver,
+    deliverAt: early.deliverAt,
     hold: (rows) => {
       const fresh = rows.filter((row) => !held.has(row.id))
       for (const row of fresh) held.add(row.id)
@@ -19,4 +27,4 @@ export const recordingDispatcher = (onHandedOver: (ids: ReadonlyArray<string>) =
     awaitRoom: () => Effect.void,
     drain: () => Effect.void
   })
-}
+}))

@@ -1,0 +1,79 @@
+// Never early (issue "Safe under faults" 9): a shard fires a little ahead and the dispatcher holds
+// the rows until their time (delivery/earlyRelease.ts). A timer may fire before the clock reaches its
+// deadline (the event loop measures timers from a cached time); here a clock whose every sleep ends
+// 2 ms short shows that no row is sent before its time, each is sent once it has come, and a row
+// due sooner than the loop sleeps for is not held back by that sleep.
+import { assert, describe, it } from "@effect/vitest"
+import { Duration, Effect } from "effect"
+import * as Clock from "effect/Clock"
+import { DueQueue } from "../../src/delivery/dueQueue.ts"
+import { makeEarlyRelease } from "../../src/delivery/earlyRelease.ts"
+
+/** A clock at `startMs` whose sleeps end `shortMs` before they should (at least 1 ms later). */
+const earlyWakingClock = (startMs: number, shortMs: number) => {
+  let nowMs = startMs
+  const clock: Clock.Clock = {
+    currentTimeMillisUnsafe: () => nowMs,
+    currentTimeMillis: Effect.sync(() => nowMs),
+    currentTimeNanosUnsafe: () => BigInt(nowMs) * 1_000_000n,
+    currentTimeNanos: Effect.sync(() => BigInt(nowMs) * 1_000_000n),
+    monotonicTimeNanosUnsafe: () => BigInt(nowMs) * 1_000_000n,
+    monotonicTimeNanos: Effect.sync(() => BigInt(nowMs) * 1_000_000n),
+    sleep: (duration) => Effect.sync(() => void (nowMs += Math.max(1, Duration.toMillis(duration) - shortMs)))
+  }
+  return { clock, now: () => nowMs }
+}
+
+interface Row {
+  readonly id: string
+  readonly dueAtMs: number
+}
+
+/** A release loop on `clock` that records each row with the clock's time when it was sent. */
+const releaseOn = (clock: Clock.Clock, now: () => number) =>
+  Effect.gen(function*() {
+    const sent: Array<{ readonly id: string; readonly dueAtMs: number; readonly atMs: number }> = []
+    const early = yield* makeEarlyRelease<Row>((rows) => Effect.sync(() => rows.forEach((row) => sent.push({ ...row, atMs: now() }))))
+    return { early, sent }
+  }).pipe(Effect.provideService(Clock.Clock, clock))
+
+describe("the early release of rows fired ahead", () => {
+  it.effect("a row is sent only once the clock reads its time, even when every timer fires early; one due already at once", () =>
+    Effect.gen(function*() {
+      for (const waitMs of [1, 2, 3, 10, 250]) {
+        const { clock, now } = earlyWakingClock(1_000, 2)
+        const { early, sent } = yield* releaseOn(clock, now)
+        yield* early.deliverAt([{ id: "due", dueAtMs: 900 }, { id: "later", dueAtMs: 1_000 + waitMs }])
+        assert.deepStrictEqual(sent.map((row) => row.id), ["due"], "a row whose time has come goes at once")
+        while (sent.length < 2) yield* early.releaseTurn.pipe(Effect.provideService(Clock.Clock, clock))
+        assert.isAtLeast(sent[1]!.atMs, 1_000 + waitMs, `waited ${waitMs} ms`)
+        assert.strictEqual(early.size(), 0)
+      }
+    }))
+
+  it.effect("a row due sooner than the loop sleeps for wakes it: it is not held back by the later one's sleep", () =>
+    Effect.gen(function*() {
+      const { clock, now } = earlyWakingClock(1_000, 0)
+      const { early, sent } = yield* releaseOn(clock, now)
+      yield* early.deliverAt([{ id: "late", dueAtMs: 5_000 }])
+      yield* early.deliverAt([{ id: "sooner", dueAtMs: 1_050 }])
+      // the turn's sleep toward 5,000 is cut short by the sooner row, which goes at 1,050
+      while (sent.length < 1) yield* early.releaseTurn.pipe(Effect.provideService(Clock.Clock, clock))
+      assert.deepStrictEqual(sent.map((row) => [row.id, row.atMs]), [["sooner", 1_050]])
+      assert.deepStrictEqual(early.takeAll().map((row) => row.id), ["late"], "a stopping node takes back what waits")
+    }))
+})
+
+describe("DueQueue", () => {
+  it("takes what is due, earliest first, rows of one millisecond in the order given", () => {
+    const queue = new DueQueue<Row>()
+    queue.add([{ id: "c", dueAtMs: 30 }, { id: "a", dueAtMs: 10 }, { id: "b1", dueAtMs: 20 }])
+    queue.add([{ id: "b2", dueAtMs: 20 }, { id: "d", dueAtMs: 40 }])
+    assert.strictEqual(queue.nextAtMs(), 10)
+    assert.deepStrictEqual(queue.takeDue(9), [])
+    assert.deepStrictEqual(queue.takeDue(20).map((row) => row.id), ["a", "b1", "b2"])
+    assert.deepStrictEqual([queue.size, queue.nextAtMs()], [2, 30])
+    assert.deepStrictEqual(queue.takeAll().map((row) => row.id), ["c", "d"])
+    assert.deepStrictEqual([queue.size, queue.nextAtMs()], [0, undefined])
+  })
+})
