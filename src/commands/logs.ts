@@ -2,12 +2,20 @@
 // pages of a project's triggers and executions, one trigger or execution, a trigger's attempts, as
 // the views every front end answers. Scoped to the project: another project's ids are not found.
 // A database that cannot be reached is ServiceUnavailable (store/unavailable.ts).
+// Pages are bounded by what they send (domain/listPage.ts); a trigger's attempts, which have no
+// pages, come as a stream read a page at a time, so that a node never holds them all at once.
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Stream from "effect/Stream"
+import type { SqlClient } from "effect/sql"
 import { BadRequest, NotFound } from "../domain/errors.ts"
 import { isUuid } from "../domain/ids.ts"
+import { takePage } from "../domain/listPage.ts"
 import type { TriggerKind, TriggerStatus } from "../domain/trigger.ts"
-import { decodeCursor, encodeCursor, executionView, type ExecutionView, triggerView, type TriggerView } from "../domain/views.ts"
-import { executionsGet, executionsList, executionsListForTrigger } from "../store/executionReads.ts"
+import {
+  decodeCursor, encodeCursor, executionView, type ExecutionView, listedExecutionView, listedTriggerView, triggerView, type TriggerView
+} from "../domain/views.ts"
+import { type AttemptPosition, executionsGet, executionsList, executionsListForTrigger, type ListedExecutionRow } from "../store/executionReads.ts"
 import { triggersGet, triggersList } from "../store/triggerReads.ts"
 import { orUnavailable } from "../store/unavailable.ts"
 
@@ -48,20 +56,37 @@ export const listJobs = (projectId: string, filters: JobFilters) => orUnavailabl
 const jobsPage = Effect.fnUntraced(function*(projectId: string, filters: JobFilters) {
   const olderThanId = yield* cursorId(filters.cursor)
   const { cursor: _, ...rest } = filters
-  const page = yield* triggersList({ projectId, ...rest, olderThanId })
-  const jobs: ReadonlyArray<TriggerView> = page.rows.map(triggerView)
+  const rows = yield* triggersList({ projectId, ...rest, olderThanId })
+  const page = takePage(rows, { limit: filters.limit, fetched: (row) => row.fetched, view: listedTriggerView })
+  const jobs: ReadonlyArray<TriggerView> = page.views
   return { jobs, nextCursor: nextCursor(page, jobs) }
 })
 
 export const getJob = (projectId: string, id: string) => orUnavailable(Effect.map(findTrigger(projectId, id), triggerView))
 
-/** Every attempt of one trigger, oldest first. */
+/** How many of a trigger's attempts are read at once (at most about LIST_PAGE_MAX_BYTES of them). */
+const ATTEMPTS_PER_READ = 100
+
+/**
+ * Every attempt of one trigger, oldest first, as a stream read ATTEMPTS_PER_READ at a time (each read
+ * within the page budget, response bodies cut as in every list); 404 for an unknown trigger first.
+ */
 export const listJobExecutions = (projectId: string, id: string) => orUnavailable(jobExecutions(projectId, id))
 
 const jobExecutions = Effect.fnUntraced(function*(projectId: string, id: string) {
   const trigger = yield* findTrigger(projectId, id)
-  const rows = yield* executionsListForTrigger({ projectId, triggerId: trigger.id })
-  return { executions: rows.map((row) => executionView(row)) }
+  const services = yield* Effect.context<SqlClient.SqlClient>()
+  const read = (after: AttemptPosition | undefined) =>
+    Effect.map(executionsListForTrigger({ projectId, triggerId: trigger.id, after, limit: ATTEMPTS_PER_READ }), (rows) => {
+      const page = takePage(rows, { limit: ATTEMPTS_PER_READ, fetched: (row) => row.fetched, view: (row) => row })
+      const last: ListedExecutionRow | undefined = page.views.at(-1)
+      const views: ReadonlyArray<ExecutionView> = page.views.map((row) => listedExecutionView(row))
+      return [views, rows.length === ATTEMPTS_PER_READ || page.more ? Option.fromNullishOr(last) : Option.none()] as const
+    })
+  const executions = Stream.paginate(undefined as AttemptPosition | undefined, (after) => orUnavailable(read(after))).pipe(
+    Stream.provideContext(services)
+  )
+  return { executions }
 })
 
 export interface ExecutionFilters {
@@ -81,9 +106,13 @@ const executionsPage = Effect.fnUntraced(function*(projectId: string, filters: E
   if (filters.jobId !== undefined && !isUuid(filters.jobId)) return yield* Effect.fail(new BadRequest("jobId must be a UUID"))
   const olderThanId = yield* cursorId(filters.cursor)
   const { cursor: _, ...rest } = filters
-  const page = yield* executionsList({ projectId, ...rest, jobId: filters.jobId?.toLowerCase(), olderThanId })
-  const executions: ReadonlyArray<ExecutionView> = page.rows.map((row) =>
-    executionView(row, { alwaysWithErrorFields: filters.deadLetterOnly === true }))
+  const rows = yield* executionsList({ projectId, ...rest, jobId: filters.jobId?.toLowerCase(), olderThanId })
+  const page = takePage(rows, {
+    limit: filters.limit,
+    fetched: (row) => row.fetched,
+    view: (row) => listedExecutionView(row, { alwaysWithErrorFields: filters.deadLetterOnly === true })
+  })
+  const executions: ReadonlyArray<ExecutionView> = page.views
   return { executions, nextCursor: nextCursor(page, executions) }
 })
 
