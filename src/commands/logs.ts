@@ -7,7 +7,6 @@
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
-import type { SqlClient } from "effect/sql"
 import { BadRequest, NotFound } from "../domain/errors.ts"
 import { isUuid } from "../domain/ids.ts"
 import { takePage } from "../domain/listPage.ts"
@@ -75,7 +74,7 @@ export const listJobExecutions = (projectId: string, id: string) => orUnavailabl
 
 const jobExecutions = Effect.fnUntraced(function*(projectId: string, id: string) {
   const trigger = yield* findTrigger(projectId, id)
-  const services = yield* Effect.context<SqlClient.SqlClient>()
+  const services = yield* Effect.context<Effect.Services<ReturnType<typeof executionsListForTrigger>>>()
   const read = (after: AttemptPosition | undefined) =>
     Effect.map(executionsListForTrigger({ projectId, triggerId: trigger.id, after, limit: ATTEMPTS_PER_READ }), (rows) => {
       const page = takePage(rows, { limit: ATTEMPTS_PER_READ, fetched: (row) => row.fetched, view: (row) => row })

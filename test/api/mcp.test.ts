@@ -4,8 +4,10 @@
 // so), a session that schedules a trigger and sees it at a recording target, reads its executions,
 // creates a tag policy, declares a tag, and gets the spec's errors (a bad date, an exhausted quota,
 // the same messages as the HTTP endpoints). Then the auth matrix of /mcp — key header, Bearer, both,
-// none, unknown key, a browser's Origin — and another project's ids never visible, not even through a
-// session another key started.
+// none, unknown key, a browser's Origin — and another project's ids never visible, whatever session id
+// a request carries. And /mcp without sessions (issue 20, item 2): no answer carries a session id,
+// every request stands alone (no session header needed, a sent one ignored, DELETE 405), and many
+// initialize calls with big payloads leave no session open on the node (its metrics).
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Cause, Effect, Exit } from "effect"
 import type * as Scope from "effect/Scope"
@@ -14,7 +16,8 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { fetch as undiciFetch } from "undici"
 import { toolCall } from "../../src/api/mcpResults.ts"
 import { MalformedRequest, ServiceUnavailable } from "../../src/domain/errors.ts"
-import { insecureAgent, TestServer, testServerLayer, type TestResponse } from "../support/server.ts"
+import { OpsListener } from "../../src/ops/opsServer.ts"
+import { call, insecureAgent, TestServer, testServerLayer, type TestResponse } from "../support/server.ts"
 import { headerValues, target } from "../support/target.ts"
 import { pollUntil } from "../support/wait.ts"
 
@@ -106,6 +109,13 @@ const rawMcp = (headers: Record<string, string>, message: unknown, path = "/mcp"
       }
     })))
 
+/** The value of an unlabelled sample in a Prometheus scrape. */
+const sampleOf = (scrape: string, name: string): number => {
+  const line = scrape.split("\n").find((l) => l.startsWith(`${name} `))
+  assert.isDefined(line, `${name} in the scrape`)
+  return Number(line!.slice(name.length + 1))
+}
+
 const assertError = (response: TestResponse, status: number, body: { _tag: string; message: string }) => {
   assert.strictEqual(response.status, status, response.text)
   assert.deepStrictEqual(response.json(), body)
@@ -125,14 +135,19 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /mcp", (it) => {
         const old = yield* rawMcp(keyHeader(key), INITIALIZE("2025-03-26"))
         assert.strictEqual(old.response.status, 200, old.response.text)
         assert.strictEqual(old.message().result.protocolVersion, "2025-03-26")
-        const sessionId = old.response.headers["mcp-session-id"] as string
-        assert.match(sessionId, /\S/)
-        const listed = yield* rawMcp(
-          { ...keyHeader(key), "mcp-session-id": sessionId, "mcp-protocol-version": "2025-03-26" },
-          { jsonrpc: "2.0", id: 2, method: "tools/list" }
-        )
-        assert.strictEqual(listed.response.status, 200, listed.response.text)
-        assert.sameMembers(listed.message().result.tools.map((tool: { name: string }) => tool.name), TOOLS)
+        assert.strictEqual(old.response.headers["mcp-protocol-version"], "2025-03-26")
+        // no session: a later request needs none, in the version it names or (none named) 2025-03-26
+        assert.isUndefined(old.response.headers["mcp-session-id"])
+        assert.isUndefined(transport.sessionId)
+        for (const version of [{ "mcp-protocol-version": "2025-03-26" }, { "mcp-protocol-version": "2025-06-18" }, {}]) {
+          const listed = yield* rawMcp({ ...keyHeader(key), ...version }, { jsonrpc: "2.0", id: 2, method: "tools/list" })
+          assert.strictEqual(listed.response.status, 200, listed.response.text)
+          assert.isUndefined(listed.response.headers["mcp-session-id"])
+          assert.sameMembers(listed.message().result.tools.map((tool: { name: string }) => tool.name), TOOLS)
+        }
+        // a version the server does not speak: the transport's 400
+        const unsupported = yield* rawMcp({ ...keyHeader(key), "mcp-protocol-version": "1999-01-01" }, { jsonrpc: "2.0", id: 3, method: "tools/list" })
+        assert.strictEqual(unsupported.response.status, 400, unsupported.response.text)
       }).pipe(Effect.scoped))
 
     it.effect("tools/list: every tool with a description and an object schema; read-only tools say so", () =>
@@ -481,10 +496,14 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /mcp", (it) => {
           assert.strictEqual(response.text, "")
         }
         assert.strictEqual((yield* initialize({ origin: "https://evil.example" })).status, 403)
-        // the exact path only; other methods need the key too, then 405
+        // the exact path only; other methods need the key too, then 405 (DELETE too: there are no sessions to end)
         assert.strictEqual((yield* rawMcp(keyHeader(key), INITIALIZE("2025-06-18"), "/mcp/")).response.status, 404)
-        assert.strictEqual((yield* server.call("GET", "/mcp", {})).status, 401)
-        assert.strictEqual((yield* server.call("GET", "/mcp", { headers: keyHeader(key) })).status, 405)
+        for (const method of ["GET", "DELETE", "PUT"]) {
+          assert.strictEqual((yield* server.call(method, "/mcp", {})).status, 401, method)
+          const refused = yield* server.call(method, "/mcp", { headers: { ...keyHeader(key), "mcp-session-id": "00000000-0000-0000-0000-000000000000" } })
+          assert.strictEqual(refused.status, 405, method)
+          assert.strictEqual(refused.headers["allow"], "POST", method)
+        }
 
         // both headers: the tools act for the key header's project
         const mine = yield* connect({ ...keyHeader(key), ...bearer(other) })
@@ -494,7 +513,7 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /mcp", (it) => {
         assert.strictEqual((yield* ok(mine.client, "get_job", { id: made.triggerId })).id, made.triggerId)
       }).pipe(Effect.scoped))
 
-    it.effect("another project's ids are never visible, not even through a session its key started", () =>
+    it.effect("another project's ids are never visible, whatever session id a request carries", () =>
       Effect.gen(function*() {
         const server = yield* TestServer
         const recorder = yield* target
@@ -535,34 +554,64 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /mcp", (it) => {
         assert.deepStrictEqual(bulk.summary, { unchanged: 0, added: 1, skipped: 0, updated: 0, cancelled: 0 })
         assert.strictEqual((yield* ok(a.client, "get_job", { id: future.triggerId })).status, "registered")
 
-        // B's key on the session A's key started: the calls are B's
+        // whatever session id a request carries (none is ever given), its calls are its key's project's
         const started = yield* rawMcp(keyHeader(keyA), INITIALIZE("2025-06-18"))
-        const sessionId = started.response.headers["mcp-session-id"] as string
-        const session = { "mcp-session-id": sessionId, "mcp-protocol-version": "2025-06-18" }
-        yield* rawMcp({ ...keyHeader(keyA), ...session }, { jsonrpc: "2.0", method: "notifications/initialized" })
+        assert.isUndefined(started.response.headers["mcp-session-id"])
         const getJob = (headers: Record<string, string>) =>
           Effect.map(
-            rawMcp({ ...headers, ...session }, { jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "get_job", arguments: { id: job.triggerId } } }),
+            rawMcp({ ...headers, "mcp-protocol-version": "2025-06-18" }, { jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "get_job", arguments: { id: job.triggerId } } }),
             (r) => {
               assert.strictEqual(r.response.status, 200, r.response.text)
               return r.message().result
             }
           )
+        const someSession = { "mcp-session-id": "00000000-0000-0000-0000-000000000000" }
         assert.strictEqual((yield* getJob(keyHeader(keyA))).isError, false)
-        const hijacked = yield* getJob(keyHeader(keyB))
-        assert.strictEqual(hijacked.isError, true)
-        assert.deepStrictEqual(JSON.parse(hijacked.content[0].text), notFound)
-        // an unknown session: 404, initialize again
-        const unknownSession = yield* rawMcp(
-          { ...keyHeader(keyA), "mcp-session-id": "00000000-0000-0000-0000-000000000000", "mcp-protocol-version": "2025-06-18" },
-          { jsonrpc: "2.0", id: 8, method: "tools/list" }
-        )
-        assert.strictEqual(unknownSession.response.status, 404, unknownSession.response.text)
-        // a session ends with DELETE (authenticated like every request), then its id is unknown
-        assert.strictEqual((yield* server.call("DELETE", "/mcp", { headers: session })).status, 401)
-        assert.strictEqual((yield* server.call("DELETE", "/mcp", { headers: { ...keyHeader(keyA), ...session } })).status, 204)
-        const ended = yield* rawMcp({ ...keyHeader(keyA), ...session }, { jsonrpc: "2.0", id: 9, method: "tools/list" })
-        assert.strictEqual(ended.response.status, 404)
+        assert.strictEqual((yield* getJob({ ...keyHeader(keyA), ...someSession })).isError, false)
+        for (const headers of [keyHeader(keyB), { ...keyHeader(keyB), ...someSession }]) {
+          const hijacked = yield* getJob(headers)
+          assert.strictEqual(hijacked.isError, true)
+          assert.deepStrictEqual(JSON.parse(hijacked.content[0].text), notFound)
+        }
+      }).pipe(Effect.scoped))
+  })
+
+  describe("without sessions", () => {
+    it.effect("100 initialize calls of 2 MB each, and as many tool calls, leave no session open on the node", () =>
+      Effect.gen(function*() {
+        const server = yield* TestServer
+        const key = yield* server.newKey()
+        const metrics = Effect.map(call(`${(yield* OpsListener).url!}/metrics`, "GET", ""), (scrape) => ({
+          open: sampleOf(scrape.text, "timewheel_mcp_sessions"),
+          opened: sampleOf(scrape.text, "timewheel_mcp_sessions_opened_total")
+        }))
+        const before = yield* metrics
+        const big = "x".repeat(2 * 1024 * 1024)
+        const initialize = {
+          ...INITIALIZE("2025-06-18"),
+          params: { protocolVersion: "2025-06-18", capabilities: { experimental: { big: { value: big } } }, clientInfo: { name: big, version: "1" } }
+        }
+        yield* Effect.forEach(Array.from({ length: 100 }, (_, i) => i), (i) =>
+          Effect.gen(function*() {
+            const answer = yield* rawMcp(keyHeader(key), { ...initialize, id: i })
+            assert.strictEqual(answer.response.status, 200, answer.response.text.slice(0, 300))
+            assert.strictEqual(answer.message().result.protocolVersion, "2025-06-18", answer.response.text.slice(0, 300))
+            assert.isUndefined(answer.response.headers["mcp-session-id"])
+            const called = yield* rawMcp(
+              { ...keyHeader(key), "mcp-protocol-version": "2025-06-18" },
+              { jsonrpc: "2.0", id: i, method: "tools/call", params: { name: "cron_next", arguments: { value: "cron(0 0 * * *)", count: 1 } } }
+            )
+            assert.strictEqual(called.message().result.isError, false, called.response.text)
+          }), { concurrency: 8 })
+        const after = yield* metrics
+        // each request had a session of its own, and the server confirmed the end of every one
+        assert.strictEqual(after.opened - before.opened, 200)
+        assert.strictEqual(after.open, 0)
+
+        // the official client still works end to end with the stateless server
+        const { client } = yield* connect(keyHeader(key))
+        assert.strictEqual((yield* ok(client, "cron_next", { value: "cron(0 0 1 1 *)", from: "2030-06-01T00:00:00Z", count: 1 })).times[0], "2031-01-01T00:00:00.000Z")
+        assert.strictEqual((yield* metrics).open, 0)
       }).pipe(Effect.scoped))
   })
 
