@@ -9,7 +9,7 @@ import * as Option from "effect/Option"
 import * as Stream from "effect/Stream"
 import { BadRequest, NotFound } from "../domain/errors.ts"
 import { isUuid } from "../domain/ids.ts"
-import { takePage } from "../domain/listPage.ts"
+import { emptyPage, type Page, takePage } from "../domain/listPage.ts"
 import type { TriggerKind, TriggerStatus } from "../domain/trigger.ts"
 import {
   decodeCursor, encodeCursor, executionView, type ExecutionView, listedExecutionView, listedTriggerView, triggerView, type TriggerView
@@ -34,6 +34,24 @@ const nextCursor = (page: { readonly more: boolean }, items: ReadonlyArray<{ rea
   return page.more && last !== undefined ? encodeCursor(last.id) : null
 }
 
+/**
+ * A page of a list, read with `read` (rows older than an id, at most a number of them plus one that
+ * tells whether more follow): read again after its last entry while the store stopped at its byte
+ * budget and the page has room left (each read takes at least one row, so this ends).
+ */
+const readPage = <Row extends { readonly fetched: boolean }, View extends { readonly id: string }, E, R>(
+  read: (olderThanId: string | undefined, limit: number) => Effect.Effect<ReadonlyArray<Row>, E, R>,
+  options: { readonly olderThanId: string | undefined; readonly limit: number; readonly view: (row: NoInfer<Row>) => View }
+) =>
+  Effect.gen(function*() {
+    let page: Page<View> = emptyPage
+    do {
+      const rows = yield* read(page.views.at(-1)?.id ?? options.olderThanId, options.limit - page.views.length)
+      page = takePage(rows, { limit: options.limit, fetched: (row) => row.fetched, view: options.view }, page)
+    } while (page.unread)
+    return page
+  })
+
 /** The project's trigger row by id; 404 `Job not found` for malformed, unknown or foreign ids. */
 export const findTrigger = (projectId: string, id: string) =>
   isUuid(id)
@@ -55,8 +73,11 @@ export const listJobs = (projectId: string, filters: JobFilters) => orUnavailabl
 const jobsPage = Effect.fnUntraced(function*(projectId: string, filters: JobFilters) {
   const olderThanId = yield* cursorId(filters.cursor)
   const { cursor: _, ...rest } = filters
-  const rows = yield* triggersList({ projectId, ...rest, olderThanId })
-  const page = takePage(rows, { limit: filters.limit, fetched: (row) => row.fetched, view: listedTriggerView })
+  const page = yield* readPage((olderThan: string | undefined, limit: number) => triggersList({ projectId, ...rest, olderThanId: olderThan, limit }), {
+    olderThanId,
+    limit: filters.limit,
+    view: listedTriggerView
+  })
   const jobs: ReadonlyArray<TriggerView> = page.views
   return { jobs, nextCursor: nextCursor(page, jobs) }
 })
@@ -105,10 +126,10 @@ const executionsPage = Effect.fnUntraced(function*(projectId: string, filters: E
   if (filters.jobId !== undefined && !isUuid(filters.jobId)) return yield* Effect.fail(new BadRequest("jobId must be a UUID"))
   const olderThanId = yield* cursorId(filters.cursor)
   const { cursor: _, ...rest } = filters
-  const rows = yield* executionsList({ projectId, ...rest, jobId: filters.jobId?.toLowerCase(), olderThanId })
-  const page = takePage(rows, {
+  const jobId = filters.jobId?.toLowerCase()
+  const page = yield* readPage((olderThan: string | undefined, limit: number) => executionsList({ projectId, ...rest, jobId, olderThanId: olderThan, limit }), {
+    olderThanId,
     limit: filters.limit,
-    fetched: (row) => row.fetched,
     view: (row) => listedExecutionView(row, { alwaysWithErrorFields: filters.deadLetterOnly === true })
   })
   const executions: ReadonlyArray<ExecutionView> = page.views
