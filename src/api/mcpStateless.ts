@@ -14,11 +14,13 @@
 // Before any of that every request is checked, in this order: the exact path (else the router's empty
 // 404), no `Origin` header (a browser's request: empty 403), then the credentials as every endpoint
 // answers them (401, 503); the key's project is the McpCaller of that request's tool calls. A body over
-// MAX_MCP_BODY_BYTES is not read: the server answers it as a JSON-RPC parse error.
+// MAX_MCP_BODY_BYTES, or nested deeper than MAX_JSON_DEPTH (its decoders would overflow the stack),
+// is not handed over: the server answers it as a JSON-RPC parse error.
 import * as ByteSize from "effect/ByteSize"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import { HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { nestsDeeperThan } from "../domain/jsonDepth.ts"
 import { Metrics, type MetricsShape } from "../ops/metrics.ts"
 import { authenticateKeyOrBearer } from "./auth.ts"
 import { renderApiError } from "./errors.ts"
@@ -105,6 +107,7 @@ export const statelessMcp = (handler: McpWebHandler) => {
     const caller = Context.make(McpCaller, { projectId: admitted.projectId })
     const text = yield* request.text.pipe(
       Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(MAX_MCP_BODY_BYTES)),
+      Effect.map((text) => (nestsDeeperThan(text) ? "" : text)),
       Effect.orElseSucceed(() => "")
     )
     const headers: Record<string, string> = {}
