@@ -1,8 +1,9 @@
 // A started timewheel for the probes of scripts/ (fuzz, list memory): the service as `npm start` runs
-// it (`node dist/main.js`, built first) in a child process on loopback, on a fresh database of
-// DATABASE_URL's server (or of an embedded server in a temporary directory), with a project and key
-// made by the CLI. `root` may name another checkout of the repository (e.g. an older commit, to
-// measure before and after a change); its node_modules are used.
+// it (`node dist/main.js`, built first) in a child process on loopback, its ops listener on a free
+// loopback port, on a fresh database of DATABASE_URL's server (or of an embedded server in a
+// temporary directory), with a project and key made by the CLI, and the CLI itself for more.
+// `root` may name another checkout of the repository (e.g. an older commit, to measure before and
+// after a change); its node_modules are used.
 import { execFile, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -16,7 +17,11 @@ const execFileAsync = promisify(execFile)
 
 export interface StartedService {
   readonly origin: string
+  /** The ops listener (`http://127.0.0.1:PORT`). */
+  readonly opsOrigin: string
   readonly key: string
+  /** Runs the CLI (`node dist/cli/main.js`) against the service's database; its stdout, trimmed. */
+  readonly cli: (...args: Array<string>) => Promise<string>
   readonly pid: number
   /** The service's recent log lines (stderr, then stdout). */
   readonly recentLogs: () => ReadonlyArray<string>
@@ -50,8 +55,10 @@ export const startService = async (options: { readonly root?: string; readonly e
   installExitHandlers(cleanup)
   await execFileAsync(process.execPath, [path.join(root, "scripts/build.ts")], { cwd: root, timeout: 300_000 })
   const port = await freeLoopbackPort()
+  const opsPort = await freeLoopbackPort()
   const env = {
-    ...process.env, DATABASE_URL: database.url, HOST: "127.0.0.1", PORT: String(port), DATA_DIR: dataDir, LOG_LEVEL: "warn",
+    ...process.env, DATABASE_URL: database.url, HOST: "127.0.0.1", PORT: String(port), OPS_HOST: "127.0.0.1", OPS_PORT: String(opsPort),
+    DATA_DIR: dataDir, LOG_LEVEL: "warn",
     ...options.env,
     ...serviceLaunch(root).env
   }
@@ -80,7 +87,9 @@ export const startService = async (options: { readonly root?: string; readonly e
   const key = await cli("key", "create", "probe")
   return {
     origin,
+    opsOrigin: `http://127.0.0.1:${opsPort}`,
     key,
+    cli,
     pid: child.pid!,
     recentLogs: () => [...logs, ...out],
     alive,
