@@ -26,6 +26,7 @@ import { parseDateValue } from "../domain/scheduledAt.ts"
 import { cancelTargetOf, checkScheduleTarget, scheduleCommandOf } from "../domain/scheduleInput.ts"
 import { unstorableCharacter, unstorableMessage } from "../domain/storableText.ts"
 import { decodeTagPolicyBody } from "../domain/tagPolicy.ts"
+import { withListedBody } from "../domain/views.ts"
 import { executionSummary, jobSummary, malformedArguments, toolCall } from "./mcpResults.ts"
 import { MAX_CRON_NEXT_COUNT, McpCaller, type McpTools } from "./mcpTools.ts"
 import { integerInRange, pageLimitOf, textParam } from "./requestParts.ts"
@@ -175,7 +176,8 @@ export const mcpHandlers = (tools: McpTools) =>
           return { jobs: page.jobs.map(jobSummary), nextCursor: page.nextCursor }
         })),
 
-      get_job: (args) => call(Effect.flatMap(caller, (projectId) => getJob(projectId, args.id))),
+      // a body whose value would take over 64 KiB is left out as in lists: a model has no use for it whole
+      get_job: (args) => call(Effect.map(Effect.flatMap(caller, (projectId) => getJob(projectId, args.id)), withListedBody)),
 
       list_executions: (args) =>
         call(Effect.gen(function*() {

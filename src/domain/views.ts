@@ -224,14 +224,16 @@ export const triggerView = (row: TriggerRow): TriggerView => ({
 const valueBytes = (body: BodyView): number =>
   body.value === null ? 0 : body.encoding === "text" ? jsonTextBytes(body.value) : body.value.length
 
-/** A trigger in a list: its body left out (with its size) when its value would take over LIST_BODY_MAX_BYTES. */
-export const listedTriggerView = (row: TriggerRow): TriggerView => {
-  const view = triggerView(row)
+/** A trigger's view with its body left out (with its size) when its value would take over LIST_BODY_MAX_BYTES. */
+export const withListedBody = (view: TriggerView): TriggerView => {
   const body = view.body
   return body !== null && body.truncated !== true && valueBytes(body) > LIST_BODY_MAX_BYTES
     ? { ...view, body: { encoding: body.encoding, value: null, size: body.size, truncated: true } }
     : view
 }
+
+/** A trigger in a list: withListedBody. */
+export const listedTriggerView = (row: TriggerRow): TriggerView => withListedBody(triggerView(row))
 
 /**
  * `errorKind`, `errorCode`, `errorMessage` are omitted when null. A dead-letter listing

@@ -615,6 +615,26 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /mcp", (it) => {
       }).pipe(Effect.scoped))
   })
 
+  describe("bounded answers (issue 20)", () => {
+    it.effect("get_job leaves out a body whose value would take over 64 KiB in JSON; GET /jobs/{id} has it whole", () =>
+      Effect.gen(function*() {
+        const server = yield* TestServer
+        const key = yield* server.newKey()
+        const schedule = (body: string) =>
+          Effect.map(server.call("POST", "/schedule", {
+            headers: { "ttr-api-key": key, "ttr-url": "http://127.0.0.1:9/hook", "ttr-scheduled-at": "2099-01-01T00:00:00Z", "content-type": "text/plain" },
+            body
+          }), (response) => response.json().triggerId as string)
+        const big = yield* schedule("\u0001".repeat(65_520)) // 65,520 bytes stored, 393,120 as JSON
+        const small = yield* schedule("hello")
+        const { client } = yield* connect(keyHeader(key))
+        assert.deepStrictEqual((yield* ok(client, "get_job", { id: big })).body, { encoding: "text", value: null, size: 65_520, truncated: true })
+        assert.deepStrictEqual((yield* ok(client, "get_job", { id: small })).body, { encoding: "text", value: "hello", size: 5 })
+        const whole = (yield* server.call("GET", `/jobs/${big}`, { headers: keyHeader(key) })).json().body
+        assert.strictEqual(whole.value, "\u0001".repeat(65_520))
+      }).pipe(Effect.scoped))
+  })
+
   it.effect("the OpenAPI document lists /mcp", () =>
     Effect.gen(function*() {
       const response = yield* (yield* TestServer).call("GET", "/openapi/json")
