@@ -10,12 +10,13 @@
 // baseline), the highest RSS sampled every 100 ms during the run, and 10 s and 60 s after it. Exits 1
 // on any 5xx, a failed call or a service that stopped answering. Bounded: stops issuing after 30
 // minutes.
-//   npm run fuzz [-- --count N] [--concurrency C] [--seed S] [--warmup W] [--root <checkout>]
+//   npm run fuzz [-- --count N] [--concurrency C] [--seed S] [--warmup W] [--root <checkout>] [--env NAME=value …]
 // DATABASE_URL: a fresh database on that server (else an embedded server in a temporary directory).
 import fc from "fast-check"
 import { request } from "undici"
 import { everyRequest, type FuzzContext } from "../../test/support/fuzzFamilies.ts"
 import type { FuzzRequest } from "../../test/support/fuzzInputs.ts"
+import { MAX_HEADER_BYTES } from "../../src/api/server.ts"
 import { runCalls, sleep } from "../bench/common.ts"
 import { insecureAgent, rssKiB, startService } from "./service.ts"
 
@@ -43,6 +44,9 @@ const endpointOf = (req: FuzzRequest): string => {
   return `${req.port === "ops" ? "ops " : ""}${req.method} ${shape}`
 }
 
+/** The size of a request's header block as sent (name, ": ", value, CRLF), request line left out. */
+const headerBytes = (req: FuzzRequest) => req.headers.reduce((sum, [name, value]) => sum + name.length + value.length + 4, 0)
+
 /** The request as it can be printed (a binary body as base64, a long one cut). */
 const printable = (req: FuzzRequest) => ({
   ...req,
@@ -51,7 +55,10 @@ const printable = (req: FuzzRequest) => ({
   ...(req.headers.length > 40 ? { headers: [...req.headers.slice(0, 40), [`… ${req.headers.length} headers`, ""]] } : {})
 })
 
-const service = await startService({ ...(ROOT === undefined ? {} : { root: ROOT }), env: { LOG_LEVEL: "error" } })
+/** `--env NAME=value` (repeatable): more environment for the service (e.g. glibc's MALLOC_ tunables). */
+const extraEnv = Object.fromEntries(process.argv.flatMap((word, i) =>
+  process.argv[i - 1] === "--env" && word.includes("=") ? [[word.slice(0, word.indexOf("=")), word.slice(word.indexOf("=") + 1)]] : []))
+const service = await startService({ ...(ROOT === undefined ? {} : { root: ROOT }), env: { LOG_LEVEL: "error", ...extraEnv } })
 const agent = insecureAgent(CONCURRENCY)
 const started = Date.now()
 const mib = (kib: number) => Math.round(kib / 1024)
@@ -121,12 +128,26 @@ try {
   let serverErrorCount = 0
   let sent = 0
   let failedCalls = 0
+  let refusedHeaders = 0
   let firstFailure: string | undefined
+  const failures: Array<{ readonly request: string; readonly error: string }> = []
   for (let chunk = 0; chunk * CHUNK < COUNT && Date.now() < DEADLINE_MS; chunk++) {
     const inputs = fc.sample(everyRequest(ctx), { numRuns: Math.min(CHUNK, COUNT - chunk * CHUNK), seed: SEED + chunk })
     const batch = await runCalls(inputs.length, CONCURRENCY, DEADLINE_MS, async (i) => {
       const req = inputs[i]!
-      const { status, text } = await send(req)
+      const { status, text } = await send(req).catch((error: Error) => {
+        // headers over the server's limit: it answers 431 and closes the connection without reading the
+        // body, so a client still sending one sees the connection reset — a refusal, not a failure
+        if (headerBytes(req) > MAX_HEADER_BYTES) {
+          refusedHeaders++
+          return { status: 431, text: "" }
+        }
+        if (failures.length < 20) {
+          const bodyBytes = req.body === undefined ? 0 : typeof req.body === "string" ? Buffer.byteLength(req.body) : req.body.byteLength
+          failures.push({ request: `${endpointOf(req)}, ${req.headers.length} headers, ${bodyBytes} body bytes`, error: error.message })
+        }
+        throw error
+      })
       sent++
       const endpoint = endpointOf(req)
       const byStatus = statuses.get(endpoint) ?? new Map<number, number>()
@@ -178,7 +199,8 @@ try {
     commonRefusals: Object.fromEntries([...messages].sort(([, a], [, b]) => b - a).slice(0, 30)),
     serverErrors: serverErrorCount,
     failedCalls,
-    ...(firstFailure === undefined ? {} : { firstFailure }),
+    resetAfter431: refusedHeaders,
+    ...(firstFailure === undefined ? {} : { firstFailure, failures }),
     afterwards: { health: health.status, healthBody: health.text.slice(0, 200), openapi: openapi.status, session: session.status, alive: service.alive() },
     serviceRssMiB: { before: mib(rssBefore), peak: mib(rssPeak), after10s: mib(rssAfter10s), after60s: mib(rssAfter60s) },
     serviceMemoryMiB: { before: memoryBefore, after60s: memoryAfter }

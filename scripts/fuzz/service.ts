@@ -44,6 +44,8 @@ export const rssKiB = (pid: number): number => {
 }
 export const startService = async (options: { readonly root?: string; readonly env?: Record<string, string> } = {}): Promise<StartedService> => {
   const root = path.resolve(options.root ?? REPO_ROOT)
+  // built first: a failed build leaves no database behind
+  await execFileAsync(process.execPath, [path.join(root, "scripts/build.ts")], { cwd: root, timeout: 300_000 })
   const server = await openDatabaseServer()
   const database = await freshDatabase(server, "probe")
   const dataDir = makeTempDir("probe-data")
@@ -53,7 +55,6 @@ export const startService = async (options: { readonly root?: string; readonly e
     removeTempDir(dataDir)
   }
   installExitHandlers(cleanup)
-  await execFileAsync(process.execPath, [path.join(root, "scripts/build.ts")], { cwd: root, timeout: 300_000 })
   const port = await freeLoopbackPort()
   const opsPort = await freeLoopbackPort()
   const env = {

@@ -41,7 +41,7 @@ export const mcpPaths = (prefix: string): Paths => ({
           content: { "application/json": { schema: jsonRpcMessage }, "text/event-stream": { schema: { type: "string" } } }
         },
         202: emptyResponse("A notification or response, accepted."),
-        400: emptyResponse("A JSON-RPC error: invalid message or unsupported protocol version."),
+        400: emptyResponse("A JSON-RPC error: invalid message or unsupported protocol version; empty: a batch of more than 100 messages."),
         401: unauthorized,
         403: emptyResponse("The request has an `Origin` header: browsers are not allowed."),
         404: emptyResponse("A path other than `/mcp` exactly."),

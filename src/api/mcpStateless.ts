@@ -10,7 +10,9 @@
 // - any other message is preceded by an internal `initialize` (the version of the request's
 //   `MCP-Protocol-Version`, else 2025-03-26 as the transport says; no client data), sent with that
 //   session's id, and the session ends once the answer is read (or the client went away);
-// - a session id a client sends is ignored; DELETE, like GET, is 405 (`Allow: POST`).
+// - a session id a client sends is ignored; DELETE, like GET, is 405 (`Allow: POST`);
+// - a JSON-RPC batch of more than MAX_MCP_BATCH messages is an empty 400 (the server's own answer to a
+//   batch it does not take): effect/ai's server never answers one of some thousands.
 // Before any of that every request is checked, in this order: the exact path (else the router's empty
 // 404), no `Origin` header (a browser's request: empty 403), then the credentials as every endpoint
 // answers them (401, 503); the key's project is the McpCaller of that request's tool calls. A body over
@@ -29,6 +31,8 @@ import { McpCaller } from "./mcpTools.ts"
 
 /** The largest JSON-RPC message read (as /declare and /bulk bodies). */
 export const MAX_MCP_BODY_BYTES = 16 * 1024 * 1024
+/** The most messages of a JSON-RPC batch (2025-03-26 has batches; 2025-06-18 none): a longer one is an empty 400. */
+export const MAX_MCP_BATCH = 100
 
 const SESSION_ID = "mcp-session-id"
 const PROTOCOL_VERSION = "mcp-protocol-version"
@@ -58,14 +62,17 @@ const internalInitialize = (protocolVersion: string) =>
     params: { protocolVersion, capabilities: {}, clientInfo: { name: "timewheel-stateless-front", version: "1" } }
   })
 
-const isInitialize = (text: string): boolean => {
+/** The JSON-RPC message (or batch) a body holds; undefined when it is not JSON. */
+const messageOf = (text: string): unknown => {
   try {
-    const message: unknown = JSON.parse(text)
-    return typeof message === "object" && message !== null && (message as { readonly method?: unknown }).method === "initialize"
+    return JSON.parse(text) as unknown
   } catch {
-    return false
+    return undefined
   }
 }
+
+const isInitialize = (message: unknown): boolean =>
+  typeof message === "object" && message !== null && (message as { readonly method?: unknown }).method === "initialize"
 
 /** The path, origin and credentials checks; the project of the key, or the answer refusing the request. */
 const admission = Effect.gen(function*() {
@@ -118,7 +125,10 @@ export const statelessMcp = (handler: McpWebHandler) => {
     const post = (sessionId: string | null) =>
       exchange(caller, { method: "POST", headers: sessionId === null ? headers : { ...headers, [SESSION_ID]: sessionId }, body: text })
 
-    const answer = isInitialize(text)
+    const message = messageOf(text)
+    // effect/ai's server stops answering a batch of some thousands of messages (its request never ends)
+    if (Array.isArray(message) && message.length > MAX_MCP_BATCH) return HttpServerResponse.empty({ status: 400 })
+    const answer = isInitialize(message)
       // the client's own initialize opens the session; it ends once its answer is read
       ? yield* Effect.acquireRelease(post(null), (answer) => end(metrics, caller, opened(metrics, answer))).pipe(Effect.scoped)
       : yield* Effect.acquireUseRelease(

@@ -615,6 +615,24 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /mcp", (it) => {
       }).pipe(Effect.scoped))
   })
 
+  describe("batches", () => {
+    it.effect("a 2025-03-26 batch is answered; one of more than 100 messages is an empty 400 (20,000 went unanswered)", () =>
+      Effect.gen(function*() {
+        const key = yield* (yield* TestServer).newKey()
+        const headers = { ...keyHeader(key), "mcp-protocol-version": "2025-03-26" }
+        const both = yield* rawMcp(headers, [{ jsonrpc: "2.0", id: 1, method: "tools/list" }, { jsonrpc: "2.0", id: 2, method: "ping" }])
+        assert.strictEqual(both.response.status, 200, both.response.text)
+        assert.deepStrictEqual(JSON.parse(both.response.text).map((answer: { id: number }) => answer.id), [1, 2])
+        const notifications = (n: number) => Array.from({ length: n }, () => ({ jsonrpc: "2.0", method: "notifications/initialized" }))
+        assert.strictEqual((yield* rawMcp(headers, notifications(100))).response.status, 202)
+        for (const n of [101, 20_000]) {
+          const refused = yield* rawMcp(headers, notifications(n))
+          assert.strictEqual(refused.response.status, 400, String(n))
+          assert.strictEqual(refused.response.text, "")
+        }
+      }))
+  })
+
   describe("bounded answers (issue 20)", () => {
     it.effect("get_job leaves out a body whose value would take over 64 KiB in JSON; GET /jobs/{id} has it whole", () =>
       Effect.gen(function*() {
