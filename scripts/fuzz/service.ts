@@ -42,6 +42,30 @@ export const rssKiB = (pid: number): number => {
     return Number.NaN
   }
 }
+/**
+ * Where a live process's resident memory is, in KiB (/proc/PID/smaps): the brk heap (glibc's main
+ * arena), other anonymous mappings (V8's heap pages, glibc's other arenas and its mmapped chunks,
+ * thread stacks) and files (code, libraries). Zeros if it cannot be read.
+ */
+export const rssBreakdownKiB = (pid: number): { readonly brkHeap: number; readonly anonymous: number; readonly files: number } => {
+  const out = { brkHeap: 0, anonymous: 0, files: 0 }
+  let kind: keyof typeof out = "anonymous"
+  try {
+    for (const line of fs.readFileSync(`/proc/${pid}/smaps`, "utf8").split("\n")) {
+      const mapping = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s*(.*)$/.exec(line)
+      if (mapping !== null) {
+        const name = mapping[1]!.trim()
+        kind = name === "[heap]" ? "brkHeap" : name.startsWith("/") ? "files" : "anonymous"
+      } else if (line.startsWith("Rss:")) {
+        out[kind] += Number(line.split(/\s+/)[1])
+      }
+    }
+  } catch {
+    // the process is gone: zeros
+  }
+  return out
+}
+
 export const startService = async (options: { readonly root?: string; readonly env?: Record<string, string> } = {}): Promise<StartedService> => {
   const root = path.resolve(options.root ?? REPO_ROOT)
   // built first: a failed build leaves no database behind
