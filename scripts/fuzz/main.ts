@@ -138,10 +138,11 @@ try {
       const req = inputs[i]!
       const { status, text } = await send(req).catch(async (error: Error) => {
         // a head over the server's limit is answered 431 and the connection closed without reading the
-        // rest, so the client may see the connection close instead of the answer: sent again alone,
-        // such a request gets its 431 — a refusal, not a failure
+        // rest, so the client may see the connection close instead of the answer: its head sent again
+        // alone gets the 431 — a refusal, not a failure
         if (req.headers.length >= MANY_HEADERS) {
-          const again = await send(req).catch(() => undefined)
+          const { body: _, ...head } = req
+          const again = await send(head).catch(() => undefined)
           if (again?.status === 431) {
             refusedHeaders++
             return again
