@@ -13,6 +13,8 @@ import { Cause, Effect, Exit } from "effect"
 import type * as Scope from "effect/Scope"
 import { Client } from "@modelcontextprotocol/sdk/client/index.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import * as v8 from "node:v8"
+import * as vm from "node:vm"
 import { fetch as undiciFetch } from "undici"
 import { toolCall } from "../../src/api/mcpResults.ts"
 import { MalformedRequest, ServiceUnavailable } from "../../src/domain/errors.ts"
@@ -108,6 +110,16 @@ const rawMcp = (headers: Record<string, string>, message: unknown, path = "/mcp"
         return JSON.parse(data.at(-1)!)
       }
     })))
+
+v8.setFlagsFromString("--expose-gc")
+const collectGarbage = vm.runInNewContext("gc") as () => void
+
+/** The heap this process (the in-process service's) uses after a full collection, in MiB. */
+const heapUsedMiB = () => {
+  collectGarbage()
+  collectGarbage()
+  return process.memoryUsage().heapUsed / 2 ** 20
+}
 
 /** The value of an unlabelled sample in a Prometheus scrape. */
 const sampleOf = (scrape: string, name: string): number => {
@@ -577,7 +589,7 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /mcp", (it) => {
   })
 
   describe("without sessions", () => {
-    it.effect("100 initialize calls of 2 MB each, and as many tool calls, leave no session open on the node", () =>
+    it.effect("100 initialize calls of 2 MB each, and as many tool calls, leave no session open on the node, nor anything in its heap", () =>
       Effect.gen(function*() {
         const server = yield* TestServer
         const key = yield* server.newKey()
@@ -586,6 +598,7 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /mcp", (it) => {
           opened: sampleOf(scrape.text, "timewheel_mcp_sessions_opened_total")
         }))
         const before = yield* metrics
+        const heapBefore = heapUsedMiB()
         const big = "x".repeat(2 * 1024 * 1024)
         const initialize = {
           ...INITIALIZE("2025-06-18"),
@@ -607,6 +620,10 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /mcp", (it) => {
         // each request had a session of its own, and the server confirmed the end of every one
         assert.strictEqual(after.opened - before.opened, 200)
         assert.strictEqual(after.open, 0)
+        // and nothing of them stays in the heap (kept sessions held 2 MB each: 200 MiB), once effect/ai's
+        // per-client state of each exchange has expired (10 s idle)
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 11_000)))
+        assert.isBelow(heapUsedMiB() - heapBefore, 20)
 
         // the official client still works end to end with the stateless server
         const { client } = yield* connect(keyHeader(key))
