@@ -11,6 +11,7 @@ import { decodeTriggerFilter, FILTER_FIELDS, type FilterField } from "../domain/
 import { authenticate } from "./auth.ts"
 import { jsonResponse } from "./errors.ts"
 import { handle } from "./handle.ts"
+import { jsonArrayStream } from "./jsonStream.ts"
 import {
   booleanParam, integerParam, oneOf, pageLimit, type QueryParams, queryParams, readJsonBody, requireExactPath
 } from "./requestParts.ts"
@@ -60,9 +61,11 @@ const getJobRoute = Effect.gen(function*() {
   return jsonResponse(200, yield* getJob(projectId, yield* pathId))
 })
 
+/** Written as it is read: a trigger's attempts have no pages (DECISIONS), however many there are. */
 const listJobExecutionsRoute = Effect.gen(function*() {
   const projectId = yield* authenticated(JOB_EXECUTIONS)
-  return jsonResponse(200, yield* listJobExecutions(projectId, yield* pathId))
+  const { executions } = yield* listJobExecutions(projectId, yield* pathId)
+  return jsonArrayStream("executions", executions)
 })
 
 /** Replay: Content-Type and JSON first (415, empty 400), then credentials, then `triggeredBy`, then the trigger (404, 410). */

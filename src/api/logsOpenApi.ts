@@ -2,6 +2,7 @@
 // DECISIONS.md as schemas, the query parameters, and every error response the handlers give.
 import { EXECUTION_STATUSES } from "../commands/logs.ts"
 import { JOB_OUTCOMES, TRIGGER_KINDS, TRIGGER_STATUSES } from "../domain/trigger.ts"
+import { LIST_PAGE_MAX_BYTES } from "../domain/listPage.ts"
 import { ENCODING_PROBE_BYTES, LIST_BODY_MAX_BYTES } from "../domain/views.ts"
 import { filterParameters } from "./actionsOpenApi.ts"
 import { errorResponse, jsonResponseOf, KEY_BEARER_OR_SESSION, type Paths, unauthorized } from "./openapiParts.ts"
@@ -51,7 +52,8 @@ const triggerSchema = {
         truncated: {
           type: "boolean",
           enum: [true],
-          description: `Only in \`GET /jobs\`, only for a body over ${LIST_BODY_MAX_BYTES} bytes: listed without its value (\`GET /jobs/{id}\` returns it whole).`
+          description: `Only in \`GET /jobs\`, only for a body whose value would take over ${LIST_BODY_MAX_BYTES} bytes in the JSON ` +
+            "(escaped text, or base64): listed without its value (`GET /jobs/{id}` returns it whole)."
         }
       },
       description: "`text` when the stored bytes are valid UTF-8, else `base64` (for a body left out of a list: as its first " +
@@ -96,7 +98,10 @@ const executionSchema = {
     durationMs: { type: "integer" },
     httpStatus: nullable("integer"),
     responseHeaders: { type: ["object", "null"], additionalProperties: { type: "string" } },
-    responseBody: { type: ["string", "null"], description: "UTF-8, first 64 KiB." },
+    responseBody: {
+      type: ["string", "null"],
+      description: `UTF-8, the first 64 KiB received; in a list, its first part that takes at most ${LIST_BODY_MAX_BYTES} bytes in the JSON.`
+    },
     errorKind: {
       type: ["string", "null"],
       description: "Present when no HTTP response was received (always present, maybe null, with deadLetterOnly=true)."
@@ -124,6 +129,8 @@ const jobNotFound = errorResponse("`Job not found`: unknown id, or a trigger of 
 const page = (name: string, item: unknown) => ({
   type: "object",
   required: [name, "nextCursor"],
+  description: `At most \`limit\` entries, ending early (with a \`nextCursor\`) before the entry that would take the entries past ` +
+    `${LIST_PAGE_MAX_BYTES} bytes of JSON; the first entry is always listed.`,
   properties: { [name]: { type: "array", items: item }, nextCursor: { type: ["string", "null"], description: "null on the last page." } }
 })
 
@@ -157,7 +164,7 @@ export const logPaths = (): Paths => ({
       security: KEY_BEARER_OR_SESSION,
       parameters: [pathId("Trigger id.")],
       responses: {
-        200: jsonResponseOf("The attempts.", {
+        200: jsonResponseOf("The attempts, all of them (no pages), written as they are read: a failure while reading ends the answer early.", {
           type: "object", required: ["executions"], properties: { executions: { type: "array", items: executionSchema } }
         }),
         401: unauthorized,

@@ -30,6 +30,7 @@ import { cancelTargetOf, checkScheduleTarget, scheduleCommandOf } from "../domai
 import { unstorableCharacter, unstorableMessage } from "../domain/storableText.ts"
 import { decodeTagPolicyBody } from "../domain/tagPolicy.ts"
 import { decodeTriggerFilter } from "../domain/triggerFilter.ts"
+import { withListedBody } from "../domain/views.ts"
 import { executionSummary, jobSummary, malformedArguments, toolCall } from "./mcpResults.ts"
 import { McpCaller } from "./mcpToolParts.ts"
 import { MAX_CRON_NEXT_COUNT, type McpTools } from "./mcpTools.ts"
@@ -188,7 +189,8 @@ export const mcpHandlers = (tools: McpTools) =>
           return { jobs: page.jobs.map(jobSummary), nextCursor: page.nextCursor }
         })),
 
-      get_job: (args) => call(Effect.flatMap(caller, (projectId) => getJob(projectId, args.id))),
+      // a body whose value would take over 64 KiB is left out as in lists: a model has no use for it whole
+      get_job: (args) => call(Effect.map(Effect.flatMap(caller, (projectId) => getJob(projectId, args.id)), withListedBody)),
 
       list_executions: (args) =>
         call(Effect.gen(function*() {

@@ -1,4 +1,5 @@
-// The OpenAPI fragment of POST /mcp and DELETE /mcp (the MCP server itself is mcpServer.ts).
+// The OpenAPI fragment of POST /mcp (the MCP server itself is mcpServer.ts; it keeps no sessions, so
+// there is no DELETE to end one).
 import { emptyResponse, KEY_OR_BEARER, type Paths, unauthorized } from "./openapiParts.ts"
 
 export const MCP_PATH = "/mcp"
@@ -10,17 +11,10 @@ const jsonRpcMessage = {
 
 const mcpHeaders = [
   {
-    name: "Mcp-Session-Id",
-    in: "header",
-    required: false,
-    description: "The session id the `initialize` answer gave; required on every later request of the session.",
-    schema: { type: "string" }
-  },
-  {
     name: "MCP-Protocol-Version",
     in: "header",
     required: false,
-    description: "`2025-06-18` or `2025-03-26`, as negotiated by `initialize`.",
+    description: "`2025-06-18` or `2025-03-26`, as negotiated by `initialize`; without it a request is read as `2025-03-26`.",
     schema: { type: "string" }
   }
 ]
@@ -35,7 +29,9 @@ export const mcpPaths = (): Paths => ({
         "Point an MCP client at this URL with the API key in the key header or as a Bearer token; its tools " +
         "(`tools/list`) schedule, cancel, declare and bulk-change triggers, cancel or replay by filter, read jobs and executions, replay, manage " +
         "tag policies and the project retry policy, and preview cron values. `Accept` must list `application/json` " +
-        "and `text/event-stream`. Requests with an `Origin` header (browsers) are refused.",
+        "and `text/event-stream`. Requests with an `Origin` header (browsers) are refused. The server keeps no sessions: " +
+        "`initialize` gives no `Mcp-Session-Id`, every request stands alone (any node of a cluster answers it), and a " +
+        "session id sent anyway is ignored; other methods (`GET`, `DELETE`, …) are `405`.",
       security: KEY_OR_BEARER,
       parameters: mcpHeaders,
       requestBody: { required: true, content: { "application/json": { schema: jsonRpcMessage } } },
@@ -46,24 +42,12 @@ export const mcpPaths = (): Paths => ({
           content: { "application/json": { schema: jsonRpcMessage }, "text/event-stream": { schema: { type: "string" } } }
         },
         202: emptyResponse("A notification or response, accepted."),
-        400: emptyResponse("A JSON-RPC error: invalid message, unsupported protocol version or missing session id."),
+        400: emptyResponse("A JSON-RPC error: invalid message or unsupported protocol version; empty: a batch of more than 100 messages."),
         401: unauthorized,
         403: emptyResponse("The request has an `Origin` header: browsers are not allowed."),
-        404: emptyResponse("Unknown or ended `Mcp-Session-Id`: initialize again."),
+        404: emptyResponse("A path other than `/mcp` exactly."),
         406: emptyResponse("`Accept` does not list both `application/json` and `text/event-stream`."),
         415: emptyResponse("A Content-Type other than application/json.")
-      }
-    },
-    delete: {
-      operationId: "mcpEndSession",
-      summary: "End an MCP session",
-      security: KEY_OR_BEARER,
-      parameters: mcpHeaders,
-      responses: {
-        204: emptyResponse("The session (`Mcp-Session-Id`) is ended."),
-        401: unauthorized,
-        403: emptyResponse("The request has an `Origin` header: browsers are not allowed."),
-        404: emptyResponse("Unknown or ended session.")
       }
     }
   }

@@ -239,7 +239,8 @@ export const mcpToolkit = (prefix: string) =>
       description:
         "One trigger or generator by id, with all it stores: {id, kind, status, scheduledAt, url, method, headers, " +
         "body ({encoding: text or base64, value, size} or null), contentType, title, tags, customKey, retry, " +
-        "generatorId, attempts, createdAt, updatedAt}. A generator's cron expression is never shown. NotFound for an " +
+        "generatorId, attempts, createdAt, updatedAt}. A body whose value would take over 64 KiB in JSON is left out " +
+        "(value null, truncated: true, size in bytes). A generator's cron expression is never shown. NotFound for an " +
         "unknown id.",
       parameters: Schema.Struct({ id: described(Schema.String, "The trigger's or generator's id.") }),
       success: Schema.Unknown,

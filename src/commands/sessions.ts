@@ -9,6 +9,7 @@ import * as Effect from "effect/Effect"
 import { AppConfig } from "../config.ts"
 import { TooManyRequests, Unauthorized } from "../domain/errors.ts"
 import { decoyHash, verifyPasswordAsync } from "../domain/password.ts"
+import { unstorableCharacter } from "../domain/storableText.ts"
 import {
   accountOf,
   hashSessionToken,
@@ -50,6 +51,8 @@ const lifetimes = Effect.map(AppConfig, (config) => ({
  */
 export const signIn = (input: { readonly email: string; readonly password: string; readonly address: string | null }) =>
   orUnavailable(Effect.gen(function*() {
+    // an address holding a character PostgreSQL cannot store (NUL) names no administrator, and cannot key the throttling
+    if (unstorableCharacter(input.email) !== undefined) return yield* Effect.fail(new Unauthorized("Wrong e-mail or password"))
     const nowMs = yield* Clock.currentTimeMillis
     const account = accountOf(input.email)
     const counts = yield* signinFailuresCount({ account, address: input.address, sinceMs: nowMs - THROTTLE_WINDOW_MS })

@@ -8,7 +8,7 @@ export interface Classified {
   readonly errorMessage: string
 }
 
-/** A request timewheel refuses to send: it could never succeed (forbidden header, bad URL, private target). */
+/** A request timewheel refuses to send: it could never succeed (forbidden header, bad URL). */
 export class InvalidRequestError extends Error {
   readonly code: string
   constructor(code: string, message: string) {
@@ -33,7 +33,8 @@ const PROTOCOL_CODES = new Set(["UND_ERR_HEADERS_OVERFLOW"])
 const BODY_CODES = new Set(["UND_ERR_RES_CONTENT_LENGTH_MISMATCH", "UND_ERR_BODY_TIMEOUT", "UND_ERR_RES_EXCEEDED_MAX_SIZE"])
 const INVALID_REQUEST_CODES = new Set([
   "UND_ERR_INVALID_ARG", "UND_ERR_NOT_SUPPORTED", "UND_ERR_REQ_CONTENT_LENGTH_MISMATCH",
-  "ERR_INVALID_URL", "ERR_INVALID_HTTP_TOKEN", "ERR_INVALID_CHAR", "ERR_UNESCAPED_CHARACTERS"
+  "ERR_INVALID_URL", "ERR_INVALID_HTTP_TOKEN", "ERR_INVALID_CHAR", "ERR_UNESCAPED_CHARACTERS",
+  "PRIVATE_TARGET" // lib/privateTargets.ts: BLOCK_PRIVATE_TARGETS refused the address
 ])
 
 const str = (value: unknown, key: string): string | undefined => {

@@ -1,10 +1,9 @@
 // Delivery executor: sends one stored request with undici and classifies the outcome; never fails.
 // One Agent per process (closed with the layer, aborting what is still in flight), one deadline covering
-// head and body, and an optional guard refusing private target addresses (BLOCK_PRIVATE_TARGETS).
-import ipaddr from "ipaddr.js"
-import * as dns from "node:dns"
-import * as net from "node:net"
-import { Agent, buildConnector } from "undici"
+// head and body, and the guard refusing private target addresses when BLOCK_PRIVATE_TARGETS is on
+// (lib/privateTargets.ts, shared with the alert webhooks).
+import type * as net from "node:net"
+import { Agent } from "undici"
 import type { Dispatcher } from "undici"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -12,7 +11,8 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Result from "effect/Result"
 import type { ErrorKind } from "../domain/errorKind.ts"
-import { classifyError, InvalidRequestError } from "./classify.ts"
+import { targetConnector } from "../lib/privateTargets.ts"
+import { classifyError } from "./classify.ts"
 import { prepareRequest } from "./request.ts"
 import type { DeliveryRequest, PreparedRequest } from "./request.ts"
 
@@ -43,71 +43,10 @@ export interface ExecutorOptions {
 export const MAX_RESPONSE_BODY_BYTES = 64 * 1024
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000
 
-// ---------------------------------------------------------------------------------------------------------
-// Private target guard
-
-/** IANA "IPv6 Address Space": only 2000::/3 is allocated as global unicast. */
-const IPV6_GLOBAL_UNICAST = ipaddr.IPv6.parseCIDR("2000::/3")
-
-/**
- * Whether an IP address is anything but a public unicast one: ipaddr.js classifies it against the IANA
- * special-purpose registries (loopback, private, carrier-grade NAT, link-local incl. metadata
- * 169.254.169.254, unique local incl. fd00:ec2::254, benchmarking 198.18.0.0/15, documentation,
- * reserved, multicast, broadcast, NAT64 64:ff9b::/96, 6to4, Teredo, discard, …) and every range but
- * `unicast` is blocked; IPv4-mapped IPv6 (::ffff:a.b.c.d) is classified as its IPv4 address; an IPv6
- * address outside 2000::/3 (e.g. IPv4-compatible ::a.b.c.d) is blocked too. A bracketed IPv6 literal
- * is read without its brackets; anything that is not an IP address (a host name) is not blocked here:
- * its resolved addresses are.
- */
-export const isPrivateAddress = (address: string): boolean => {
-  const bare = address.startsWith("[") && address.endsWith("]") ? address.slice(1, -1) : address
-  if (net.isIP(bare) === 0) return false
-  const parsed = ipaddr.process(bare)
-  if (parsed.range() !== "unicast") return true
-  return parsed.kind() === "ipv6" && !parsed.match(IPV6_GLOBAL_UNICAST)
-}
-
-const privateTargetError = (address: string, host?: string) =>
-  new InvalidRequestError(
-    "PRIVATE_TARGET",
-    `Target address ${address}${host !== undefined && host !== address ? ` (of ${host})` : ""} is private and BLOCK_PRIVATE_TARGETS is on`
-  )
-
-/** Resolves all addresses and keeps the public ones; the socket connects only to what passed the check. */
-const guardedLookup = (base: net.LookupFunction): net.LookupFunction => (hostname, options, callback) => {
-  base(hostname, { ...options, all: true }, (err, addresses) => {
-    if (err) return callback(err, [])
-    const all = typeof addresses === "string" ? [{ address: addresses, family: net.isIP(addresses) }] : addresses
-    const allowed = all.filter((a) => !isPrivateAddress(a.address))
-    if (allowed.length === 0) {
-      const none = Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), {
-        code: "ENOTFOUND",
-        syscall: "getaddrinfo",
-        hostname
-      })
-      return callback(all.length > 0 ? privateTargetError(all[0]!.address, hostname) : none, [])
-    }
-    if (options.all === true) return callback(null, allowed)
-    callback(null, allowed[0]!.address, allowed[0]!.family)
-  })
-}
-
-const makeAgent = (options: ExecutorOptions, connectTimeoutMs: number): Agent => {
-  const base: net.LookupFunction = options.lookup ?? (dns.lookup as net.LookupFunction)
-  const connector = buildConnector({
-    timeout: connectTimeoutMs,
-    allowH2: false,
-    lookup: options.blockPrivateTargets ? guardedLookup(base) : base
-  })
-  const connect: buildConnector.connector = (opts, callback) => {
-    // IP literals never reach the lookup: check them here.
-    if (options.blockPrivateTargets && isPrivateAddress(opts.hostname)) {
-      return callback(privateTargetError(opts.hostname), null)
-    }
-    connector(opts, callback)
-  }
-  return new Agent({
-    connect,
+/** The Agent of deliveries: its connections go through the private-target guard when it is on. */
+const makeAgent = (options: ExecutorOptions, connectTimeoutMs: number): Agent =>
+  new Agent({
+    connect: targetConnector({ blockPrivateTargets: options.blockPrivateTargets, timeoutMs: connectTimeoutMs, lookup: options.lookup }),
     connections: 256,
     pipelining: 1,
     keepAliveTimeout: 4_000,
@@ -115,7 +54,6 @@ const makeAgent = (options: ExecutorOptions, connectTimeoutMs: number): Agent =>
     bodyTimeout: 0,
     maxHeaderSize: 64 * 1024
   })
-}
 
 const closeAgent = async (agent: Agent): Promise<void> => {
   let timer: NodeJS.Timeout | undefined

@@ -1,10 +1,13 @@
 // The read views of the log endpoints (DECISIONS "Trigger and generator views", "Executions"):
 // the rows the store reads for them, pure mappings from those rows to the JSON every front end
-// (HTTP API, MCP, dashboard) answers, and the opaque page cursor. Lists stay bounded: in a list a body
-// over LIST_BODY_MAX_BYTES is not read at all (the store reads its size and a short prefix) and is
-// listed as `{ encoding, value: null, size, truncated: true }`.
+// (HTTP API, MCP, dashboard) answers, and the opaque page cursor. Lists stay bounded by what they send
+// (issue 20): in a list a body whose value would take more than LIST_BODY_MAX_BYTES in the JSON
+// (escapes or base64 counted) is listed as `{ encoding, value: null, size, truncated: true }` — one
+// over LIST_BODY_MAX_BYTES stored is not even read (the store reads its size and a short prefix) —
+// and a response body is cut to its first part that takes at most LIST_BODY_MAX_BYTES in the JSON.
 // Times are ISO 8601 UTC with milliseconds; cron expression and time zone are never part of a view.
 import { isUuid } from "./ids.ts"
+import { jsonTextBytes, jsonTextPrefix } from "./jsonSize.ts"
 import { type JobOutcome, type LatestAttempt, outcomeOf, type TriggerKind } from "./trigger.ts"
 
 /** A trigger or generator as the read endpoints select it (column names). */
@@ -57,7 +60,10 @@ export interface ExecutionRow {
   readonly url: string
 }
 
-/** A body in a list larger than this (DECISIONS "Trigger and generator views": 64 KiB) is not listed. */
+/**
+ * In a list, a body whose value takes more than this in the JSON is not listed (DECISIONS "Trigger and
+ * generator views": 64 KiB), and a response body is cut to its first part that takes at most this.
+ */
 export const LIST_BODY_MAX_BYTES = 64 * 1024
 /** What a list reads of a body it does not list: enough to tell text (UTF-8) from binary. */
 export const ENCODING_PROBE_BYTES = 4 * 1024
@@ -218,6 +224,21 @@ export const triggerView = (row: TriggerRow, latest?: LatestAttempt): TriggerVie
   updatedAt: iso(row.updated_at)
 })
 
+/** The bytes a body's value takes in the JSON: its escaped text, or its base64. */
+const valueBytes = (body: BodyView): number =>
+  body.value === null ? 0 : body.encoding === "text" ? jsonTextBytes(body.value) : body.value.length
+
+/** A trigger's view with its body left out (with its size) when its value would take over LIST_BODY_MAX_BYTES. */
+export const withListedBody = (view: TriggerView): TriggerView => {
+  const body = view.body
+  return body !== null && body.truncated !== true && valueBytes(body) > LIST_BODY_MAX_BYTES
+    ? { ...view, body: { encoding: body.encoding, value: null, size: body.size, truncated: true } }
+    : view
+}
+
+/** A trigger in a list: withListedBody. */
+export const listedTriggerView = (row: TriggerRow): TriggerView => withListedBody(triggerView(row))
+
 /**
  * `errorKind`, `errorCode`, `errorMessage` are omitted when null. A dead-letter listing
  * (`alwaysWithErrorFields`) always carries `errorKind` and `errorCode` (null when the attempt got
@@ -245,6 +266,12 @@ export const executionView = (row: ExecutionRow, options: { readonly alwaysWithE
     triggeredBy: row.triggered_by,
     url: row.url
   }
+}
+
+/** An execution in a list: its response body cut to its first part taking at most LIST_BODY_MAX_BYTES in the JSON. */
+export const listedExecutionView = (row: ExecutionRow, options: { readonly alwaysWithErrorFields?: boolean } = {}): ExecutionView => {
+  const view = executionView(row, options)
+  return view.responseBody === null ? view : { ...view, responseBody: jsonTextPrefix(view.responseBody, LIST_BODY_MAX_BYTES).text }
 }
 
 /** The opaque cursor of the next page: the last id of this page, base64url. */

@@ -34,6 +34,11 @@ export interface MetricsShape {
   /** How long an attempt took, in seconds (hot path). */
   readonly observeDuration: (seconds: number) => void
   readonly retentionDeleted: (count: number) => void
+  /**
+   * A session of the MCP server opened for one /mcp exchange, or its end confirmed by the server
+   * (api/mcpStateless.ts): none stays open once the exchanges are answered.
+   */
+  readonly mcpSession: (event: "opened" | "ended") => void
   /** Registers what a probe reads when scraped (the last registration wins). */
   readonly watch: (probe: Probe, read: () => number) => void
   /** Gauges the ops listener sets before each scrape. */
@@ -104,6 +109,16 @@ export const makeMetrics = (): MetricsShape => {
     help: "Finished triggers (with their executions) deleted by retention from this node.",
     registers: [registry]
   })
+  const mcpSessions = new Gauge({
+    name: "timewheel_mcp_sessions",
+    help: "Sessions the MCP server of this node holds: one per /mcp request being answered, none when idle (no client keeps one).",
+    registers: [registry]
+  })
+  const mcpSessionsOpened = new Counter({
+    name: "timewheel_mcp_sessions_opened_total",
+    help: "Sessions the MCP server of this node opened, one per /mcp request answered.",
+    registers: [registry]
+  })
   const lateness = new Histogram({
     name: "timewheel_delivery_lateness_seconds",
     help: "Actual start of a delivery minus its due time (triggers sent at their time or retry time; not gated, replayed or recovered ones).",
@@ -169,6 +184,14 @@ export const makeMetrics = (): MetricsShape => {
     observeDuration: (seconds) => duration.observe(seconds > 0 ? seconds : 0),
     retentionDeleted: (count) => {
       if (count > 0) deleted.inc(count)
+    },
+    mcpSession: (event) => {
+      if (event === "opened") {
+        mcpSessions.inc()
+        mcpSessionsOpened.inc()
+      } else {
+        mcpSessions.dec()
+      }
     },
     watch: (probe, read) => void probes.set(probe, read),
     gauges

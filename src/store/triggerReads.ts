@@ -7,11 +7,15 @@
 // that a pending trigger reads without the executions table.
 // A list never reads a large body (DECISIONS: over 64 KiB it is listed without its value): only its
 // size (octet_length reads the stored length, not the value) and a short prefix to tell its encoding.
+// Nor does a page read more than about LIST_PAGE_MAX_BYTES (issue 20): the rows past that budget,
+// counted in stored bytes of their large columns, come without them (`fetched` false; the page ends
+// before the first of them, domain/listPage.ts).
 // Sealed headers and bodies (ENCRYPTION_KEYS) are opened by openStoredRequest; a sealed body's plain
 // size is its stored size less the seal's overhead, and its prefix opens to the plain prefix.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { Fragment } from "effect/sql/Statement"
+import { LIST_PAGE_MAX_BYTES } from "../domain/listPage.ts"
 import type { TriggerFilter } from "../domain/triggerFilter.ts"
 import { ENCODING_PROBE_BYTES, LIST_BODY_MAX_BYTES, type TriggerRow } from "../domain/views.ts"
 import { bodyPrefixSql, EncryptionKeys, openStoredRequest, plainBodySizeSql } from "./sealedRequests.ts"
@@ -21,22 +25,24 @@ import { triggerFilterClauses, UPCOMING_AT_SQL } from "./triggerFilter.ts"
 /** The whole body, its size, not truncated. */
 const wholeBody = (sql: SqlClient.SqlClient) => sql`t.body, ${plainBodySizeSql(sql)} AS body_size, false AS body_truncated`
 
-/** A body up to LIST_BODY_MAX_BYTES whole; a larger one as its first ENCODING_PROBE_BYTES, marked truncated. */
+/**
+ * A body up to LIST_BODY_MAX_BYTES whole; a larger one as its first ENCODING_PROBE_BYTES, marked
+ * truncated; none at all for a row past the page's budget (`t.fetched`, triggersList).
+ */
 const listedBody = (sql: SqlClient.SqlClient) => sql`
-    CASE WHEN ${plainBodySizeSql(sql)} > ${LIST_BODY_MAX_BYTES} THEN ${bodyPrefixSql(sql, ENCODING_PROBE_BYTES)}
+    CASE WHEN NOT t.fetched THEN NULL
+      WHEN ${plainBodySizeSql(sql)} > ${LIST_BODY_MAX_BYTES} THEN ${bodyPrefixSql(sql, ENCODING_PROBE_BYTES)}
       ELSE t.body END AS body,
     ${plainBodySizeSql(sql)} AS body_size,
     coalesce(${plainBodySizeSql(sql)} > ${LIST_BODY_MAX_BYTES}, false) AS body_truncated`
 
 type StoredTriggerRow = TriggerRow & { readonly sealed_with: string | null }
 
-/** The upcoming instance is found through the unique partial index triggers_generator_upcoming. */
-const selectTrigger = (sql: SqlClient.SqlClient, body: Fragment) => sql`
-  SELECT t.id, t.kind, t.generator_id, ${sql.unsafe(effectiveStatusSql("t"))} AS status, t.scheduled_at,
+/** The columns every read of a trigger shows but its large ones (url, headers, body, title). */
+const smallColumns = (sql: SqlClient.SqlClient) =>
+  sql`t.id, t.kind, t.generator_id, ${sql.unsafe(effectiveStatusSql("t"))} AS status, t.scheduled_at,
     CASE WHEN t.kind = 'generator' THEN ${sql.unsafe(UPCOMING_AT_SQL)} END AS upcoming_at,
-    t.url, t.method, t.headers, ${body}, t.sealed_with, t.content_type, t.title, t.tags, t.custom_key, t.retry,
-    t.attempts, t.created_at, t.updated_at
-  FROM triggers t`
+    t.method, t.sealed_with, t.content_type, t.tags, t.custom_key, t.retry, t.attempts, t.created_at, t.updated_at`
 
 /** One trigger of the project, or undefined (unknown id or another project's). */
 export const triggersGet = Effect.fnUntraced(function*(input: {
@@ -45,7 +51,8 @@ export const triggersGet = Effect.fnUntraced(function*(input: {
 }) {
   const sql = yield* SqlClient.SqlClient
   const keyring = yield* EncryptionKeys
-  const rows = yield* sql<StoredTriggerRow>`${selectTrigger(sql, wholeBody(sql))}
+  const rows = yield* sql<StoredTriggerRow>`
+    SELECT ${smallColumns(sql)}, t.url, t.headers, ${wholeBody(sql)}, t.title FROM triggers t
     WHERE t.id = ${input.id} AND t.project_id = ${input.projectId}`
   return rows[0] === undefined ? undefined : openStoredRequest(rows[0], keyring) as TriggerRow
 })
@@ -60,18 +67,40 @@ export interface TriggersListInput {
   readonly olderThanId?: string | undefined
 }
 
-/** A page of the project's triggers, newest first; `more` when another page follows. */
+/** A trigger row of a page: its large columns (url, headers, body, title) are null unless `fetched`. */
+export interface ListedTriggerRow extends TriggerRow {
+  readonly fetched: boolean
+}
+
+/** What a row's large columns cost to read: its listed body (or the prefix of a larger one), headers, URL and title. */
+const storedBytes = (sql: SqlClient.SqlClient) => sql`(
+    CASE WHEN octet_length(t.body) > ${LIST_BODY_MAX_BYTES} THEN ${ENCODING_PROBE_BYTES} ELSE coalesce(octet_length(t.body), 0) END
+    + octet_length(t.headers::text) + octet_length(t.url) + coalesce(octet_length(t.title), 0))`
+
+/**
+ * A page of the project's triggers, newest first: up to `limit` + 1 rows (the last tells whether
+ * another page follows), those past LIST_PAGE_MAX_BYTES of stored bytes without their large columns.
+ */
 export const triggersList = Effect.fnUntraced(function*(input: TriggersListInput) {
   const sql = yield* SqlClient.SqlClient
-  const clauses = triggerFilterClauses(sql, input.projectId, input.filter)
+  const clauses: Array<Fragment> = triggerFilterClauses(sql, input.projectId, input.filter)
   if (input.olderThanId !== undefined) clauses.push(sql`t.id < ${input.olderThanId}`)
   const keyring = yield* EncryptionKeys
-  const rows = yield* sql<StoredTriggerRow>`${selectTrigger(sql, listedBody(sql))}
-    WHERE ${sql.and(clauses)}
-    ORDER BY t.id DESC
-    LIMIT ${input.limit + 1}`
-  return {
-    rows: rows.slice(0, input.limit).map((row): TriggerRow => openStoredRequest(row, keyring)),
-    more: rows.length > input.limit
-  }
+  // the inner query picks the page and sums what the rows before each one cost; only the outer one
+  // reads the large columns, of the rows within the budget
+  const rows = yield* sql<ListedTriggerRow & { readonly sealed_with: string | null }>`
+    SELECT ${smallColumns(sql)},
+      CASE WHEN t.fetched THEN t.url END AS url, CASE WHEN t.fetched THEN t.headers END AS headers,
+      ${listedBody(sql)}, CASE WHEN t.fetched THEN t.title END AS title, t.fetched
+    FROM (
+      SELECT t.*, coalesce(sum(${storedBytes(sql)}) OVER (ORDER BY t.id DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0)
+        < ${LIST_PAGE_MAX_BYTES} AS fetched
+      FROM triggers t
+      WHERE ${sql.and(clauses)}
+      ORDER BY t.id DESC
+      LIMIT ${input.limit + 1}
+    ) t
+    ORDER BY t.id DESC`
+  // a row past the budget has nothing to open
+  return rows.map((row): ListedTriggerRow => (row.fetched ? openStoredRequest(row, keyring) : row))
 })

@@ -4,15 +4,23 @@
 // so), a session that schedules a trigger and sees it at a recording target, reads its executions,
 // creates a tag policy, declares a tag, and gets the spec's errors (a bad date, an exhausted quota,
 // the same messages as the HTTP endpoints). Then the auth matrix of /mcp — key header, Bearer, both,
-// none, unknown key, a browser's Origin — and another project's ids never visible, not even through a
-// session another key started.
+// none, unknown key, a browser's Origin — and another project's ids never visible, whatever session id
+// a request carries. And /mcp without sessions (issue 20, item 2): no answer carries a session id,
+// every request stands alone (no session header needed, a sent one ignored, DELETE 405), and many
+// initialize calls with big payloads leave no session open on the node (its metrics).
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Cause, Effect, Exit } from "effect"
-import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import type * as Scope from "effect/Scope"
+import { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js"
+import * as v8 from "node:v8"
+import * as vm from "node:vm"
+import { fetch as undiciFetch } from "undici"
 import { toolCall } from "../../src/api/mcpResults.ts"
 import { MalformedRequest, ServiceUnavailable } from "../../src/domain/errors.ts"
+import { OpsListener } from "../../src/ops/opsServer.ts"
 import { connect, failed, ok } from "../support/mcpClient.ts"
-import { TestServer, testServerLayer, type TestResponse } from "../support/server.ts"
+import { call, insecureAgent, TestServer, testServerLayer, type TestResponse } from "../support/server.ts"
 import { headerValues, target } from "../support/target.ts"
 import { pollUntil } from "../support/wait.ts"
 
@@ -53,6 +61,23 @@ const rawMcp = (headers: Record<string, string>, message: unknown, path = "/mcp"
       }
     })))
 
+v8.setFlagsFromString("--expose-gc")
+const collectGarbage = vm.runInNewContext("gc") as () => void
+
+/** The heap this process (the in-process service's) uses after a full collection, in MiB. */
+const heapUsedMiB = () => {
+  collectGarbage()
+  collectGarbage()
+  return process.memoryUsage().heapUsed / 2 ** 20
+}
+
+/** The value of an unlabelled sample in a Prometheus scrape. */
+const sampleOf = (scrape: string, name: string): number => {
+  const line = scrape.split("\n").find((l) => l.startsWith(`${name} `))
+  assert.isDefined(line, `${name} in the scrape`)
+  return Number(line!.slice(name.length + 1))
+}
+
 const assertError = (response: TestResponse, status: number, body: { _tag: string; message: string }) => {
   assert.strictEqual(response.status, status, response.text)
   assert.deepStrictEqual(response.json(), body)
@@ -72,14 +97,19 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /mcp", (it) => {
         const old = yield* rawMcp(keyHeader(key), INITIALIZE("2025-03-26"))
         assert.strictEqual(old.response.status, 200, old.response.text)
         assert.strictEqual(old.message().result.protocolVersion, "2025-03-26")
-        const sessionId = old.response.headers["mcp-session-id"] as string
-        assert.match(sessionId, /\S/)
-        const listed = yield* rawMcp(
-          { ...keyHeader(key), "mcp-session-id": sessionId, "mcp-protocol-version": "2025-03-26" },
-          { jsonrpc: "2.0", id: 2, method: "tools/list" }
-        )
-        assert.strictEqual(listed.response.status, 200, listed.response.text)
-        assert.sameMembers(listed.message().result.tools.map((tool: { name: string }) => tool.name), TOOLS)
+        assert.strictEqual(old.response.headers["mcp-protocol-version"], "2025-03-26")
+        // no session: a later request needs none, in the version it names or (none named) 2025-03-26
+        assert.isUndefined(old.response.headers["mcp-session-id"])
+        assert.isUndefined(transport.sessionId)
+        for (const version of [{ "mcp-protocol-version": "2025-03-26" }, { "mcp-protocol-version": "2025-06-18" }, {}]) {
+          const listed = yield* rawMcp({ ...keyHeader(key), ...version }, { jsonrpc: "2.0", id: 2, method: "tools/list" })
+          assert.strictEqual(listed.response.status, 200, listed.response.text)
+          assert.isUndefined(listed.response.headers["mcp-session-id"])
+          assert.sameMembers(listed.message().result.tools.map((tool: { name: string }) => tool.name), TOOLS)
+        }
+        // a version the server does not speak: the transport's 400
+        const unsupported = yield* rawMcp({ ...keyHeader(key), "mcp-protocol-version": "1999-01-01" }, { jsonrpc: "2.0", id: 3, method: "tools/list" })
+        assert.strictEqual(unsupported.response.status, 400, unsupported.response.text)
       }).pipe(Effect.scoped))
 
     it.effect("tools/list: every tool with a description and an object schema; read-only tools say so", () =>
@@ -435,10 +465,14 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /mcp", (it) => {
           assert.strictEqual(response.text, "")
         }
         assert.strictEqual((yield* initialize({ origin: "https://evil.example" })).status, 403)
-        // the exact path only; other methods need the key too, then 405
+        // the exact path only; other methods need the key too, then 405 (DELETE too: there are no sessions to end)
         assert.strictEqual((yield* rawMcp(keyHeader(key), INITIALIZE("2025-06-18"), "/mcp/")).response.status, 404)
-        assert.strictEqual((yield* server.call("GET", "/mcp", {})).status, 401)
-        assert.strictEqual((yield* server.call("GET", "/mcp", { headers: keyHeader(key) })).status, 405)
+        for (const method of ["GET", "DELETE", "PUT"]) {
+          assert.strictEqual((yield* server.call(method, "/mcp", {})).status, 401, method)
+          const refused = yield* server.call(method, "/mcp", { headers: { ...keyHeader(key), "mcp-session-id": "00000000-0000-0000-0000-000000000000" } })
+          assert.strictEqual(refused.status, 405, method)
+          assert.strictEqual(refused.headers["allow"], "POST", method)
+        }
 
         // both headers: the tools act for the key header's project
         const mine = yield* connect({ ...keyHeader(key), ...bearer(other) })
@@ -448,7 +482,7 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /mcp", (it) => {
         assert.strictEqual((yield* ok(mine.client, "get_job", { id: made.triggerId })).id, made.triggerId)
       }).pipe(Effect.scoped))
 
-    it.effect("another project's ids are never visible, not even through a session its key started", () =>
+    it.effect("another project's ids are never visible, whatever session id a request carries", () =>
       Effect.gen(function*() {
         const server = yield* TestServer
         const recorder = yield* target
@@ -489,34 +523,107 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /mcp", (it) => {
         assert.deepStrictEqual(bulk.summary, { unchanged: 0, added: 1, skipped: 0, updated: 0, cancelled: 0 })
         assert.strictEqual((yield* ok(a.client, "get_job", { id: future.triggerId })).status, "registered")
 
-        // B's key on the session A's key started: the calls are B's
+        // whatever session id a request carries (none is ever given), its calls are its key's project's
         const started = yield* rawMcp(keyHeader(keyA), INITIALIZE("2025-06-18"))
-        const sessionId = started.response.headers["mcp-session-id"] as string
-        const session = { "mcp-session-id": sessionId, "mcp-protocol-version": "2025-06-18" }
-        yield* rawMcp({ ...keyHeader(keyA), ...session }, { jsonrpc: "2.0", method: "notifications/initialized" })
+        assert.isUndefined(started.response.headers["mcp-session-id"])
         const getJob = (headers: Record<string, string>) =>
           Effect.map(
-            rawMcp({ ...headers, ...session }, { jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "get_job", arguments: { id: job.triggerId } } }),
+            rawMcp({ ...headers, "mcp-protocol-version": "2025-06-18" }, { jsonrpc: "2.0", id: 7, method: "tools/call", params: { name: "get_job", arguments: { id: job.triggerId } } }),
             (r) => {
               assert.strictEqual(r.response.status, 200, r.response.text)
               return r.message().result
             }
           )
+        const someSession = { "mcp-session-id": "00000000-0000-0000-0000-000000000000" }
         assert.strictEqual((yield* getJob(keyHeader(keyA))).isError, false)
-        const hijacked = yield* getJob(keyHeader(keyB))
-        assert.strictEqual(hijacked.isError, true)
-        assert.deepStrictEqual(JSON.parse(hijacked.content[0].text), notFound)
-        // an unknown session: 404, initialize again
-        const unknownSession = yield* rawMcp(
-          { ...keyHeader(keyA), "mcp-session-id": "00000000-0000-0000-0000-000000000000", "mcp-protocol-version": "2025-06-18" },
-          { jsonrpc: "2.0", id: 8, method: "tools/list" }
-        )
-        assert.strictEqual(unknownSession.response.status, 404, unknownSession.response.text)
-        // a session ends with DELETE (authenticated like every request), then its id is unknown
-        assert.strictEqual((yield* server.call("DELETE", "/mcp", { headers: session })).status, 401)
-        assert.strictEqual((yield* server.call("DELETE", "/mcp", { headers: { ...keyHeader(keyA), ...session } })).status, 204)
-        const ended = yield* rawMcp({ ...keyHeader(keyA), ...session }, { jsonrpc: "2.0", id: 9, method: "tools/list" })
-        assert.strictEqual(ended.response.status, 404)
+        assert.strictEqual((yield* getJob({ ...keyHeader(keyA), ...someSession })).isError, false)
+        for (const headers of [keyHeader(keyB), { ...keyHeader(keyB), ...someSession }]) {
+          const hijacked = yield* getJob(headers)
+          assert.strictEqual(hijacked.isError, true)
+          assert.deepStrictEqual(JSON.parse(hijacked.content[0].text), notFound)
+        }
+      }).pipe(Effect.scoped))
+  })
+
+  describe("without sessions", () => {
+    it.effect("100 initialize calls of 2 MB each, and as many tool calls, leave no session open on the node, nor anything in its heap", () =>
+      Effect.gen(function*() {
+        const server = yield* TestServer
+        const key = yield* server.newKey()
+        const metrics = Effect.map(call(`${(yield* OpsListener).url!}/metrics`, "GET", ""), (scrape) => ({
+          open: sampleOf(scrape.text, "timewheel_mcp_sessions"),
+          opened: sampleOf(scrape.text, "timewheel_mcp_sessions_opened_total")
+        }))
+        const before = yield* metrics
+        const heapBefore = heapUsedMiB()
+        const big = "x".repeat(2 * 1024 * 1024)
+        const initialize = {
+          ...INITIALIZE("2025-06-18"),
+          params: { protocolVersion: "2025-06-18", capabilities: { experimental: { big: { value: big } } }, clientInfo: { name: big, version: "1" } }
+        }
+        yield* Effect.forEach(Array.from({ length: 100 }, (_, i) => i), (i) =>
+          Effect.gen(function*() {
+            const answer = yield* rawMcp(keyHeader(key), { ...initialize, id: i })
+            assert.strictEqual(answer.response.status, 200, answer.response.text.slice(0, 300))
+            assert.strictEqual(answer.message().result.protocolVersion, "2025-06-18", answer.response.text.slice(0, 300))
+            assert.isUndefined(answer.response.headers["mcp-session-id"])
+            const called = yield* rawMcp(
+              { ...keyHeader(key), "mcp-protocol-version": "2025-06-18" },
+              { jsonrpc: "2.0", id: i, method: "tools/call", params: { name: "cron_next", arguments: { value: "cron(0 0 * * *)", count: 1 } } }
+            )
+            assert.strictEqual(called.message().result.isError, false, called.response.text)
+          }), { concurrency: 8 })
+        const after = yield* metrics
+        // each request had a session of its own, and the server confirmed the end of every one
+        assert.strictEqual(after.opened - before.opened, 200)
+        assert.strictEqual(after.open, 0)
+        // and nothing of them stays in the heap (kept sessions held 2 MB each: 200 MiB), once effect/ai's
+        // per-client state of each exchange has expired (10 s idle)
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 11_000)))
+        assert.isBelow(heapUsedMiB() - heapBefore, 20)
+
+        // the official client still works end to end with the stateless server
+        const { client } = yield* connect(keyHeader(key))
+        assert.strictEqual((yield* ok(client, "cron_next", { value: "cron(0 0 1 1 *)", from: "2030-06-01T00:00:00Z", count: 1 })).times[0], "2031-01-01T00:00:00.000Z")
+        assert.strictEqual((yield* metrics).open, 0)
+      }).pipe(Effect.scoped))
+  })
+
+  describe("batches", () => {
+    it.effect("a 2025-03-26 batch is answered; one of more than 100 messages is an empty 400 (20,000 went unanswered)", () =>
+      Effect.gen(function*() {
+        const key = yield* (yield* TestServer).newKey()
+        const headers = { ...keyHeader(key), "mcp-protocol-version": "2025-03-26" }
+        const both = yield* rawMcp(headers, [{ jsonrpc: "2.0", id: 1, method: "tools/list" }, { jsonrpc: "2.0", id: 2, method: "ping" }])
+        assert.strictEqual(both.response.status, 200, both.response.text)
+        assert.deepStrictEqual(JSON.parse(both.response.text).map((answer: { id: number }) => answer.id), [1, 2])
+        const notifications = (n: number) => Array.from({ length: n }, () => ({ jsonrpc: "2.0", method: "notifications/initialized" }))
+        assert.strictEqual((yield* rawMcp(headers, notifications(100))).response.status, 202)
+        for (const n of [101, 20_000]) {
+          const refused = yield* rawMcp(headers, notifications(n))
+          assert.strictEqual(refused.response.status, 400, String(n))
+          assert.strictEqual(refused.response.text, "")
+        }
+      }))
+  })
+
+  describe("bounded answers (issue 20)", () => {
+    it.effect("get_job leaves out a body whose value would take over 64 KiB in JSON; GET /jobs/{id} has it whole", () =>
+      Effect.gen(function*() {
+        const server = yield* TestServer
+        const key = yield* server.newKey()
+        const schedule = (body: string) =>
+          Effect.map(server.call("POST", "/schedule", {
+            headers: { "ttr-api-key": key, "ttr-url": "http://127.0.0.1:9/hook", "ttr-scheduled-at": "2099-01-01T00:00:00Z", "content-type": "text/plain" },
+            body
+          }), (response) => response.json().triggerId as string)
+        const big = yield* schedule("\u0001".repeat(65_520)) // 65,520 bytes stored, 393,120 as JSON
+        const small = yield* schedule("hello")
+        const { client } = yield* connect(keyHeader(key))
+        assert.deepStrictEqual((yield* ok(client, "get_job", { id: big })).body, { encoding: "text", value: null, size: 65_520, truncated: true })
+        assert.deepStrictEqual((yield* ok(client, "get_job", { id: small })).body, { encoding: "text", value: "hello", size: 5 })
+        const whole = (yield* server.call("GET", `/jobs/${big}`, { headers: keyHeader(key) })).json().body
+        assert.strictEqual(whole.value, "\u0001".repeat(65_520))
       }).pipe(Effect.scoped))
   })
 

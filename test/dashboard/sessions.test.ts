@@ -32,10 +32,11 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
       assert.strictEqual(rows[0]!.n, 1)
     }))
 
-  it.effect("wrong password and unknown e-mail: 401 with one message, no cookie", () =>
+  it.effect("wrong password and unknown e-mail (one holding NUL included: it was a 500): 401 with one message, no cookie", () =>
     Effect.gen(function*() {
       const admin = yield* newAdmin
-      for (const [email, password] of [[admin.email, "wrong password"], ["nobody@example.com", admin.password]] as const) {
+      const cases = [[admin.email, "wrong password"], ["nobody@example.com", admin.password], [`${admin.email}\u0000`, admin.password], ["\u0000", "\u0000"]] as const
+      for (const [email, password] of cases) {
         const response = yield* signInCall(email, password, { "x-test": "1" })
         assert.strictEqual(response.status, 401)
         assert.deepStrictEqual(response.json(), unauthorized("Wrong e-mail or password"))

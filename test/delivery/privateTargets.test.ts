@@ -1,12 +1,16 @@
 // BLOCK_PRIVATE_TARGETS (issue 10, item 10): the classification of target addresses as a table over the
 // IANA special-purpose registries (IPv4 and IPv6, first and last address of each range where it
 // matters, and the public neighbours just outside), then the guard itself with loopback forms and
-// an injected resolver. No delivery here is ever sent to a non-loopback address: blocked ones are
-// refused before connecting, and allowed ones are only checked as a pure function.
+// an injected resolver, for deliveries and for alert webhooks (issue 20, item 4: the same guard).
+// No request here is ever sent to a non-loopback address: blocked ones are refused before
+// connecting, and allowed ones are only checked as a pure function.
 import type { LookupFunction } from "node:net"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect } from "effect"
-import { Executor, isPrivateAddress } from "../../src/delivery/executor.ts"
+import { Effect, Layer } from "effect"
+import { AppConfig, loadConfig } from "../../src/config.ts"
+import { AlertSenders } from "../../src/dashboard/alertSenders.ts"
+import { Executor } from "../../src/delivery/executor.ts"
+import { isPrivateAddress } from "../../src/lib/privateTargets.ts"
 import type { DeliveryOutcome } from "../../src/delivery/executor.ts"
 import { httpServer } from "./servers.ts"
 
@@ -144,5 +148,53 @@ describe("the guard", () => {
       // every address blocked: refused, naming the first
       assertBlocked(yield* send(`http://tenant.test:${target.port}/`, resolvesTo("198.18.0.1", "127.0.0.1", "fd00::1")), "all private")
       assert.strictEqual(target.connections(), 0)
+    }))
+})
+
+describe("alert webhooks go through the same guard", () => {
+  const MESSAGE = { subject: "s", text: "dead letters" }
+  /** A webhook sent by AlertSenders with BLOCK_PRIVATE_TARGETS as given; its outcome (null: taken). */
+  const webhook = (url: string, block: boolean, lookup?: LookupFunction) =>
+    Effect.gen(function*() {
+      const senders = yield* AlertSenders
+      return yield* senders.webhook(url, MESSAGE)
+    }).pipe(Effect.provide(AlertSenders.layerWith({ lookup }).pipe(
+      Layer.provide(Layer.succeed(AppConfig)(loadConfig({ BLOCK_PRIVATE_TARGETS: String(block) })))
+    )))
+
+  it.live("loopback literals and a name resolving to loopback are refused before connecting; with the guard off they are sent", () =>
+    Effect.gen(function*() {
+      const hooks = yield* httpServer()
+      for (const host of ["127.0.0.1", "[::ffff:127.0.0.1]", "[::1]", "0x7f.0.0.1"]) {
+        const outcome = yield* webhook(`http://${host}:${hooks.port}/chat`, true)
+        assert.match(outcome ?? "", /is private and BLOCK_PRIVATE_TARGETS is on/, host)
+      }
+      for (const address of ["127.0.0.1", "::ffff:127.0.0.1"]) {
+        assert.strictEqual(
+          yield* webhook(`http://localhost:${hooks.port}/chat`, true, resolvesTo(address)),
+          `Target address ${address} (of localhost) is private and BLOCK_PRIVATE_TARGETS is on`
+        )
+      }
+      assert.strictEqual(hooks.connections(), 0)
+      assert.deepStrictEqual(hooks.received, [])
+
+      // the guard off: the same webhooks arrive
+      assert.isNull(yield* webhook(`http://127.0.0.1:${hooks.port}/chat`, false))
+      assert.isNull(yield* webhook(`http://localhost:${hooks.port}/chat`, false, resolvesTo("127.0.0.1")))
+      assert.deepStrictEqual(hooks.received.map((r) => [r.path, JSON.parse(r.body.toString())]), [
+        ["/chat", { text: "dead letters" }], ["/chat", { text: "dead letters" }]
+      ])
+    }))
+
+  it.live("of a webhook's answer only the first KiB is read: an endless answer is not waited for", () =>
+    Effect.gen(function*() {
+      const hooks = yield* httpServer((_req, res) => {
+        res.writeHead(500)
+        res.write("x".repeat(4096)) // and never ends
+      })
+      const started = Date.now()
+      const outcome = yield* webhook(`http://127.0.0.1:${hooks.port}/chat`, false)
+      assert.strictEqual(outcome, `HTTP 500: ${"x".repeat(290)}`)
+      assert.isBelow(Date.now() - started, 5_000)
     }))
 })

@@ -2,7 +2,8 @@
 // plus the executor's pure helpers (private address check, UTF-8 truncation).
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
-import { isPrivateAddress, utf8Text } from "../../src/delivery/executor.ts"
+import { utf8Text } from "../../src/delivery/executor.ts"
+import { isPrivateAddress } from "../../src/lib/privateTargets.ts"
 import { prepareRequest } from "../../src/delivery/request.ts"
 import type { DeliveryRequest, PreparedRequest } from "../../src/delivery/request.ts"
 

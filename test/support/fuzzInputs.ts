@@ -7,17 +7,18 @@
 // (a replay's URL is the loopback discard port or invalid, never another host).
 // Loopback only: every target URL a request could make valid is on 127.0.0.1, so whatever gets
 // scheduled is delivered to a closed loopback port and nowhere else.
+// The other endpoint families are fuzzFamilies.ts's.
 import fc from "fast-check"
+import { SAFE_TARGET } from "./fuzzShapes.ts"
 
 export interface FuzzRequest {
   readonly method: string
   readonly path: string
   readonly headers: ReadonlyArray<readonly [string, string]>
   readonly body?: string | Uint8Array
+  /** The ops listener rather than the API (the default). */
+  readonly port?: "ops"
 }
-
-/** The only target host a fuzzed request may name: the discard port on loopback (refused at once). */
-export const SAFE_TARGET = "http://127.0.0.1:9"
 
 /** Characters undici sends in a header value: tab, visible ASCII and space, and Latin-1 0x80–0xFF. */
 const headerChar = fc.oneof(

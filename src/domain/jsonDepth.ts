@@ -1,0 +1,35 @@
+// How deep a JSON document nests (issue 20, item 5): JSON.parse reads any depth, but what walks the
+// parsed value afterwards — JSON.stringify of an item's body, schema decoders — recurses once per
+// level and overflows the stack somewhere past a few thousand levels. A body nested deeper than
+// MAX_JSON_DEPTH is therefore refused before it is parsed, like invalid JSON. Pure: one pass over
+// the text, strings skipped, no allocation.
+
+/** The deepest nesting of arrays and objects a JSON body may have. */
+export const MAX_JSON_DEPTH = 256
+
+const QUOTE = 0x22
+const BACKSLASH = 0x5c
+const OPEN_ARRAY = 0x5b
+const OPEN_OBJECT = 0x7b
+const CLOSE_ARRAY = 0x5d
+const CLOSE_OBJECT = 0x7d
+
+/** Whether `text` opens more than `max` arrays or objects inside one another (outside strings). */
+export const nestsDeeperThan = (text: string, max: number = MAX_JSON_DEPTH): boolean => {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === BACKSLASH) i++
+      else if (c === QUOTE) inString = false
+    } else if (c === QUOTE) {
+      inString = true
+    } else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
+      if (++depth > max) return true
+    } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) {
+      depth--
+    }
+  }
+  return false
+}
