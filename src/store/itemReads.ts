@@ -73,7 +73,7 @@ export const itemsReadForDeclare = Effect.fnUntraced(function*(input: {
   readonly tag: string
 }) {
   const sql = yield* SqlClient.SqlClient
-  const tagged = sql`t.project_id = ${input.projectId} AND t.tags @> ARRAY[${input.tag}]::text[]`
+  const tagged = sql`t.project_id = ${input.projectId} AND cardinality(t.tags) > 0 AND t.tags @> ARRAY[${input.tag}]::text[]`
   const rows = yield* sql<ItemRow>`
     SELECT ${sql.unsafe(COLUMNS)} FROM triggers t WHERE ${tagged} AND ${liveOr(sql, KEY_OWNER_STATUSES)}
     UNION ALL
@@ -111,7 +111,7 @@ export const itemsReadForBulk = Effect.fnUntraced(function*(input: {
   }
   if (input.tags.length > 0) {
     parts.push(sql`SELECT ${sql.unsafe(COLUMNS)} FROM triggers t
-      WHERE ${project} AND t.tags && ${input.tags}::text[] AND ${liveOr(sql, KEY_OWNER_STATUSES)}`)
+      WHERE ${project} AND cardinality(t.tags) > 0 AND t.tags && ${input.tags}::text[] AND ${liveOr(sql, KEY_OWNER_STATUSES)}`)
   }
   if (parts.length === 0) return [] as Array<StoredTrigger>
   const rows = yield* sql<ItemRow>`

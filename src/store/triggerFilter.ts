@@ -41,7 +41,7 @@ export const triggerFilterClauses = (sql: SqlClient.SqlClient, projectId: string
   if (filter.status !== undefined) clauses.push(effectiveStatusIs(sql, "t", filter.status))
   if (filter.outcome !== undefined) clauses.push(outcomeIs(sql, filter.outcome))
   if (filter.kind !== undefined) clauses.push(sql`t.kind = ${filter.kind}`)
-  if (filter.tag !== undefined) clauses.push(sql`t.tags @> ARRAY[${filter.tag}]::text[]`)
+  if (filter.tag !== undefined) clauses.push(sql`cardinality(t.tags) > 0 AND t.tags @> ARRAY[${filter.tag}]::text[]`)
   if (filter.customKey !== undefined) clauses.push(sql`t.custom_key = ${filter.customKey}`)
   if (filter.deadLetter !== undefined) {
     clauses.push(sql.unsafe(`${LATEST_IS_DEAD_LETTER_SQL} IS ${filter.deadLetter ? "TRUE" : "NOT TRUE"}`))
