@@ -1,6 +1,6 @@
 // One ShardActor per owned shard: a timer wheel holding the shard's triggers due within the next
 // lookahead, a loader that treats PostgreSQL as the overflow wheel (reading the next window before
-// the current one runs out), a mailbox of wake-ups, and a batched claim of whatever comes due.
+// the current one runs out), a mailbox of wake-ups, and the firing of whatever comes due.
 // It sleeps exactly until the earliest deadline (or a wake-up), so firing is not tied to polling;
 // it fires a little ahead (moving its shard's mark: store/shardMarks.ts, claiming keyed triggers
 // through the node's ClaimBatcher) and hands the rows over for their due time (see SchedulerTiming
