@@ -1,0 +1,63 @@
+// How a gate's budget is shared between nodes (issue 22; DECISIONS "Tag policies"): each limit of a
+// policy — maxConcurrent, and each throughput window's rate — is a number of units (permits, window
+// tokens) that nodes lease from PostgreSQL in blocks and admit from in memory. A node's lease round
+// reads every node's holding and demand, and this module decides what the node holds after it: its
+// max-min fair share of the limit by demand, taken from what no one holds, or given back down to it
+// (only units it is not using: a permit in flight or a token still counting a start stays). A node
+// that is gone holds nothing (its permits come back at once) but its window tokens, which count its
+// last starts until a window has passed since it was found gone. Pure.
+
+/**
+ * Max-min fair shares of `limit` units between demands (in the order given; every node orders
+ * nodes the same way, so all compute the same shares): the smallest demands are met first, the rest
+ * is split evenly among the larger ones, and a remainder goes one unit each to the first of those.
+ */
+export const fairShares = (limit: number, demands: ReadonlyArray<number>): Array<number> => {
+  const shares = demands.map(() => 0)
+  let remaining = Math.max(0, Math.floor(limit))
+  const wanting = demands.map((demand, i) => ({ demand: Math.max(0, demand), i })).filter((d) => d.demand > 0)
+    .sort((a, b) => a.demand - b.demand || a.i - b.i)
+  let left = wanting.length
+  for (const { demand, i } of wanting) {
+    const given = Math.min(demand, Math.floor(remaining / left))
+    shares[i] = given
+    remaining -= given
+    left--
+  }
+  for (let i = 0; i < demands.length && remaining > 0; i++) {
+    if (shares[i]! < demands[i]!) {
+      shares[i]! += 1
+      remaining--
+    }
+  }
+  return shares
+}
+
+/** One node's row of one limit as a lease round reads it. */
+export interface UnitHolding {
+  /** Units the node holds. */
+  readonly held: number
+  /** Units it wants: those in use and those its waiting triggers need (at most the limit). */
+  readonly demand: number
+}
+
+/**
+ * What this node holds of one limit after its round: its fair share (by the demands of the live
+ * nodes, `nodes[mine]` being its own), taken from the units nobody holds (`limit` minus every live
+ * node's holding minus `reserved`, what gone nodes still hold), or given back down to it, at most
+ * `giveable` (its units not in use). Between rounds the shares of the others may be above theirs: a
+ * node then waits for them to give back rather than take what they still hold.
+ */
+export const planUnits = (input: {
+  readonly limit: number
+  readonly nodes: ReadonlyArray<UnitHolding>
+  readonly mine: number
+  readonly reserved: number
+  readonly giveable: number
+}): number => {
+  const own = input.nodes[input.mine]!
+  const target = fairShares(input.limit, input.nodes.map((node) => Math.min(node.demand, input.limit)))[input.mine]!
+  const free = input.limit - input.reserved - input.nodes.reduce((sum, node) => sum + node.held, 0)
+  if (target > own.held) return own.held + Math.max(0, Math.min(target - own.held, free))
+  return own.held - Math.max(0, Math.min(own.held - target, input.giveable))
+}
