@@ -14,11 +14,12 @@ import { limitsSomething } from "./gate.ts"
 export const CONCURRENCY = "concurrency"
 
 /**
- * Added to the window after a write before a token is used again: what a target's own clock may
- * lag behind ours when it stamps a burst (its event loop busy, a scheduler's slice). 1 % of the
- * window, at least 10 ms and at most 1 s.
+ * Added to the window after a write before a token is used again: what a target may lag behind
+ * the write when it stamps a request (its event loop busy with a burst, a slice of a busy CPU's
+ * scheduler: 30 ms and more seen on a loaded machine). 2.5 % of the window, at least 25 ms and at
+ * most 1 s: the rate it costs is at most 2.5 %.
  */
-export const tokenMarginMs = (windowMs: number): number => Math.min(1_000, Math.max(10, Math.round(windowMs / 100)))
+export const tokenMarginMs = (windowMs: number): number => Math.min(1_000, Math.max(25, Math.round(windowMs / 40)))
 
 /** A binary min-heap of times. */
 class TimeHeap {

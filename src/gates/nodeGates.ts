@@ -28,10 +28,12 @@ export interface Ticket<I> {
   writtenAtMs: number | null
 }
 
-/** How long a trigger waits in memory before it is released to wait in PostgreSQL (reading `queued`). */
-export const RELEASE_AFTER_MS = 500
+/** How long a trigger waits in memory at most before it is released to wait in PostgreSQL (reading `queued`). */
+export const RELEASE_AFTER_MS = 1_000
 /** At most this many seconds of a gate's admissions wait in memory; more are released at once. */
-const MEMORY_SECONDS = 0.5
+const MEMORY_SECONDS = 1
+/** The time constant of a gate's measured admission rate. */
+const RATE_TAU_MS = 500
 /** The first attempts' duration assumed before any is measured (an optimistic guess: released rows come back). */
 const FIRST_ATTEMPT_MS = 10
 /** How far down a gate's queue admission looks past a head blocked by another gate. */
@@ -96,6 +98,10 @@ export class NodeGate<I> {
   taking = false
   /** Moving average of the attempts' duration, from admission to outcome. */
   attemptMs = FIRST_ATTEMPT_MS
+  /** Admissions per ms, decaying with RATE_TAU_MS, as of `#rateAtMs`; and when this gate first admitted. */
+  #rate = 0
+  #rateAtMs = -Infinity
+  #firstAdmittedMs: number | null = null
 
   constructor(ref: GateRef) {
     this.ref = ref
@@ -112,16 +118,44 @@ export class NodeGate<I> {
     return !this.open && this.book !== null && (this.book.limits.paused || this.book.held(nowMs))
   }
 
-  /** How many may wait in memory: about MEMORY_SECONDS of admissions (all while no round has read the policy). */
-  memoryCap(): number {
-    if (this.open || this.book === null) return Infinity
-    return Math.ceil(this.book.startsPerSecond(this.attemptMs) * MEMORY_SECONDS)
+  /** One admission at `nowMs`, for the measured rate. */
+  admitted(nowMs: number): void {
+    this.#rate = this.rateAt(nowMs) + 1 / RATE_TAU_MS
+    this.#rateAtMs = nowMs
+    this.#firstAdmittedMs ??= nowMs
   }
 
-  /** How many to keep in memory when taking from PostgreSQL (a take takes up to twice as many). */
-  lowWater(): number {
+  /** Admissions per ms lately (an exponentially decaying average). */
+  rateAt(nowMs: number): number {
+    return this.#rate * Math.exp(-(nowMs - this.#rateAtMs) / RATE_TAU_MS)
+  }
+
+  /** About how many starts a second this gate admits: the more of what it measured and what its holding allows. */
+  startsPerSecond(nowMs: number): number {
+    const estimate = this.book?.startsPerSecond(this.attemptMs) ?? Infinity
+    return Math.max(this.rateAt(nowMs) * 1000, estimate)
+  }
+
+  /**
+   * How many may wait in memory: about MEMORY_SECONDS of admissions (all of them until the gate
+   * has admitted for a while, or while no round has read its policy).
+   */
+  memoryCap(nowMs: number): number {
+    if (this.open || this.book === null) return Infinity
+    if (this.book.limits.paused) return 0
+    if (this.#firstAdmittedMs === null || nowMs - this.#firstAdmittedMs < RATE_TAU_MS) return Infinity
+    return Math.ceil(this.startsPerSecond(nowMs) * MEMORY_SECONDS)
+  }
+
+  /**
+   * How many to keep in memory when taking from PostgreSQL (a take takes up to twice as many): half
+   * a second of admissions, and at least what the gate holds (a window's tokens come free together).
+   */
+  lowWater(nowMs: number): number {
     if (this.open || this.book === null) return 1_000
-    return Math.max(16, Math.min(1_000, Math.ceil(this.book.startsPerSecond(this.attemptMs) * 0.25)))
+    const holding = this.book.holding()
+    const units = Math.max(holding.permits, ...Object.values(holding.tokens))
+    return Math.max(16, Math.min(2_000, Math.max(units, Math.ceil(this.startsPerSecond(nowMs) * 0.5))))
   }
 
   /** Nothing waits, nothing is in flight, nothing is held or leased: the gate can be forgotten. */
@@ -188,7 +222,10 @@ export class NodeGates<I> {
         }
         if (next === undefined) break
         this.#finish(next)
-        for (const other of next.gates) other.book?.take()
+        for (const other of next.gates) {
+          other.book?.take()
+          other.admitted(nowMs)
+        }
         this.#tickets.set(next.row.id, { gates: next.gates, admittedAtMs: nowMs, writtenAtMs: null })
         admitted.push(next)
       }
@@ -228,7 +265,7 @@ export class NodeGates<I> {
       if (gate.waiting === 0) continue
       const all = gate.queue.all()
       const stopped = this.closed || gate.stopped(nowMs)
-      const cap = gate.memoryCap()
+      const cap = gate.memoryCap(nowMs)
       all.forEach((waiter, i) => {
         if (waiter.done) return
         if (stopped || (!waiter.taken && (nowMs - waiter.sinceMs >= RELEASE_AFTER_MS || i >= cap))) {
@@ -251,7 +288,7 @@ export class NodeGates<I> {
     const out: Array<{ gate: NodeGate<I>; limit: number }> = []
     for (const gate of this.gates.values()) {
       if (gate.backlog === 0 || gate.taking || gate.stopped(nowMs) || (gate.book === null && !gate.open)) continue
-      const lowWater = gate.lowWater()
+      const lowWater = gate.lowWater(nowMs)
       if (gate.waiting >= lowWater) continue
       if (!gate.open && gate.book!.leased && nowMs >= gate.book!.leaseUntilMs) continue
       out.push({ gate, limit: 2 * lowWater - gate.waiting })
