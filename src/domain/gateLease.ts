@@ -15,20 +15,23 @@
 export const fairShares = (limit: number, demands: ReadonlyArray<number>): Array<number> => {
   const shares = demands.map(() => 0)
   let remaining = Math.max(0, Math.floor(limit))
-  const wanting = demands.map((demand, i) => ({ demand: Math.max(0, demand), i })).filter((d) => d.demand > 0)
-    .sort((a, b) => a.demand - b.demand || a.i - b.i)
-  let left = wanting.length
-  for (const { demand, i } of wanting) {
-    const given = Math.min(demand, Math.floor(remaining / left))
-    shares[i] = given
-    remaining -= given
-    left--
-  }
-  for (let i = 0; i < demands.length && remaining > 0; i++) {
-    if (shares[i]! < demands[i]!) {
-      shares[i]! += 1
-      remaining--
+  let active = demands.map((_, i) => i).filter((i) => demands[i]! > 0)
+  while (active.length > 0 && remaining > 0) {
+    const level = Math.floor(remaining / active.length)
+    const met = active.filter((i) => demands[i]! - shares[i]! <= level)
+    if (met.length > 0) {
+      // every demand within an even split is met in full, and the rest is split again
+      for (const i of met) {
+        remaining -= demands[i]! - shares[i]!
+        shares[i] = demands[i]!
+      }
+      active = active.filter((i) => !met.includes(i))
+      continue
     }
+    for (const i of active) shares[i]! += level
+    remaining -= level * active.length
+    for (const i of active.slice(0, remaining)) shares[i]! += 1
+    break
   }
   return shares
 }
