@@ -20,10 +20,10 @@ import * as Queue from "effect/Queue"
 import { NodeIdentity } from "../cluster/node.ts"
 import type { GateRef } from "../cluster/wakeups.ts"
 import { SchedulerTiming } from "../config.ts"
-import { isRefusal, refusalRetryAfterMs } from "../domain/gateHold.ts"
+import { isRefusal, type Refusal, refusalRetryAfterMs } from "../domain/gateHold.ts"
 import type { DeliveryRow } from "../domain/trigger.ts"
 import { forkLoop } from "../lib/backgroundLoop.ts"
-import { Metrics } from "../ops/metrics.ts"
+import { type HoldReason, Metrics } from "../ops/metrics.ts"
 import type { Database } from "../store/db.ts"
 import { gateHoldsRefused, gateHoldsSucceeded } from "../store/gateHolds.ts"
 import { gateLeasesLeave, gateLeasesRound } from "../store/gateLeases.ts"
@@ -70,7 +70,7 @@ const RETRY_AFTER_FAILURE_MS = 1_000
 const BATCH = 1_000
 
 type HoldEvent =
-  | { readonly _tag: "Refused"; readonly gate: NodeGate<GatedItem>; readonly retryAfterInMs: number | null; readonly leftAgoMs: number; readonly reason: "retry_after" | "backoff" }
+  | { readonly _tag: "Refused"; readonly gate: NodeGate<GatedItem>; readonly refusal: Refusal; readonly reason: HoldReason }
   | { readonly _tag: "Succeeded"; readonly gate: NodeGate<GatedItem> }
 
 export class Gatekeeper extends Context.Service<Gatekeeper, {
@@ -284,13 +284,11 @@ export class Gatekeeper extends Context.Service<Gatekeeper, {
           continue
         }
         // several refusals of one batch: the latest Retry-After, else the request that left last
-        const withRetryAfter = refused.filter((event) => event.retryAfterInMs !== null)
+        const withRetryAfter = refused.filter((event) => event.refusal.retryAfterUntilMs !== null)
         const chosen = withRetryAfter.length > 0
-          ? withRetryAfter.reduce((a, b) => (b.retryAfterInMs! > a.retryAfterInMs! ? b : a))
-          : refused.reduce((a, b) => (b.leftAgoMs < a.leftAgoMs ? b : a))
-        const moved = yield* gateHoldsRefused({
-          projectId: gate.ref.projectId, tags: [gate.ref.tag], retryAfterInMs: chosen.retryAfterInMs, leftAgoMs: chosen.leftAgoMs
-        })
+          ? withRetryAfter.reduce((a, b) => (b.refusal.retryAfterUntilMs! > a.refusal.retryAfterUntilMs! ? b : a))
+          : refused.reduce((a, b) => (b.refusal.leftAtMs > a.refusal.leftAtMs ? b : a))
+        const moved = yield* gateHoldsRefused({ projectId: gate.ref.projectId, tags: [gate.ref.tag], refusal: chosen.refusal })
         for (const { hold } of moved) {
           gate.hold = hold
           metrics.gateHeld(chosen.reason)
@@ -356,15 +354,16 @@ export class Gatekeeper extends Context.Service<Gatekeeper, {
         if (ticket === undefined) return
         if (isRefusal(response.httpStatus)) {
           const untilMs = refusalRetryAfterMs(response, nowMs)
-          const leftAgoMs = nowMs - (ticket.writtenAtMs ?? ticket.admittedAtMs)
+          // on the database's clock, which settles holds for every node
+          const refusal: Refusal = {
+            retryAfterUntilMs: untilMs === null ? null : untilMs + dbOffsetMs,
+            leftAtMs: (ticket.writtenAtMs ?? ticket.admittedAtMs) + dbOffsetMs
+          }
           for (const gate of ticket.gates) {
             if (gate.book === null) continue
             // held here at once (provisionally: the database settles the backoff), cluster-wide next
             gate.book.heldUntilMs = Math.max(gate.book.heldUntilMs, untilMs ?? nowMs + Math.max(1_000, gate.hold?.backoffMs ?? 0))
-            Queue.offerUnsafe(holds, {
-              _tag: "Refused", gate, retryAfterInMs: untilMs === null ? null : untilMs - nowMs, leftAgoMs,
-              reason: untilMs === null ? "backoff" : "retry_after"
-            })
+            Queue.offerUnsafe(holds, { _tag: "Refused", gate, refusal, reason: untilMs === null ? "backoff" : "retry_after" })
           }
           signal()
         } else if (response.httpStatus !== null && response.httpStatus >= 200 && response.httpStatus < 300) {

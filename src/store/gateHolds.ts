@@ -4,7 +4,7 @@
 // policy view reads the hold (heldUntil).
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
-import { holdAfterRefusal, holdAfterSuccess, type HoldState } from "../domain/gateHold.ts"
+import { holdAfterRefusal, holdAfterSuccess, type HoldState, type Refusal } from "../domain/gateHold.ts"
 import { GATE_HOLDS_CHANNEL } from "./notifications.ts"
 
 interface HoldRecord {
@@ -34,15 +34,14 @@ const writeHold = Effect.fnUntraced(function*(projectId: string, tag: string, ho
 })
 
 /**
- * A refusal of the target for these tags of a project: `retryAfterInMs` is how far ahead of the
- * response its Retry-After named (null: none), `leftAgoMs` how long before now its request left.
- * Returns the tags whose hold it moved, with their new hold (database clock).
+ * A refusal of the target for these tags of a project: the time its Retry-After named (null: none)
+ * and when its request left, both on the database's clock. Returns the tags whose hold it moved,
+ * with their new hold (database clock).
  */
 export const gateHoldsRefused = Effect.fnUntraced(function*(input: {
   readonly projectId: string
   readonly tags: ReadonlyArray<string>
-  readonly retryAfterInMs: number | null
-  readonly leftAgoMs: number
+  readonly refusal: Refusal
 }) {
   const sql = yield* SqlClient.SqlClient
   const moved: Array<{ readonly tag: string; readonly hold: HoldState }> = []
@@ -52,10 +51,7 @@ export const gateHoldsRefused = Effect.fnUntraced(function*(input: {
         VALUES (${input.projectId}, ${tag}, '-infinity', '-infinity', 0) ON CONFLICT DO NOTHING`
       const { hold, nowMs } = yield* lockedHold(input.projectId, tag)
       const previous = hold !== null && hold.heldUntilMs === -Infinity ? null : hold
-      const next = holdAfterRefusal(previous, {
-        retryAfterUntilMs: input.retryAfterInMs === null ? null : nowMs + input.retryAfterInMs,
-        leftAtMs: nowMs - input.leftAgoMs
-      }, nowMs)
+      const next = holdAfterRefusal(previous, input.refusal, nowMs)
       if (next === null) {
         if (previous === null) yield* sql`DELETE FROM gate_holds WHERE project_id = ${input.projectId} AND tag = ${tag}`
         return
