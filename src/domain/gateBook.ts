@@ -63,6 +63,8 @@ class TimeHeap {
 class WindowTokens {
   window: GateWindow
   held = 0
+  /** This node's share as its last round computed it: above it (tokens it could not give back yet), none is used. */
+  share = 0
   /** Admitted starts whose request has not been written yet: they count until it is. */
   unwritten = 0
   readonly #busyUntil = new TimeHeap()
@@ -75,6 +77,10 @@ class WindowTokens {
   }
   free(nowMs: number): number {
     return this.held - this.inUse(nowMs)
+  }
+  /** Tokens this node may still use now: within what it holds and its share. */
+  usable(nowMs: number): number {
+    return Math.min(this.held, this.share) - this.inUse(nowMs)
   }
   /** When the next token counting a start comes free (null: none counts one until a time). */
   nextFreeAtMs(nowMs: number): number | null {
@@ -99,6 +105,8 @@ export class GateBook {
   /** Permits leased to this node, and those in use (admitted, outcome not known yet). */
   permits = 0
   inUse = 0
+  /** This node's share of the permits as its last round computed it (it may hold more, in use, for a while). */
+  permitShare = 0
   readonly #windows = new Map<string, WindowTokens>()
   /** This node's lease is valid until then (its last round's start plus the lease time). */
   leaseUntilMs = -Infinity
@@ -141,8 +149,8 @@ export class GateBook {
     if (!this.leased) return true
     if (nowMs >= this.leaseUntilMs) return false
     const { maxConcurrent } = this.#limits
-    if (maxConcurrent !== null && this.inUse >= Math.min(this.permits, maxConcurrent)) return false
-    for (const tokens of this.#windows.values()) if (tokens.free(nowMs) < 1) return false
+    if (maxConcurrent !== null && this.inUse >= Math.min(this.permits, this.permitShare, maxConcurrent)) return false
+    for (const tokens of this.#windows.values()) if (tokens.usable(nowMs) < 1) return false
     return true
   }
 
@@ -204,10 +212,17 @@ export class GateBook {
     return out
   }
 
-  /** A lease round's outcome: what this node holds now, valid until `leaseUntilMs`. */
-  lease(holding: GateHolding, leaseUntilMs: number): void {
+  /**
+   * A lease round's outcome: what this node holds now, valid until `leaseUntilMs`, and its share
+   * (what it may use; it holds more while units in use cannot be given back yet).
+   */
+  lease(holding: GateHolding, leaseUntilMs: number, share: GateHolding = holding): void {
     this.permits = holding.permits
-    for (const [label, window] of this.#windows) window.held = holding.tokens[label] ?? 0
+    this.permitShare = share.permits
+    for (const [label, window] of this.#windows) {
+      window.held = holding.tokens[label] ?? 0
+      window.share = share.tokens[label] ?? 0
+    }
     this.leaseUntilMs = leaseUntilMs
   }
 
@@ -215,7 +230,7 @@ export class GateBook {
   nextTokenAtMs(nowMs: number): number | null {
     let next: number | null = null
     for (const window of this.#windows.values()) {
-      if (window.free(nowMs) >= 1) continue
+      if (window.usable(nowMs) >= 1) continue
       const at = window.nextFreeAtMs(nowMs)
       if (at !== null) next = next === null ? at : Math.min(next, at)
     }

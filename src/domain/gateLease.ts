@@ -45,11 +45,12 @@ export interface UnitHolding {
 }
 
 /**
- * What this node holds of one limit after its round: its fair share (by the demands of the live
- * nodes, `nodes[mine]` being its own), taken from the units nobody holds (`limit` minus every live
- * node's holding minus `reserved`, what gone nodes still hold), or given back down to it, at most
- * `giveable` (its units not in use). Between rounds the shares of the others may be above theirs: a
- * node then waits for them to give back rather than take what they still hold.
+ * What this node holds of one limit after its round, and its share: its fair share (by the demands
+ * of the live nodes, `nodes[mine]` being its own), taken from the units nobody holds (`limit` minus
+ * every live node's holding minus `reserved`, what gone nodes still hold), or given back down to
+ * it, at most `giveable` (its units not in use). A node holding more than its share (in use) starts
+ * nothing beyond its share; one whose share is more than it could take waits for the others to
+ * give back rather than take what they still hold.
  */
 export const planUnits = (input: {
   readonly limit: number
@@ -57,10 +58,10 @@ export const planUnits = (input: {
   readonly mine: number
   readonly reserved: number
   readonly giveable: number
-}): number => {
+}): { readonly held: number; readonly share: number } => {
   const own = input.nodes[input.mine]!
-  const target = fairShares(input.limit, input.nodes.map((node) => Math.min(node.demand, input.limit)))[input.mine]!
+  const share = fairShares(input.limit, input.nodes.map((node) => Math.min(node.demand, input.limit)))[input.mine]!
   const free = input.limit - input.reserved - input.nodes.reduce((sum, node) => sum + node.held, 0)
-  if (target > own.held) return own.held + Math.max(0, Math.min(target - own.held, free))
-  return own.held - Math.max(0, Math.min(own.held - target, input.giveable))
+  if (share > own.held) return { held: own.held + Math.max(0, Math.min(share - own.held, free)), share }
+  return { held: own.held - Math.max(0, Math.min(own.held - share, input.giveable)), share }
 }

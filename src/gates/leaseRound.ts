@@ -65,7 +65,7 @@ const decideGate = <I>(
   const mineRow = read.leases.find((row) => row.node === node && row.goneAtMs === null)
   // this node wrote its row before and it is gone: another node found it gone (cut off from the
   // database past its lease): what it held is no longer its own
-  if (mineRow === undefined && gate.rowWritten) book.lease({ permits: 0, tokens: {} }, book.leaseUntilMs)
+  if (mineRow === undefined && gate.rowWritten) book.lease({ permits: 0, tokens: {} }, book.leaseUntilMs, { permits: 0, tokens: {} })
 
   if (!book.leased) {
     gate.rowWritten = false
@@ -85,29 +85,37 @@ const decideGate = <I>(
       return { held: held(row), demand: row.demand[key] ?? 0 }
     })
   const next: { permits: number; tokens: Record<string, number> } = { permits: 0, tokens: {} }
+  const share: { permits: number; tokens: Record<string, number> } = { permits: 0, tokens: {} }
   if (limits.maxConcurrent !== null) {
-    next.permits = planUnits({
+    const planned = planUnits({
       limit: limits.maxConcurrent,
       nodes: unitsOf((row) => row.permits, holding.permits, CONCURRENCY),
       mine,
       reserved: 0,
       giveable: giveable.permits
     })
+    next.permits = planned.held
+    share.permits = planned.share
   }
   for (const window of limits.windows) {
-    next.tokens[window.label] = planUnits({
+    const planned = planUnits({
       limit: window.limit,
       nodes: unitsOf((row) => row.tokens[window.label] ?? 0, holding.tokens[window.label] ?? 0, window.label),
       mine,
       reserved: gone.reduce((sum, row) => sum + goneTokens(row, window.label, window.windowMs, dbNowMs), 0),
       giveable: giveable.tokens[window.label] ?? 0
     })
+    next.tokens[window.label] = planned.held
+    share.tokens[window.label] = planned.share
   }
-  // a unit given back is this node's no more from now on; one taken only once the round has committed
+  // a unit given back, or beyond the share, is this node's no more from now on; one taken only once
+  // the round has committed
   const lower = { permits: Math.min(next.permits, holding.permits), tokens: {} as Record<string, number> }
   for (const [label, n] of Object.entries(next.tokens)) lower.tokens[label] = Math.min(n, holding.tokens[label] ?? 0)
-  book.lease(lower, book.leaseUntilMs)
-  const grant = () => book.lease(next, leaseUntilMs)
+  const lowerShare = { permits: Math.min(share.permits, lower.permits, book.permitShare), tokens: {} as Record<string, number> }
+  for (const [label, n] of Object.entries(share.tokens)) lowerShare.tokens[label] = Math.min(n, lower.tokens[label] ?? 0)
+  book.lease(lower, book.leaseUntilMs, lowerShare)
+  const grant = () => book.lease(next, leaseUntilMs, share)
   const holdsNothing = next.permits === 0 && Object.values(next.tokens).every((n) => n === 0)
   const wantsNothing = Object.values(demand).every((n) => n === 0)
   if (holdsNothing && wantsNothing && book.inUse === 0) {

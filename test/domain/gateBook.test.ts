@@ -39,6 +39,18 @@ describe("maxConcurrent", () => {
     expect(book.admits(T0)).toBe(true)
   })
 
+  it("admits no more than its share when it holds more permits in use than its share (the others wait for them)", () => {
+    const book = leasedBook({ maxConcurrent: 6 })
+    book.take()
+    book.take()
+    book.lease({ permits: 6, tokens: {} }, Infinity, { permits: 1, tokens: {} })
+    expect(book.admits(T0)).toBe(false)
+    book.finished(true, T0)
+    expect(book.admits(T0)).toBe(false)
+    book.finished(true, T0)
+    expect(book.admits(T0)).toBe(true)
+  })
+
   it("admits no more than maxConcurrent even when it holds more permits (the limit was lowered)", () => {
     const book = leasedBook({ maxConcurrent: 5 })
     book.setLimits(policyLimits({ maxConcurrent: 1, throughput: null }))
