@@ -5,7 +5,8 @@
 // the token a window (and a small margin) after the request was written to its connection — or,
 // for a request that never left, a window after its admission: a token counts its start from
 // admission until a window after the write, whichever ends later, so no sliding window at the
-// target ever sees more starts than the tokens there are. Pure: the caller passes the time.
+// target ever sees more starts than the tokens there are; and the starts of a short window are paced
+// over it (bursts of at most PACE_BURST of the tokens). Pure: the caller passes the time.
 
 import type { GatePolicyLimits, GateWindow } from "./gate.ts"
 import { limitsSomething } from "./gate.ts"
@@ -20,6 +21,16 @@ export const CONCURRENCY = "concurrency"
  * most 1 s: the rate it costs is at most 2.5 %.
  */
 export const tokenMarginMs = (windowMs: number): number => Math.min(1_000, Math.max(25, Math.round(windowMs / 40)))
+
+/**
+ * Windows shorter than this are paced: a node sends at most PACE_BURST of its tokens (and at least
+ * PACE_BURST_MIN) at once, the rest at the window's pace, so that the starts spread over the window
+ * instead of leaving in one burst at its start (a burst makes a target queue and stamp the last of
+ * one window's starts into the next; for longer windows the token margin covers that).
+ */
+export const PACE_WINDOWS_BELOW_MS = 10_000
+export const PACE_BURST = 0.05
+export const PACE_BURST_MIN = 20
 
 /** A binary min-heap of times. */
 class TimeHeap {
@@ -87,6 +98,33 @@ class WindowTokens {
     this.inUse(nowMs)
     return this.#busyUntil.peek() ?? null
   }
+  // Pacing (a window shorter than PACE_WINDOWS_BELOW_MS): a bucket refilled at this node's usable
+  // tokens per window, holding at most PACE_BURST of them (at least PACE_BURST_MIN).
+  #paceLevel = Infinity
+  #pacedAtMs = -Infinity
+  #paceRatePerMs(): number {
+    return Math.max(0, Math.min(this.held, this.share)) / this.window.windowMs
+  }
+  /** Starts the pacing allows now (fractional; Infinity for a window that is not paced). */
+  paced(nowMs: number): number {
+    if (this.window.windowMs >= PACE_WINDOWS_BELOW_MS) return Infinity
+    const cap = Math.max(PACE_BURST_MIN, Math.ceil(Math.min(this.held, this.share) * PACE_BURST))
+    this.#paceLevel = Math.min(cap, this.#paceLevel + Math.max(0, nowMs - this.#pacedAtMs) * this.#paceRatePerMs())
+    this.#pacedAtMs = nowMs
+    return this.#paceLevel
+  }
+  /** When the pacing allows one more start (now, or never without tokens). */
+  nextPacedAtMs(nowMs: number): number | null {
+    const level = this.paced(nowMs)
+    if (level >= 1) return nowMs
+    const rate = this.#paceRatePerMs()
+    return rate === 0 ? null : nowMs + Math.ceil((1 - level) / rate)
+  }
+  /** One start taken now (after `paced` allowed it). */
+  take(): void {
+    this.unwritten++
+    this.#paceLevel -= 1
+  }
   /** A start counted from `sinceMs` (its write, or its admission) for a window and the margin. */
   count(sinceMs: number): void {
     this.#busyUntil.push(sinceMs + this.window.windowMs + tokenMarginMs(this.window.windowMs))
@@ -150,14 +188,14 @@ export class GateBook {
     if (nowMs >= this.leaseUntilMs) return false
     const { maxConcurrent } = this.#limits
     if (maxConcurrent !== null && this.inUse >= Math.min(this.permits, this.permitShare, maxConcurrent)) return false
-    for (const tokens of this.#windows.values()) if (tokens.usable(nowMs) < 1) return false
+    for (const tokens of this.#windows.values()) if (tokens.usable(nowMs) < 1 || tokens.paced(nowMs) < 1) return false
     return true
   }
 
   /** One start admitted now (after `admits`). */
   take(): void {
     this.inUse++
-    for (const tokens of this.#windows.values()) tokens.unwritten++
+    for (const tokens of this.#windows.values()) tokens.take()
   }
 
   /** The request of a start was written to its connection at `atMs`. */
@@ -226,13 +264,16 @@ export class GateBook {
     this.leaseUntilMs = leaseUntilMs
   }
 
-  /** When a token of an exhausted window comes free (the next admission may then happen), if one counts a start until a time. */
+  /**
+   * When a window that holds starts back now lets one more through (a token comes free, or its
+   * pacing allows one), if it will by itself: the latest of those times over the windows.
+   */
   nextTokenAtMs(nowMs: number): number | null {
     let next: number | null = null
     for (const window of this.#windows.values()) {
-      if (window.usable(nowMs) >= 1) continue
-      const at = window.nextFreeAtMs(nowMs)
-      if (at !== null) next = next === null ? at : Math.min(next, at)
+      const at = window.usable(nowMs) >= 1 ? window.nextPacedAtMs(nowMs) : window.nextFreeAtMs(nowMs)
+      if (at === null) return null
+      if (at > nowMs) next = next === null ? at : Math.max(next, at)
     }
     return next
   }

@@ -16,6 +16,7 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import { NodeIdentity } from "../cluster/node.ts"
 import type { GateRef } from "../cluster/wakeups.ts"
@@ -176,17 +177,28 @@ export class Gatekeeper extends Context.Service<Gatekeeper, {
 
     /** Admission and maintenance at the times things change by themselves (a token, a hold's end, a release). */
     const engine = Effect.gen(function*() {
+      let maintainedAtMs = -Infinity
+      let signalled = true
       for (;;) {
         const nowMs = now()
         pump()
-        for (const { gate, limit } of maintain(nowMs)) yield* Effect.forkDetach(take(gate, limit))
+        // releases and takes look at every waiting trigger: when asked (a signal), else every
+        // MAINTAIN_EVERY_MS at most (a paced gate wakes this loop each millisecond)
+        if (signalled || nowMs - maintainedAtMs >= MAINTAIN_EVERY_MS) {
+          maintainedAtMs = nowMs
+          for (const { gate, limit } of maintain(nowMs)) yield* Effect.forkDetach(take(gate, limit))
+        }
         const next = Math.min(
           gates.nextWakeMs(nowMs) ?? Infinity,
-          gates.waitingTotal > 0 || anyBacklog() ? nowMs + MAINTAIN_EVERY_MS : Infinity
+          gates.waitingTotal > 0 || anyBacklog() ? maintainedAtMs + MAINTAIN_EVERY_MS : Infinity
         )
-        const waitMs = Math.max(1, next - now())
-        if (next === Infinity) yield* Queue.takeBetween(wake, 1, 10_000)
-        else yield* Effect.timeoutOption(Queue.takeBetween(wake, 1, 10_000), waitMs)
+        if (next === Infinity) {
+          yield* Queue.takeBetween(wake, 1, 10_000)
+          signalled = true
+        } else {
+          const woken = yield* Effect.timeoutOption(Queue.takeBetween(wake, 1, 10_000), Math.max(1, next - now()))
+          signalled = Option.isSome(woken)
+        }
       }
     })
 

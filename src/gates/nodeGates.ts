@@ -29,9 +29,9 @@ export interface Ticket<I> {
 }
 
 /** How long a trigger waits in memory at most before it is released to wait in PostgreSQL (reading `queued`). */
-export const RELEASE_AFTER_MS = 1_000
+export const RELEASE_AFTER_MS = 500
 /** At most this many seconds of a gate's admissions wait in memory; more are released at once. */
-const MEMORY_SECONDS = 1
+const MEMORY_SECONDS = 0.5
 /** The time constant of a gate's measured admission rate. */
 const RATE_TAU_MS = 500
 /** The first attempts' duration assumed before any is measured (an optimistic guess: released rows come back). */

@@ -14,6 +14,7 @@ import { CONCURRENCY, GateBook, tokenMarginMs } from "../../src/domain/gateBook.
 import type { Throughput } from "../../src/domain/throughput.ts"
 
 const T0 = 1_750_000_000_000
+const PACE_MARGIN_1S = tokenMarginMs(1_000)
 
 /** A book leased the whole limit of its policy until far ahead. */
 const leasedBook = (policy: { maxConcurrent?: number; throughput?: Throughput }) => {
@@ -119,6 +120,40 @@ describe("throughput windows count a start until a window (and the margin) after
     book.written(T0)
     expect(book.giveable(T0 + 10).tokens).toEqual({ "1s": 6 })
     expect(book.giveable(T0 + 1_000 + margin).tokens).toEqual({ "1s": 7 })
+  })
+})
+
+describe("pacing of short windows", () => {
+  it("{\"1s\": 1000}: a burst of 50 (5 %), then one a millisecond; tokens still bound the window", () => {
+    const book = leasedBook({ throughput: { "1s": 1_000 } })
+    let started = 0
+    while (book.admits(T0)) {
+      book.take()
+      book.written(T0)
+      started++
+    }
+    expect(started).toBe(50)
+    expect(book.nextTokenAtMs(T0)).toBe(T0 + 1)
+    for (let ms = 1; ms <= 950; ms++) {
+      expect(book.admits(T0 + ms)).toBe(true)
+      book.take()
+      book.written(T0 + ms)
+    }
+    expect(book.admits(T0 + 999)).toBe(false)
+    expect(book.nextTokenAtMs(T0 + 999)).toBe(T0 + 1_000 + PACE_MARGIN_1S)
+  })
+
+  it("a small limit goes at once ({\"1s\": 5}: five), a long window is not paced ({\"1h\": 500}: 500)", () => {
+    for (const [throughput, burst] of [[{ "1s": 5 }, 5], [{ "1h": 500 }, 500]] as const) {
+      const book = leasedBook({ throughput })
+      let started = 0
+      while (book.admits(T0)) {
+        book.take()
+        book.written(T0)
+        started++
+      }
+      expect(started).toBe(burst)
+    }
   })
 })
 
