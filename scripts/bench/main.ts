@@ -18,7 +18,8 @@ import { startSink } from "./sink.ts"
 import { WRK_SETTINGS } from "./wrk.ts"
 import type { Sink } from "./sink.ts"
 import type { Contender } from "./system.ts"
-import { BATCH_SIZE, GATED_DEFAULT_N, LoadOverrun, runBatch, runDelivery, runGated, runIngest, runPrecision } from "./workloads.ts"
+import { GATED_DEFAULT_N, runGated } from "./gated.ts"
+import { BATCH_SIZE, LoadOverrun, runBatch, runDelivery, runIngest, runPrecision } from "./workloads.ts"
 
 const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,precision-fast,batch,gated] [--systems timewheel,graphile-worker,pg-boss]
                         [--n 20000] [--precision-n 2000] [--batch-n 100000] [--lead-ms N] [--encryption] [--tracing]
@@ -105,9 +106,14 @@ const summary = (workload: WorkloadName, m: Metrics): string => {
   if (workload === "ingest") return `${r.ratePerS}/s, p50 ${r.latencyP50Ms} ms, p99 ${r.latencyP99Ms} ms, ${r.errors} errors, ${r.peakRssMiB} MiB`
   if (workload === "delivery") return `last arrival ${r.lastArrivalMs} ms after due, ${r.ratePerS}/s, ${r.missing} missing, ${r.peakRssMiB} MiB`
   if (workload === "gated") {
-    const { concurrency: c, throughput: t } = m as unknown as Record<string, Record<string, number>>
-    return `maxConcurrent ${c!.maxConcurrent}: ${c!.ratePerS}/s, peak in flight ${c!.peakInFlight}; ` +
-      `throughput: most in a window ${t!.maxInWindow}, mean ${t!.meanRatePerS}/s; ${r.missing} missing, ${r.peakRssMiB} MiB`
+    const g = m as unknown as Record<string, Record<string, number>>
+    const windows = (g.throughput as unknown as { windows: Record<string, { maxInWindow: number }> }).windows
+    return `ungated ${g.ungated!.ratePerS}/s; maxConcurrent ${g.concurrency!.maxConcurrent}: ${g.concurrency!.ratePerS}/s ` +
+      `(${g.concurrency!.vsUngated}× ungated, peak ${g.concurrency!.peakInFlight}); binding ${g.binding!.ratePerS}/s ` +
+      `(${g.binding!.ofIdeal}× of ${g.binding!.idealPerS}, peak ${g.binding!.peakInFlight}); throughput: most in a window ` +
+      `${Object.entries(windows).map(([label, w]) => `${label} ${w.maxInWindow}`).join(", ")}, ${g.throughput!.wholeWindowsRatePerS}/s ` +
+      `(${g.throughput!.ofRate}×); hold: ${g.hold!.startsDuringHold} starts during it, resumed after ${g.hold!.resumedAfterMs} ms; ` +
+      `${r.missing} missing, ${r.peakRssMiB} MiB`
   }
   if (workload === "batch") {
     const d = (m as { declare?: Record<string, number> }).declare
@@ -152,7 +158,7 @@ const runOne = async (
       if (workload === "ingest") return await runIngest(contender, database.url, sink, options.n)
       if (workload === "delivery") return await runDelivery(contender, database.url, sink, options.n, leadMs)
       if (workload === "batch") return await runBatch(contender, database.url, sink, options.batchN)
-      if (workload === "gated") return await runGated(contender, database.url, sink, options.gatedN, leadMs, options.leadMs !== undefined)
+      if (workload === "gated") return await runGated(contender, database.url, sink, options.gatedN, leadMs)
       return await runPrecision(contender, database.url, sink, precisionNOf(workload, options), leadMs)
     } finally {
       dropCurrent = undefined
