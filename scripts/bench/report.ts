@@ -125,13 +125,14 @@ function gatedRows(): ReadonlyArray<Row> {
     { label: `maxConcurrent ${b.maxConcurrent}, sink answering after ${b.sinkDelayMs} ms: deliveries/s`, key: "binding.ratePerS", better: "higher" },
     { label: `— of the ${(b.maxConcurrent * 1000) / b.sinkDelayMs}/s allowed (goal ≥ 0.95)`, key: "binding.ofIdeal", better: "higher" },
     { label: `— most in flight at the sink (≤ ${b.maxConcurrent})`, key: "binding.peakInFlight" },
+    { label: "— in flight at the sink on average, of the limit (what the sink's own pace allows)", key: "binding.limitUsed", better: "higher" },
     ...windows.map(([label, rate]): Row => ({
       label: `throughput ${policy} with a background load: most starts in any ${label} window at the sink (≤ ${rate})`,
       key: `throughput.windows.${label}.maxInWindow`
     })),
     { label: "— rate over whole windows (/s)", key: "throughput.wholeWindowsRatePerS", better: "higher" },
     { label: "— of the rate (goal ≥ 0.95)", key: "throughput.ofRate", better: "higher" },
-    { label: "— background: /schedule calls, second tag's deliveries", key: "throughput.background.deliveriesArrived" },
+    { label: "— background load: the second tag's deliveries at the sink during the run", key: "throughput.background.deliveriesArrived" },
     { label: "— the sink's event-loop delay p99 / max (ms): its stamps may be that late", key: "throughput.sinkLoopDelayMaxMs" },
     { label: `hold: 429 with Retry-After: ${h.retryAfterSeconds} for ${h.refuseForMs / 1000} s: refusals`, key: "hold.refusals" },
     { label: "— starts seen during the hold (goal 0)", key: "hold.startsDuringHold" },

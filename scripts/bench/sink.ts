@@ -40,6 +40,7 @@ type FromSink =
     readonly repeatArrivals: Float64Array
     readonly repeatIds: Int32Array
     readonly peakInFlight: number
+    readonly meanInFlight: number
     readonly refusedAt: Float64Array
     readonly background: number
     readonly loopDelayP99Ms: number
@@ -57,6 +58,8 @@ export interface Arrivals {
   readonly repeatIds: Int32Array
   /** The most requests the sink held at once (arrived, not yet answered) since the run was armed. */
   readonly peakInFlight: number
+  /** The requests it held on average from the run's first arrival to its last answer. */
+  readonly meanInFlight: number
   /** When the sink answered 429 (same clock), in order. */
   readonly refusedAt: Float64Array
   /** Requests of the background run (`run=bg`) since the run was armed. */
@@ -115,9 +118,19 @@ const runSink = () => {
   let repeatArrivals: Array<number> = []
   let repeatIds: Array<number> = []
   let refusedAt: Array<number> = []
-  /** Requests arrived and not yet answered, now and at most since the run was armed. */
+  /** Requests arrived and not yet answered, now and at most since the run was armed; their time integral. */
   let inFlight = 0
   let peakInFlight = 0
+  let inFlightArea = 0
+  let inFlightSince = Number.NaN
+  let lastChangeAt = Number.NaN
+  let lastAnswerAt = Number.NaN
+  const inFlightChange = (at: number, by: number) => {
+    if (!Number.isNaN(lastChangeAt)) inFlightArea += inFlight * (at - lastChangeAt)
+    if (Number.isNaN(inFlightSince)) inFlightSince = at
+    lastChangeAt = at
+    inFlight += by
+  }
   const loopDelay = monitorEventLoopDelay({ resolution: 5 })
 
   const server = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 0 }, (req, res) => {
@@ -130,7 +143,8 @@ const runSink = () => {
       req.on("end", () => res.writeHead(200, { "content-length": "2" }).end("ok"))
       return
     }
-    if (++inFlight > peakInFlight) peakInFlight = inFlight
+    inFlightChange(at, 1)
+    if (inFlight > peakInFlight) peakInFlight = inFlight
     const id = Number(params.get("id"))
     if (params.get("run") !== run || !Number.isInteger(id) || id < 0 || id >= arrivals.length) strays++
     else if (Number.isNaN(arrivals[id]!)) {
@@ -143,7 +157,8 @@ const runSink = () => {
     }
     const refused = refuse !== null && at + anchorMs >= refuse.fromMs && at + anchorMs < refuse.untilMs
     const answer = () => {
-      inFlight--
+      lastAnswerAt = performance.timeOrigin + performance.now()
+      inFlightChange(lastAnswerAt, -1)
       if (refused) {
         refusedAt.push(performance.timeOrigin + performance.now())
         res.writeHead(429, { "content-type": "text/plain", "content-length": "4", "retry-after": String(refuse!.retryAfterSeconds) })
@@ -174,6 +189,8 @@ const runSink = () => {
       repeatIds = []
       refusedAt = []
       peakInFlight = inFlight
+      inFlightArea = 0
+      inFlightSince = lastChangeAt = lastAnswerAt = Number.NaN
       anchorMs = wallClockAnchor()
       loopDelay.disable()
       loopDelay.reset()
@@ -184,6 +201,7 @@ const runSink = () => {
       send({
         type: "arrivals", arrivals, duplicates, strays, repeatArrivals: Float64Array.from(repeatArrivals),
         repeatIds: Int32Array.from(repeatIds), peakInFlight, refusedAt: Float64Array.from(refusedAt), background,
+        meanInFlight: inFlightArea / (lastAnswerAt - inFlightSince),
         loopDelayP99Ms: loopDelay.percentile(99) / 1e6, loopDelayMaxMs: loopDelay.max / 1e6
       })
     }

@@ -137,25 +137,24 @@ export class NodeGate<I> {
   }
 
   /**
-   * How many may wait in memory: about MEMORY_SECONDS of admissions (all of them until the gate
-   * has admitted for a while, or while no round has read its policy).
+   * How many may wait in memory: about MEMORY_SECONDS of admissions, and at least twice what a take
+   * brings (all of them until the gate has admitted for a while, or while no round has read its
+   * policy).
    */
   memoryCap(nowMs: number): number {
     if (this.open || this.book === null) return Infinity
     if (this.book.limits.paused) return 0
     if (this.#firstAdmittedMs === null || nowMs - this.#firstAdmittedMs < RATE_TAU_MS) return Infinity
-    return Math.ceil(this.startsPerSecond(nowMs) * MEMORY_SECONDS)
+    return Math.max(Math.ceil(this.startsPerSecond(nowMs) * MEMORY_SECONDS), 2 * this.lowWater(nowMs))
   }
 
   /**
-   * How many to keep in memory when taking from PostgreSQL (a take takes up to twice as many): half
-   * a second of admissions, and at least what the gate holds (a window's tokens come free together).
+   * How many to keep in memory when taking from PostgreSQL (a take takes up to twice as many): a
+   * quarter of a second of admissions (a take's round trip, several times over), at least 16.
    */
   lowWater(nowMs: number): number {
     if (this.open || this.book === null) return 1_000
-    const holding = this.book.holding()
-    const units = Math.max(holding.permits, ...Object.values(holding.tokens))
-    return Math.max(16, Math.min(2_000, Math.max(units, Math.ceil(this.startsPerSecond(nowMs) * 0.5))))
+    return Math.max(16, Math.min(1_000, Math.ceil(this.startsPerSecond(nowMs) * 0.25)))
   }
 
   /** Nothing waits, nothing is in flight, nothing is held or leased: the gate can be forgotten. */
