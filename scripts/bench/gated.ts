@@ -68,7 +68,13 @@ export interface GatedMetrics {
   readonly strays: number
   readonly peakRssMiB: number
   readonly ungated: GatedRun
-  readonly concurrency: GatedRun & { readonly maxConcurrent: number; readonly idealPerS: number; readonly vsUngated: number }
+  readonly concurrency: GatedRun & {
+    readonly maxConcurrent: number
+    readonly idealPerS: number
+    readonly vsUngated: number
+    /** Requests in flight at the sink on average over the limit: 1 when the limit binds (a busy machine's slow attempts). */
+    readonly limitUsed: number
+  }
   readonly binding: GatedRun & {
     readonly maxConcurrent: number
     readonly idealPerS: number
@@ -318,7 +324,8 @@ const runAll = async (system: StartedSystem, sink: Sink, n: number, leadMs: numb
     ungated,
     concurrency: {
       ...concurrency, maxConcurrent: c.maxConcurrent, idealPerS: (c.maxConcurrent * 1000) / c.sinkDelayMs,
-      vsUngated: round(concurrency.ratePerS / ungated.ratePerS, 3)
+      vsUngated: round(concurrency.ratePerS / ungated.ratePerS, 3),
+      limitUsed: round(concurrency.meanInFlight / c.maxConcurrent, 3)
     },
     binding: {
       ...binding, maxConcurrent: b.maxConcurrent, idealPerS: (b.maxConcurrent * 1000) / b.sinkDelayMs,

@@ -1,5 +1,5 @@
 // `npm run bench [-- --only ingest,delivery,precision,precision-fast,batch,gated] [--systems timewheel,graphile-worker,pg-boss]
-// [--n 20000] [--precision-n 2000] [--batch-n 100000] [--lead-ms N] [--encryption] [--tracing]`: runs each workload against each system on one
+// [--n 20000] [--precision-n 2000] [--batch-n 100000] [--gated-nodes 1,3] [--lead-ms N] [--encryption] [--tracing]`: runs each workload against each system on one
 // PostgreSQL (DATABASE_URL, else an embedded one), a fresh database per run, a sink in its own process;
 // prints Markdown tables with timewheel/peer ratios (and, beside ingest and delivery, what the machine allows
 // the same client: the ceilings) and writes bench-results/<timestamp>.json.
@@ -22,7 +22,7 @@ import { GATED_DEFAULT_N, runGated } from "./gated.ts"
 import { BATCH_SIZE, LoadOverrun, runBatch, runDelivery, runIngest, runPrecision } from "./workloads.ts"
 
 const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,precision-fast,batch,gated] [--systems timewheel,graphile-worker,pg-boss]
-                        [--n 20000] [--precision-n 2000] [--batch-n 100000] [--lead-ms N] [--encryption] [--tracing]
+                        [--n 20000] [--precision-n 2000] [--batch-n 100000] [--gated-nodes 1,3] [--lead-ms N] [--encryption] [--tracing]
   --only         workloads to run (default all; "memory" is measured in every workload; gated is timewheel only)
                  ingest: timewheel driven by wrk (1 thread, 32 connections, 8 s after a 2 s warm-up; installed
                  with apt-get when missing and root) and by the Node client (n calls, as before); beside it the
@@ -34,6 +34,7 @@ const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,precisi
   --precision-n  requests in the precision workload, spread over 10 s (default 2000); precision-fast sends
                  ten times as many in the same 10 s
   --batch-n      requests in the batch workload, a multiple of ${BATCH_SIZE} (default 100000)
+  --gated-nodes  the gated workload's timewheel runs: one node, three sharing the database, or both (default 1,3)
   --lead-ms      time between the start of loading and the first due instant (default: estimated)
   --encryption   delivery also runs timewheel with ENCRYPTION_KEYS set (every stored header and body encrypted)
   --tracing      delivery also runs timewheel with tracing on, exporting to a local OTLP receiver that discards the spans`
@@ -44,6 +45,8 @@ interface Options {
   readonly n: number
   /** Requests in each run of the gated workload: --n when given. */
   readonly gatedN: number
+  /** The gated workload's cluster sizes. */
+  readonly gatedNodes: ReadonlyArray<number>
   readonly precisionN: number
   readonly batchN: number
   readonly leadMs: number | undefined
@@ -67,13 +70,14 @@ const batchCount = (raw: string): number => {
 }
 
 const parseOptions = (args: ReadonlyArray<string>): Options => {
-  const { values, switches } = readFlags(args, USAGE, ["only", "systems", "n", "precision-n", "batch-n", "lead-ms"], ["encryption", "tracing"])
+  const { values, switches } = readFlags(args, USAGE, ["only", "systems", "n", "precision-n", "batch-n", "gated-nodes", "lead-ms"], ["encryption", "tracing"])
   const lead = values.get("lead-ms")
   return {
     workloads: values.has("only") ? listOf(values.get("only")!, WORKLOADS, ["memory"]) : WORKLOADS,
     systems: values.has("systems") ? listOf(values.get("systems")!, SYSTEMS) : SYSTEMS,
     n: positiveInt(values.get("n") ?? "20000", "--n"),
     gatedN: positiveInt(values.get("n") ?? String(GATED_DEFAULT_N), "--n"),
+    gatedNodes: listOf(values.get("gated-nodes") ?? "1,3", ["1", "3"]).map(Number),
     precisionN: positiveInt(values.get("precision-n") ?? "2000", "--precision-n"),
     batchN: batchCount(values.get("batch-n") ?? "100000"),
     leadMs: lead === undefined ? undefined : positiveInt(lead, "--lead-ms"),
@@ -209,7 +213,9 @@ const main = async () => {
     for (const workload of options.workloads) {
       const ceiling = ceilingOf(workload, options, sink)
       if (ceiling?.first === true) await measureCeiling(ceiling)
-      for (const contender of contendersFor(workload, options.systems, options.variants)) {
+      const contenders = contendersFor(workload, options.systems, options.variants)
+        .filter((contender) => workload !== "gated" || options.gatedNodes.includes(contender.nodes ?? 1))
+      for (const contender of contenders) {
         say(`${workload} · ${contender.label} …`)
         const base = { workload, system: contender.system, label: contender.label, settings: contender.settings }
         try {

@@ -57,11 +57,11 @@ export interface AttemptResponse {
 }
 
 /** A lease lasts this long after its round began without a renewal. */
-export const LEASE_TTL_MS = 1_500
+export const LEASE_TTL_MS = 2_000
 /** How often a node renews the lease of a gate it admits from. */
-const RENEW_EVERY_MS = 250
+const RENEW_EVERY_MS = 400
 /** A gate waiting for units others hold: looked at again this soon. */
-const STARVED_EVERY_MS = 100
+const STARVED_EVERY_MS = 200
 /** A gate with nothing to lease (paused, held, no limit) is read this often, for its policy and hold. */
 const WATCH_EVERY_MS = 2_000
 /** Releases and takes are looked at this often while anything waits. */

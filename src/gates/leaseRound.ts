@@ -30,6 +30,8 @@ interface Decided {
   readonly purge: ReadonlyArray<string>
   /** Gives the book what the round leased it (once the round has committed). */
   readonly grant?: () => void
+  /** It takes units nobody held: its commit must be durable. */
+  readonly takes?: boolean
 }
 
 /** One gate's part of the round; mutates its book. */
@@ -116,18 +118,19 @@ const decideGate = <I>(
   for (const [label, n] of Object.entries(share.tokens)) lowerShare.tokens[label] = Math.min(n, lower.tokens[label] ?? 0)
   book.lease(lower, book.leaseUntilMs, lowerShare)
   const grant = () => book.lease(next, leaseUntilMs, share)
+  const takes = next.permits > holding.permits || Object.entries(next.tokens).some(([label, n]) => n > (holding.tokens[label] ?? 0))
   const holdsNothing = next.permits === 0 && Object.values(next.tokens).every((n) => n === 0)
   const wantsNothing = Object.values(demand).every((n) => n === 0)
   if (holdsNothing && wantsNothing && book.inUse === 0) {
     gate.rowWritten = false
-    return { own: null, reclaim, purge, grant }
+    return { own: null, reclaim, purge, grant, takes }
   }
   gate.rowWritten = true
   const own: OwnLease = {
     projectId: gate.ref.projectId, tag: gate.ref.tag, permits: next.permits, tokens: next.tokens, demand, inFlight: book.inUse,
     policySeenMs: read.policy.updatedAtMs
   }
-  return { own, reclaim, purge, grant }
+  return { own, reclaim, purge, grant, takes }
 }
 
 /**
@@ -149,6 +152,7 @@ export const decideRound = <I>(input: {
   const reclaim: Array<GateKey & { node: string }> = []
   const purge: Array<GateKey & { node: string }> = []
   const grants: Array<() => void> = []
+  let durable = false
   for (const read of input.read.gates) {
     const gate = input.gates.get(gateKey(read))
     if (gate === undefined) continue
@@ -158,7 +162,8 @@ export const decideRound = <I>(input: {
     for (const node of decided.reclaim) reclaim.push({ projectId: read.projectId, tag: read.tag, node })
     for (const node of decided.purge) purge.push({ projectId: read.projectId, tag: read.tag, node })
     if (decided.grant !== undefined) grants.push(decided.grant)
+    durable ||= decided.takes === true || decided.reclaim.length > 0
   }
-  return { writes: { keep, drop, reclaim, purge }, dbOffsetMs, commit: () => grants.forEach((grant) => grant()) }
+  return { writes: { keep, drop, reclaim, purge, durable }, dbOffsetMs, commit: () => grants.forEach((grant) => grant()) }
 }
 

@@ -5,7 +5,8 @@
 // triggers wait for the gate in PostgreSQL, and every node's lease row; the caller decides what
 // this node holds from it; then its rows are written (renewed_at = the round's start), the rows of
 // nodes found gone are renamed and keep only their window tokens, and gone rows whose tokens no
-// longer count are deleted. A few statements a round, a few rounds a second per active gate.
+// longer count are deleted. A few statements a round, a few rounds a second per active gate. Only a
+// round that takes units nobody held waits for the WAL flush at its commit (RoundWrites.durable).
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { HoldState } from "../domain/gateHold.ts"
@@ -48,6 +49,8 @@ export interface GateRoundRead extends GateKey {
 export interface RoundRead {
   /** The database's clock at the round's start. */
   readonly nowMs: number
+  /** How long the database server has been up (since its last start or restart). */
+  readonly serverUpMs: number
   readonly gates: ReadonlyArray<GateRoundRead>
 }
 
@@ -69,18 +72,25 @@ export interface RoundWrites {
   readonly reclaim: ReadonlyArray<GateKey & { readonly node: string }>
   /** Gone rows whose tokens count no start any more. */
   readonly purge: ReadonlyArray<GateKey & { readonly node: string }>
+  /**
+   * The round takes units nobody held (or reclaims a gone node's): its commit waits for the WAL
+   * flush. A round that only renews or gives back commits asynchronously: lost with a crash of
+   * PostgreSQL itself, it leaves rows saying a node holds more, or renewed earlier, than it did.
+   */
+  readonly durable: boolean
 }
 
 const keysJson = (gates: ReadonlyArray<GateKey>) => JSON.stringify(gates.map((g) => ({ project_id: g.projectId, tag: g.tag })))
 const nodeKeysJson = (rows: ReadonlyArray<GateKey & { readonly node: string }>) =>
   JSON.stringify(rows.map((r) => ({ project_id: r.projectId, tag: r.tag, node: r.node })))
 
-/** The gates' advisory locks, in one order for every node (until the transaction ends). */
+/** The gates' advisory locks, in one order for every node (until the transaction ends), and the transaction's asynchronous commit. */
 const lockGates = Effect.fnUntraced(function*(gates: ReadonlyArray<GateKey>) {
   const sql = yield* SqlClient.SqlClient
   const keys = [...new Set(gates.map((gate) => `${gate.projectId}/${gate.tag}`))].sort()
-  yield* sql`SELECT pg_advisory_xact_lock(${GATE_LOCK_NAMESPACE}, hashtext(k.key))
-    FROM (SELECT key FROM unnest(${keys}::text[]) AS key ORDER BY key) k`
+  yield* sql`SELECT set_config('synchronous_commit', 'off', true),
+    (SELECT count(pg_advisory_xact_lock(${GATE_LOCK_NAMESPACE}, hashtext(k.key)))
+      FROM (SELECT key FROM unnest(${keys}::text[]) AS key ORDER BY key) k)`
 })
 
 interface ReadRecord {
@@ -94,6 +104,7 @@ interface ReadRecord {
     gone_ms: number | null; reclaimable: boolean
   }>
   now_ms: string
+  up_ms: string
 }
 
 const readGates = Effect.fnUntraced(function*(input: {
@@ -106,13 +117,8 @@ const readGates = Effect.fnUntraced(function*(input: {
   const ms = (column: string) => sql.unsafe(`(extract(epoch FROM ${column}) * 1000)::float8`)
   const rows = yield* sql<ReadRecord>`
     WITH g AS (SELECT * FROM jsonb_to_recordset(${keysJson(input.gates)}::jsonb) AS g(project_id uuid, tag text)),
-    present AS (
-      SELECT coalesce(array_agg(DISTINCT regexp_replace(application_name, '^timewheel-(node|draining):', '')), '{}') AS nodes,
-        (extract(epoch FROM now() - pg_postmaster_start_time()) * 1000)::bigint AS up_ms
-      FROM pg_stat_activity
-      WHERE datname = current_database()
-        AND (application_name LIKE ${NODE_APPLICATION_PREFIX + "%"} OR application_name LIKE ${DRAINING_APPLICATION_PREFIX + "%"})
-    ), policies AS (
+    server AS (SELECT (extract(epoch FROM now() - pg_postmaster_start_time()) * 1000)::bigint AS up_ms),
+    policies AS (
       SELECT tp.project_id, tp.tag, tp.max_concurrent, tp.throughput, tp.updated_at
       FROM tag_policies tp JOIN g ON g.project_id = tp.project_id AND g.tag = tp.tag
       FOR SHARE OF tp
@@ -127,14 +133,19 @@ const readGates = Effect.fnUntraced(function*(input: {
         LIMIT 1000) b)::int AS backlog,
       coalesce((SELECT jsonb_agg(jsonb_build_object('node', l.node, 'permits', l.permits, 'tokens', l.tokens, 'demand', l.demand,
           'in_flight', l.in_flight, 'gone_ms', ${ms("l.gone_at")},
-          'reclaimable', l.gone_at IS NULL AND l.node <> ${input.node} AND NOT (l.node = ANY(present.nodes))
-            AND l.renewed_at < now() - ${`${input.ttlMs} milliseconds`}::interval AND present.up_ms > ${input.graceMs})
+          -- pg_stat_activity is read only for a live row past its lease
+          'reclaimable', l.gone_at IS NULL AND l.node <> ${input.node}
+            AND l.renewed_at < now() - ${`${input.ttlMs} milliseconds`}::interval AND server.up_ms > ${input.graceMs}
+            AND NOT EXISTS (SELECT FROM pg_stat_activity a WHERE a.datname = current_database()
+              AND a.application_name IN (${NODE_APPLICATION_PREFIX} || l.node, ${DRAINING_APPLICATION_PREFIX} || l.node)))
           ORDER BY l.node)
         FROM gate_leases l WHERE l.project_id = g.project_id AND l.tag = g.tag), '[]') AS leases,
-      (extract(epoch FROM now()) * 1000)::bigint::text AS now_ms
-    FROM g, present`
+      (extract(epoch FROM now()) * 1000)::bigint::text AS now_ms,
+      server.up_ms::text AS up_ms
+    FROM g, server`
   return {
     nowMs: rows.length === 0 ? 0 : Number(rows[0]!.now_ms),
+    serverUpMs: rows.length === 0 ? Infinity : Number(rows[0]!.up_ms),
     gates: rows.map((row): GateRoundRead => ({
       projectId: row.project_id,
       tag: row.tag,
@@ -158,10 +169,10 @@ const writeRound = Effect.fnUntraced(function*(node: string, writes: RoundWrites
     policy_seen: own.policySeenMs === null ? null : new Date(own.policySeenMs).toISOString()
   })))
   yield* sql`
-    WITH kept AS (
+    WITH durability AS (SELECT set_config('synchronous_commit', ${writes.durable ? "on" : "off"}, true)), kept AS (
       INSERT INTO gate_leases (project_id, tag, node, permits, tokens, demand, in_flight, policy_seen, renewed_at)
       SELECT o.project_id, o.tag, ${node}, o.permits, o.tokens, o.demand, o.in_flight, o.policy_seen, now()
-      FROM jsonb_to_recordset(${keep}::jsonb) AS o(project_id uuid, tag text, permits int, tokens jsonb, demand jsonb, in_flight int,
+      FROM durability, jsonb_to_recordset(${keep}::jsonb) AS o(project_id uuid, tag text, permits int, tokens jsonb, demand jsonb, in_flight int,
         policy_seen timestamptz)
       ON CONFLICT (project_id, tag, node) DO UPDATE SET permits = excluded.permits, tokens = excluded.tokens,
         demand = excluded.demand, in_flight = excluded.in_flight, policy_seen = excluded.policy_seen, renewed_at = excluded.renewed_at
@@ -177,7 +188,7 @@ const writeRound = Effect.fnUntraced(function*(node: string, writes: RoundWrites
       DELETE FROM gate_leases l USING jsonb_to_recordset(${nodeKeysJson(writes.purge)}::jsonb) AS p(project_id uuid, tag text, node text)
       WHERE l.project_id = p.project_id AND l.tag = p.tag AND l.node = p.node AND l.gone_at IS NOT NULL
     )
-    SELECT 1`
+    SELECT * FROM durability`
 })
 
 /**
