@@ -19,7 +19,7 @@ import { nowMs, sleep, sortedCopy } from "./common.ts"
 import type { JobSpec } from "./common.ts"
 import type { Arrivals, ExpectOptions, Sink } from "./sink.ts"
 import type { Contender, StartedSystem } from "./system.ts"
-import { LoadOverrun } from "./workloads.ts"
+import { LoadOverrun, type TimedCommon } from "./workloads.ts"
 
 export const GATED_DEFAULT_N = 10_000
 export const GATED = {
@@ -36,14 +36,7 @@ const WINDOW_UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as c
 const windowMsOf = (label: string) => Number(label.slice(0, -1)) * WINDOW_UNIT_MS[label.slice(-1) as keyof typeof WINDOW_UNIT_MS]
 
 /** What every run reports: arrivals at the sink of n jobs due from T on. */
-export interface GatedRun {
-  readonly n: number
-  readonly arrived: number
-  readonly missing: number
-  readonly duplicates: number
-  readonly strays: number
-  readonly leadMs: number
-  readonly loadMs: number
+export interface GatedRun extends Omit<TimedCommon, "peakRssMiB"> {
   /** From T to the first / last arrival; between them. */
   readonly firstArrivalMs: number
   readonly lastArrivalMs: number

@@ -105,13 +105,33 @@ const expectSummary = (what: string, answer: ItemsAnswer, field: keyof ItemsAnsw
   if (answer.summary[field] !== count) throw new Error(`${what}: expected ${count} ${field}, got ${JSON.stringify(answer.summary)}`)
 }
 
-/** One service process of a started system. */
-interface ServiceProcess {
-  readonly origin: string
+/** A service process (`node <flags> dist/main.js`, as `npm start` runs it): its output's last lines, and why it exited if it did. */
+export interface SpawnedService {
   readonly child: ReturnType<typeof spawn>
-  readonly dataDir: string
-  readonly exited: () => string | undefined
   readonly errors: ReadonlyArray<string>
+  readonly exited: () => string | undefined
+}
+
+/** Spawns the service with `env` (npm start's settings added) and the node flags given. */
+export const spawnService = (env: NodeJS.ProcessEnv, nodeFlags: ReadonlyArray<string>): SpawnedService => {
+  const child = trackChild(spawn(process.execPath, [...nodeFlags, path.join(REPO_ROOT, "dist/main.js")], {
+    cwd: REPO_ROOT,
+    env: { ...env, ...serviceLaunch(REPO_ROOT).env },
+    stdio: ["ignore", "pipe", "pipe"]
+  }))
+  const output = tailOf(child.stdout)
+  const errors = tailOf(child.stderr)
+  const exited = () =>
+    child.exitCode !== null || child.signalCode !== null
+      ? `timewheel exited (${child.exitCode ?? child.signalCode}):\n${[...output, ...errors].join("\n")}`
+      : undefined
+  return { child, errors, exited }
+}
+
+/** One service process of a started system. */
+interface ServiceProcess extends SpawnedService {
+  readonly origin: string
+  readonly dataDir: string
 }
 
 /**
@@ -140,18 +160,7 @@ export const startTimewheel = async (
   const spawnNode = async (): Promise<ServiceProcess> => {
     const dataDir = makeTempDir("service")
     const port = await freeLoopbackPort()
-    const child = trackChild(spawn(process.execPath, [...nodeArgs, path.join(REPO_ROOT, "dist/main.js")], {
-      cwd: REPO_ROOT,
-      env: { ...env, PORT: String(port), DATA_DIR: dataDir, ...serviceLaunch(REPO_ROOT).env },
-      stdio: ["ignore", "pipe", "pipe"]
-    }))
-    const output = tailOf(child.stdout)
-    const errors = tailOf(child.stderr)
-    const exited = () =>
-      child.exitCode !== null || child.signalCode !== null
-        ? `timewheel exited (${child.exitCode ?? child.signalCode}):\n${[...output, ...errors].join("\n")}`
-        : undefined
-    return { origin: `https://127.0.0.1:${port}`, child, dataDir, exited, errors }
+    return { ...spawnService({ ...env, PORT: String(port), DATA_DIR: dataDir }, nodeArgs), origin: `https://127.0.0.1:${port}`, dataDir }
   }
   const processes: Array<ServiceProcess> = []
   const agent = new Agent({
