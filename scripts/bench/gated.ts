@@ -77,8 +77,12 @@ export interface GatedMetrics {
   }
   readonly throughput: GatedRun & {
     readonly policy: Readonly<Record<string, number>>
-    /** Per window of the policy: the most starts the sink saw in any sliding window of it. */
-    readonly windows: Readonly<Record<string, { readonly rate: number; readonly maxInWindow: number }>>
+    /** Per window of the policy: the most starts the sink saw in any sliding window of it, and where windows held more (JSON). */
+    readonly windows: Readonly<Record<string, {
+      readonly rate: number
+      readonly maxInWindow: number
+      readonly over: ReadonlyArray<{ readonly endMs: number; readonly most: number }>
+    }>>
     /** The first window's: what the report shows. */
     readonly maxInWindow: number
     /** (n − rate) / (arrival n − rate + 1 − arrival 1): the rate over whole windows (the last one's tail left out). */
@@ -126,6 +130,21 @@ export const maxInWindow = (sorted: ArrayLike<number>, windowMs: number): number
     best = Math.max(best, to - from + 1)
   }
   return best
+}
+
+/** Where windows held more than `limit`: the end of each such stretch (ms after `t`) and its most (at most 20). */
+const overWindows = (sorted: ArrayLike<number>, windowMs: number, limit: number, t: number) => {
+  const out: Array<{ readonly endMs: number; readonly most: number }> = []
+  let from = 0
+  for (let to = 0; to < sorted.length; to++) {
+    while (sorted[from]! <= sorted[to]! - windowMs) from++
+    const count = to - from + 1
+    if (count <= limit) continue
+    const last = out.at(-1)
+    if (last !== undefined && sorted[to]! - t - last.endMs < windowMs) out[out.length - 1] = { endMs: Math.round(sorted[to]! - t), most: Math.max(last.most, count) }
+    else if (out.length < 20) out.push({ endMs: Math.round(sorted[to]! - t), most: count })
+  }
+  return out
 }
 
 interface SinkRun extends Arrivals {
@@ -286,7 +305,11 @@ const runAll = async (system: StartedSystem, sink: Sink, n: number, leadMs: numb
   })
   const throughput = common(n, throughputResult)
   const windows = Object.fromEntries(Object.entries(GATED.throughput.policy).map(([label, rate]) =>
-    [label, { rate, maxInWindow: maxInWindow(throughput.sorted, windowMsOf(label)) }]))
+    [label, {
+      rate,
+      maxInWindow: maxInWindow(throughput.sorted, windowMsOf(label)),
+      over: overWindows(throughput.sorted, windowMsOf(label), rate, throughputResult.t)
+    }]))
   const [firstLabel, firstRate] = Object.entries(GATED.throughput.policy)[0]!
   const wholeIndex = throughput.sorted.length - firstRate
   const wholeWindowsRatePerS = wholeIndex > 0

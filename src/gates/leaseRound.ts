@@ -49,7 +49,11 @@ const decideGate = <I>(
     gate.open = true
     gate.book = null
     gate.backlog = read.backlog
-    return { own: null, reclaim: [], purge: read.leases.filter((row) => row.goneAtMs !== null).map((row) => row.node) }
+    return {
+      own: null,
+      reclaim: read.leases.filter((row) => row.reclaimable).map((row) => row.node),
+      purge: read.leases.filter((row) => row.goneAtMs !== null).map((row) => row.node)
+    }
   }
   const limits = policyLimits(read.policy)
   gate.open = false

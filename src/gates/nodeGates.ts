@@ -170,6 +170,8 @@ export const gateKey = (ref: GateRef): string => `${ref.projectId}/${ref.tag}`
 
 export class NodeGates<I> {
   readonly gates = new Map<string, NodeGate<I>>()
+  /** The gates with triggers waiting in memory: admission looks at these only. */
+  readonly #waitingGates = new Set<NodeGate<I>>()
   readonly #tickets = new Map<string, Ticket<I>>()
   /** Waiters not done, over every gate (each counted once). */
   waitingTotal = 0
@@ -194,7 +196,7 @@ export class NodeGates<I> {
       const waiter: Waiter<I> = { item, row, gates, sinceMs: nowMs, taken, done: false }
       for (const gate of gates) {
         gate.queue.push(waiter)
-        gate.waiting++
+        if (gate.waiting++ === 0) this.#waitingGates.add(gate)
       }
       this.waitingTotal++
     }
@@ -202,7 +204,7 @@ export class NodeGates<I> {
 
   #finish(waiter: Waiter<I>): void {
     waiter.done = true
-    for (const gate of waiter.gates) gate.waiting--
+    for (const gate of waiter.gates) if (--gate.waiting === 0) this.#waitingGates.delete(gate)
     this.waitingTotal--
   }
 
@@ -210,7 +212,7 @@ export class NodeGates<I> {
   admit(nowMs: number): Array<Waiter<I>> {
     const admitted: Array<Waiter<I>> = []
     if (this.closed) return admitted
-    for (const gate of this.gates.values()) {
+    for (const gate of [...this.#waitingGates]) {
       while (gate.waiting > 0 && gate.admits(nowMs)) {
         let next: Waiter<I> | undefined
         for (const waiter of gate.queue.front(SCAN_DEPTH)) {
@@ -278,7 +280,9 @@ export class NodeGates<I> {
 
   /** Waiters a release did not take (their trigger changed meanwhile): they wait again, from now. */
   requeue(waiters: ReadonlyArray<Waiter<I>>, nowMs: number): void {
-    this.offer(waiters.map((waiter) => ({ item: waiter.item, row: waiter.row })), waiters.some((waiter) => waiter.taken), nowMs)
+    for (const taken of [true, false]) {
+      this.offer(waiters.filter((waiter) => waiter.taken === taken).map((waiter) => ({ item: waiter.item, row: waiter.row })), taken, nowMs)
+    }
   }
 
   /** The gates to take triggers from PostgreSQL into memory now, with how many. */
