@@ -228,6 +228,12 @@ export class GateBook {
     return { permits: Math.max(0, this.permits - this.inUse), tokens }
   }
 
+  /** Whether it holds window tokens beyond its share (units it gives back as they come free). */
+  aboveShare(): boolean {
+    for (const window of this.#windows.values()) if (window.held > window.share) return true
+    return false
+  }
+
   /** What this node holds. */
   holding(): GateHolding {
     const tokens: Record<string, number> = {}

@@ -60,8 +60,8 @@ export interface AttemptResponse {
 export const LEASE_TTL_MS = 2_000
 /** How often a node renews the lease of a gate it admits from. */
 const RENEW_EVERY_MS = 400
-/** A gate waiting for units others hold: looked at again this soon. */
-const STARVED_EVERY_MS = 200
+/** A gate waiting for units others hold, or holding some others wait for: looked at again this soon. */
+const STARVED_EVERY_MS = 150
 /** A gate with nothing to lease (paused, held, no limit) is read this often, for its policy and hold. */
 const WATCH_EVERY_MS = 2_000
 /** Releases and takes are looked at this often while anything waits. */
@@ -208,7 +208,10 @@ export class Gatekeeper extends Context.Service<Gatekeeper, {
       if (gate.open || book === null) return nowMs + WATCH_EVERY_MS
       if (gate.stopped(nowMs)) return Math.min(nowMs + WATCH_EVERY_MS, book.held(nowMs) ? book.heldUntilMs : Infinity)
       if (!book.leased) return nowMs + WATCH_EVERY_MS
-      return nowMs + (gate.waiting > 0 && !book.admits(nowMs) ? STARVED_EVERY_MS : RENEW_EVERY_MS)
+      // waiting for units, or holding more than its share (others wait for it to give them back): soon
+      const holding = book.holding()
+      const aboveShare = holding.permits > book.permitShare || book.aboveShare()
+      return nowMs + ((gate.waiting > 0 && !book.admits(nowMs)) || aboveShare ? STARVED_EVERY_MS : RENEW_EVERY_MS)
     }
 
     const runRound = (due: ReadonlyArray<NodeGate<GatedItem>>) =>

@@ -13,6 +13,8 @@ import { gateKey, type NodeGate } from "./nodeGates.ts"
 
 /** Demand of a node whose gate has triggers waiting in PostgreSQL: as much as the limit allows. */
 const BACKLOG_DEMAND = 1_000_000_000
+/** Names of the live nodes a first round has not seen a row of yet (sorted after every node's). */
+const UNSEEN = "\uffffunseen"
 
 /** The window tokens of a gone row still count its last starts (until a window and the margin after it was found gone). */
 const goneTokens = (row: LeaseRow, label: string, windowMs: number, dbNowMs: number): number => {
@@ -42,7 +44,8 @@ const decideGate = <I>(
   dbNowMs: number,
   toLocalMs: (dbMs: number) => number,
   leaseUntilMs: number,
-  localNowMs: number
+  localNowMs: number,
+  liveNodes: number
 ): Decided => {
   if (read.policy === null) {
     // no policy (any more): nothing holds its triggers back; its leases are forgotten
@@ -82,13 +85,17 @@ const decideGate = <I>(
   const holding = book.holding()
   const giveable = book.giveable(localNowMs)
   const live = read.leases.filter((row) => row.goneAtMs === null && !row.reclaimable && row.node !== node)
-  const nodes = [...live.map((row) => row.node), node].sort()
+  // this node's first round of the gate: a burst fires on every node at once, and the other live
+  // nodes may want the gate too before their rows say so; until then each counts as wanting it all
+  // (next round, the rows tell: a node alone then takes the rest)
+  const unseen = mineRow === undefined && !gate.rowWritten ? Math.max(0, liveNodes - 1 - live.length) : 0
+  const nodes = [...[...live.map((row) => row.node), node].sort(), ...Array.from({ length: unseen }, (_, i) => `${UNSEEN}${i}`)]
   const mine = nodes.indexOf(node)
   const unitsOf = (held: (row: LeaseRow) => number, own: number, key: string): Array<UnitHolding> =>
     nodes.map((name) => {
       if (name === node) return { held: own, demand: demand[key] ?? 0 }
-      const row = live.find((r) => r.node === name)!
-      return { held: held(row), demand: row.demand[key] ?? 0 }
+      const row = live.find((r) => r.node === name)
+      return row === undefined ? { held: 0, demand: BACKLOG_DEMAND } : { held: held(row), demand: row.demand[key] ?? 0 }
     })
   const next: { permits: number; tokens: Record<string, number> } = { permits: 0, tokens: {} }
   const share: { permits: number; tokens: Record<string, number> } = { permits: 0, tokens: {} }
@@ -160,7 +167,9 @@ export const decideRound = <I>(input: {
   for (const read of input.read.gates) {
     const gate = input.gates.get(gateKey(read))
     if (gate === undefined) continue
-    const decided = decideGate(input.node, gate, read, input.read.nowMs, toLocalMs, input.roundStartMs + input.ttlMs, input.readAtMs)
+    const decided = decideGate(
+      input.node, gate, read, input.read.nowMs, toLocalMs, input.roundStartMs + input.ttlMs, input.readAtMs, input.read.liveNodes
+    )
     if (decided.own === null) drop.push({ projectId: read.projectId, tag: read.tag })
     else keep.push(decided.own)
     for (const node of decided.reclaim) reclaim.push({ projectId: read.projectId, tag: read.tag, node })

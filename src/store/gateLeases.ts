@@ -51,6 +51,8 @@ export interface RoundRead {
   readonly nowMs: number
   /** How long the database server has been up (since its last start or restart). */
   readonly serverUpMs: number
+  /** Nodes connected to the database now. */
+  readonly liveNodes: number
   readonly gates: ReadonlyArray<GateRoundRead>
 }
 
@@ -105,6 +107,7 @@ interface ReadRecord {
   }>
   now_ms: string
   up_ms: string
+  nodes: number
 }
 
 const readGates = Effect.fnUntraced(function*(input: {
@@ -117,7 +120,9 @@ const readGates = Effect.fnUntraced(function*(input: {
   const ms = (column: string) => sql.unsafe(`(extract(epoch FROM ${column}) * 1000)::float8`)
   const rows = yield* sql<ReadRecord>`
     WITH g AS (SELECT * FROM jsonb_to_recordset(${keysJson(input.gates)}::jsonb) AS g(project_id uuid, tag text)),
-    server AS (SELECT (extract(epoch FROM now() - pg_postmaster_start_time()) * 1000)::bigint AS up_ms),
+    server AS (SELECT (extract(epoch FROM now() - pg_postmaster_start_time()) * 1000)::bigint AS up_ms,
+      (SELECT count(DISTINCT application_name) FROM pg_stat_activity
+        WHERE datname = current_database() AND application_name LIKE ${NODE_APPLICATION_PREFIX + "%"})::int AS nodes),
     policies AS (
       SELECT tp.project_id, tp.tag, tp.max_concurrent, tp.throughput, tp.updated_at
       FROM tag_policies tp JOIN g ON g.project_id = tp.project_id AND g.tag = tp.tag
@@ -141,11 +146,12 @@ const readGates = Effect.fnUntraced(function*(input: {
           ORDER BY l.node)
         FROM gate_leases l WHERE l.project_id = g.project_id AND l.tag = g.tag), '[]') AS leases,
       (extract(epoch FROM now()) * 1000)::bigint::text AS now_ms,
-      server.up_ms::text AS up_ms
+      server.up_ms::text AS up_ms, server.nodes
     FROM g, server`
   return {
     nowMs: rows.length === 0 ? 0 : Number(rows[0]!.now_ms),
     serverUpMs: rows.length === 0 ? Infinity : Number(rows[0]!.up_ms),
+    liveNodes: rows[0]?.nodes ?? 1,
     gates: rows.map((row): GateRoundRead => ({
       projectId: row.project_id,
       tag: row.tag,
