@@ -17,6 +17,7 @@
 import * as crypto from "node:crypto"
 import { nowMs, sleep, sortedCopy } from "./common.ts"
 import type { JobSpec } from "./common.ts"
+import { query } from "./database.ts"
 import type { Arrivals, ExpectOptions, Sink } from "./sink.ts"
 import type { Contender, StartedSystem } from "./system.ts"
 import { LoadOverrun, type TimedCommon } from "./workloads.ts"
@@ -65,16 +66,12 @@ export interface GatedMetrics {
     readonly maxConcurrent: number
     readonly idealPerS: number
     readonly vsUngated: number
-    /** Requests in flight at the sink on average over the limit: 1 when the limit binds (a busy machine's slow attempts). */
-    readonly limitUsed: number
-  }
+  } & LimitUse
   readonly binding: GatedRun & {
     readonly maxConcurrent: number
     readonly idealPerS: number
     readonly ofIdeal: number
-    /** Requests in flight at the sink on average over the limit: how much of it was used, whatever the sink's own pace. */
-    readonly limitUsed: number
-  }
+  } & LimitUse
   readonly throughput: GatedRun & {
     readonly policy: Readonly<Record<string, number>>
     /** Per window of the policy: the most starts the sink saw in any sliding window of it, and where windows held more (JSON). */
@@ -106,6 +103,16 @@ export interface GatedMetrics {
     /** When each start seen during the hold came, from the first refusal (ms; JSON only). */
     readonly startsDuringHoldAtMs: ReadonlyArray<number>
   }
+}
+
+/** How much of maxConcurrent the run used, as the service timed its attempts. */
+export interface LimitUse {
+  /** The attempts' mean duration (send to outcome): the sink's delay and the service's own time. */
+  readonly attemptMs: number
+  /** Attempts in flight on average: deliveries/s × attemptMs. */
+  readonly inFlight: number
+  /** inFlight / maxConcurrent: 1 when the limit binds (the service's own time per attempt counts too). */
+  readonly limitUsed: number
 }
 
 export interface BackgroundFigures {
@@ -148,6 +155,7 @@ const overWindows = (sorted: ArrayLike<number>, windowMs: number, limit: number,
 }
 
 interface SinkRun extends Arrivals {
+  readonly run: string
   readonly t: number
   readonly loadMs: number
   readonly leadMs: number
@@ -189,7 +197,7 @@ const timedRun = async (
   } finally {
     await stopDuring?.()
   }
-  return { ...(await sink.collect()), t, loadMs, leadMs: input.leadMs }
+  return { ...(await sink.collect()), run, t, loadMs, leadMs: input.leadMs }
 }
 
 /** What every run reports, from what the sink saw. */
@@ -264,8 +272,19 @@ const startBackground = (system: StartedSystem, sink: Sink, tag: string) => {
   }
 }
 
+/**
+ * How long the run's attempts took as the service timed them (its executions, from the send to the
+ * outcome: the sink's delay plus the service's own time), and so how many were in flight on average.
+ */
+const attemptsOf = async (databaseUrl: string, result: SinkRun, ratePerS: number) => {
+  const rows = await query<{ ms: number | null }>(databaseUrl,
+    `SELECT avg(duration_ms)::float8 AS ms FROM executions WHERE url LIKE '%run=${result.run}&%'`)
+  const attemptMs = rows[0]?.ms ?? Number.NaN
+  return { attemptMs: round(attemptMs), inFlight: round((ratePerS * attemptMs) / 1000) }
+}
+
 /** One system's runs (its nodes started already). */
-const runAll = async (system: StartedSystem, sink: Sink, n: number, leadMs: number) => {
+const runAll = async (system: StartedSystem, sink: Sink, n: number, leadMs: number, databaseUrl: string) => {
   if (system.tagPolicy === undefined || system.scheduleOne === undefined) throw new Error("the gated workload needs timewheel's tag policies")
   const c = GATED.concurrency
   const b = GATED.binding
@@ -279,15 +298,19 @@ const runAll = async (system: StartedSystem, sink: Sink, n: number, leadMs: numb
   const ungated = common(n, await timedRun(system, sink, { n, leadMs: lead, sink: () => ({ delayMs: c.sinkDelayMs }) })).run
 
   await system.tagPolicy({ tag: "gated-concurrency", maxConcurrent: c.maxConcurrent })
-  const concurrency = common(n, await timedRun(system, sink, {
+  const concurrencyResult = await timedRun(system, sink, {
     n, leadMs: lead, tags: ["gated-concurrency"], sink: () => ({ delayMs: c.sinkDelayMs })
-  })).run
+  })
+  const concurrency = common(n, concurrencyResult).run
+  const concurrencyAttempts = await attemptsOf(databaseUrl, concurrencyResult, concurrency.ratePerS)
 
   const bindingN = Math.min(n, (b.maxConcurrent * 1000 / b.sinkDelayMs) * b.seconds)
   await system.tagPolicy({ tag: "gated-binding", maxConcurrent: b.maxConcurrent })
-  const binding = common(bindingN, await timedRun(system, sink, {
+  const bindingResult = await timedRun(system, sink, {
     n: bindingN, leadMs: lead, tags: ["gated-binding"], sink: () => ({ delayMs: b.sinkDelayMs })
-  })).run
+  })
+  const binding = common(bindingN, bindingResult).run
+  const bindingAttempts = await attemptsOf(databaseUrl, bindingResult, binding.ratePerS)
 
   await system.tagPolicy({ tag: "gated-throughput", throughput: GATED.throughput.policy })
   await system.tagPolicy({ tag: "gated-background", maxConcurrent: GATED.background.maxConcurrent })
@@ -341,12 +364,14 @@ const runAll = async (system: StartedSystem, sink: Sink, n: number, leadMs: numb
     concurrency: {
       ...concurrency, maxConcurrent: c.maxConcurrent, idealPerS: (c.maxConcurrent * 1000) / c.sinkDelayMs,
       vsUngated: round(concurrency.ratePerS / ungated.ratePerS, 3),
-      limitUsed: round(concurrency.meanInFlight / c.maxConcurrent, 3)
+      ...concurrencyAttempts,
+      limitUsed: round(concurrencyAttempts.inFlight / c.maxConcurrent, 3)
     },
     binding: {
       ...binding, maxConcurrent: b.maxConcurrent, idealPerS: (b.maxConcurrent * 1000) / b.sinkDelayMs,
       ofIdeal: round(binding.ratePerS / ((b.maxConcurrent * 1000) / b.sinkDelayMs), 3),
-      limitUsed: round(binding.meanInFlight / b.maxConcurrent, 3)
+      ...bindingAttempts,
+      limitUsed: round(bindingAttempts.inFlight / b.maxConcurrent, 3)
     },
     throughput: {
       ...throughput.run,
@@ -376,7 +401,7 @@ export const runGated = async (contender: Contender, databaseUrl: string, sink: 
   const system = await contender.start(databaseUrl, true)
   let runs: Awaited<ReturnType<typeof runAll>>
   try {
-    runs = await runAll(system, sink, n, leadMs)
+    runs = await runAll(system, sink, n, leadMs, databaseUrl)
   } catch (error) {
     await system.stop().catch(() => Number.NaN)
     throw error

@@ -121,12 +121,14 @@ function gatedRows(): ReadonlyArray<Row> {
     { label: `maxConcurrent ${c.maxConcurrent}, same sink: deliveries/s (the limit allows ${(c.maxConcurrent * 1000) / c.sinkDelayMs})`, key: "concurrency.ratePerS", better: "higher" },
     { label: "— against ungated (goal ≥ 0.9)", key: "concurrency.vsUngated", better: "higher" },
     { label: `— most in flight at the sink (≤ ${c.maxConcurrent})`, key: "concurrency.peakInFlight" },
-    { label: "— in flight at the sink on average, of the limit (1: the limit binds after all, attempts slower than the sink)", key: "concurrency.limitUsed" },
+    { label: "— attempts' mean duration as the service timed them (ms)", key: "concurrency.attemptMs" },
+    { label: "— in flight on average, of the limit (1: the limit binds, attempts slower than the sink's 10 ms)", key: "concurrency.limitUsed" },
     { label: "— first arrival after due (ms)", key: "concurrency.firstArrivalMs", better: "lower" },
     { label: `maxConcurrent ${b.maxConcurrent}, sink answering after ${b.sinkDelayMs} ms: deliveries/s`, key: "binding.ratePerS", better: "higher" },
     { label: `— of the ${(b.maxConcurrent * 1000) / b.sinkDelayMs}/s allowed (goal ≥ 0.95)`, key: "binding.ofIdeal", better: "higher" },
     { label: `— most in flight at the sink (≤ ${b.maxConcurrent})`, key: "binding.peakInFlight" },
-    { label: "— in flight at the sink on average, of the limit (what the sink's own pace allows)", key: "binding.limitUsed", better: "higher" },
+    { label: "— attempts' mean duration as the service timed them (ms)", key: "binding.attemptMs" },
+    { label: "— in flight on average, of the limit", key: "binding.limitUsed", better: "higher" },
     ...windows.map(([label, rate]): Row => ({
       label: `throughput ${policy} with a background load: most starts in any ${label} window at the sink (≤ ${rate})`,
       key: `throughput.windows.${label}.maxInWindow`
