@@ -22,6 +22,7 @@ import { ClaimBatcher } from "./scheduler/claimBatcher.ts"
 import { MarkBatcher } from "./scheduler/markBatcher.ts"
 import { Heartbeats } from "./scheduler/heartbeats.ts"
 import { HousekeepingLive } from "./scheduler/housekeeping.ts"
+import { Gatekeeper } from "./gates/gatekeeper.ts"
 import { TagPolicyCache } from "./gates/tagPolicyCache.ts"
 import { ShardManagerLive } from "./scheduler/shardManager.ts"
 import { WakeRouterLive } from "./scheduler/wakeRouter.ts"
@@ -102,7 +103,8 @@ export const ServiceLive = (
       ...(options.connectTimeoutMs === undefined ? {} : { connectTimeoutMs: options.connectTimeoutMs })
     })
   ).pipe(Layer.provideMerge(notifications))
-  const delivery = Layer.mergeAll(DispatcherLive, ClaimBatcher.layer, MarkBatcher.layer).pipe(Layer.provideMerge(core))
+  const gates = Gatekeeper.layer.pipe(Layer.provideMerge(core))
+  const delivery = Layer.mergeAll(DispatcherLive, ClaimBatcher.layer, MarkBatcher.layer).pipe(Layer.provideMerge(gates))
   const scheduler = Layer.mergeAll(ShardManagerLive, HousekeepingLive, BulkActionRunner.layer).pipe(Layer.provideMerge(delivery))
   return Layer.mergeAll(
     HttpsServerLive(tls).pipe(Layer.provide(apiTracingLayer(config.tracing))),

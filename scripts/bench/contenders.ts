@@ -1,7 +1,8 @@
 // Who runs in each workload, under which label and settings: timewheel, graphile-worker and pg-boss,
 // plus graphile-worker at its lowest polling interval in the precision workloads (precision-fast: at ten
 // times the rate, timewheel and that graphile-worker only); the gated and redrive workloads are
-// timewheel's alone (the peers have no tag policies, no bulk actions). timewheel's ingest runs twice: driven by wrk
+// timewheel's alone (the peers have no tag policies, no bulk actions), gated on one node and on three
+// sharing the database. timewheel's ingest runs twice: driven by wrk
 // (its row, and the ceilings beside it) and by the bench's Node client (the row measured before wrk).
 // With --encryption and --tracing, the delivery workload also runs timewheel with ENCRYPTION_KEYS set
 // and with tracing on (to a discarding OTLP receiver, otlpSink.ts), each beside the plain run.
@@ -74,7 +75,13 @@ const BY_WORKLOAD: Record<WorkloadName, ReadonlyArray<Contender>> = {
     peer("graphile-worker", "graphile-worker", graphileWorker.SETTINGS.batch),
     peer("pg-boss", "pg-boss", pgBoss.SETTINGS.batch)
   ],
-  gated: [timewheelContender],
+  gated: [timewheelContender, {
+    ...timewheelContender,
+    label: "timewheel (3 nodes)",
+    nodes: 3,
+    settings: { ...timewheel.SETTINGS, nodes: 3 },
+    start: (databaseUrl) => timewheel.startTimewheel(databaseUrl, {}, 3)
+  }],
   redrive: [timewheelContender]
 }
 

@@ -1,5 +1,5 @@
 // `npm run bench [-- --only ingest,delivery,precision,precision-fast,batch,gated,redrive] [--systems timewheel,graphile-worker,pg-boss]
-// [--n 20000] [--precision-n 2000] [--batch-n 100000] [--redrive-n 100000] [--lead-ms N] [--encryption] [--tracing]`: runs each workload against each system on one
+// [--n 20000] [--precision-n 2000] [--batch-n 100000] [--gated-nodes 1,3] [--redrive-n 100000] [--lead-ms N] [--encryption] [--tracing]`: runs each workload against each system on one
 // PostgreSQL (DATABASE_URL, else an embedded one), a fresh database per run, a sink in its own process;
 // prints Markdown tables with timewheel/peer ratios (and, beside ingest and delivery, what the machine allows
 // the same client: the ceilings) and writes bench-results/<timestamp>.json.
@@ -19,10 +19,12 @@ import { startSink } from "./sink.ts"
 import { WRK_SETTINGS } from "./wrk.ts"
 import type { Sink } from "./sink.ts"
 import type { Contender } from "./system.ts"
-import { BATCH_SIZE, GATED_DEFAULT_N, LoadOverrun, runBatch, runDelivery, runGated, runIngest, runPrecision } from "./workloads.ts"
+import { GATED_DEFAULT_N, runGated } from "./gated.ts"
+import { BATCH_SIZE, LoadOverrun, runBatch, runDelivery, runIngest, runPrecision } from "./workloads.ts"
 
 const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,precision-fast,batch,gated,redrive] [--systems timewheel,graphile-worker,pg-boss]
-                        [--n 20000] [--precision-n 2000] [--batch-n 100000] [--redrive-n ${REDRIVE_DEFAULT_N}] [--lead-ms N] [--encryption] [--tracing]
+                        [--n 20000] [--precision-n 2000] [--batch-n 100000] [--gated-nodes 1,3] [--redrive-n ${REDRIVE_DEFAULT_N}]
+                        [--lead-ms N] [--encryption] [--tracing]
   --only         workloads to run (default all; "memory" is measured in every workload; gated and redrive are timewheel only)
                  ingest: timewheel driven by wrk (1 thread, 32 connections, 8 s after a 2 s warm-up; installed
                  with apt-get when missing and root) and by the Node client (n calls, as before); beside it the
@@ -34,6 +36,7 @@ const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,precisi
   --precision-n  requests in the precision workload, spread over 10 s (default 2000); precision-fast sends
                  ten times as many in the same 10 s
   --batch-n      requests in the batch workload, a multiple of ${BATCH_SIZE} (default 100000)
+  --gated-nodes  the gated workload's timewheel runs: one node, three sharing the database, or both (default 1,3)
   --redrive-n    dead letters redriven by one bulk action in the redrive workload (default ${REDRIVE_DEFAULT_N}), with the
                  longest wait of a claim of one of them beside it
   --lead-ms      time between the start of loading and the first due instant (default: estimated)
@@ -46,6 +49,8 @@ interface Options {
   readonly n: number
   /** Requests in each run of the gated workload: --n when given. */
   readonly gatedN: number
+  /** The gated workload's cluster sizes. */
+  readonly gatedNodes: ReadonlyArray<number>
   readonly precisionN: number
   readonly batchN: number
   readonly redriveN: number
@@ -70,13 +75,14 @@ const batchCount = (raw: string): number => {
 }
 
 const parseOptions = (args: ReadonlyArray<string>): Options => {
-  const { values, switches } = readFlags(args, USAGE, ["only", "systems", "n", "precision-n", "batch-n", "redrive-n", "lead-ms"], ["encryption", "tracing"])
+  const { values, switches } = readFlags(args, USAGE, ["only", "systems", "n", "precision-n", "batch-n", "gated-nodes", "redrive-n", "lead-ms"], ["encryption", "tracing"])
   const lead = values.get("lead-ms")
   return {
     workloads: values.has("only") ? listOf(values.get("only")!, WORKLOADS, ["memory"]) : WORKLOADS,
     systems: values.has("systems") ? listOf(values.get("systems")!, SYSTEMS) : SYSTEMS,
     n: positiveInt(values.get("n") ?? "20000", "--n"),
     gatedN: positiveInt(values.get("n") ?? String(GATED_DEFAULT_N), "--n"),
+    gatedNodes: listOf(values.get("gated-nodes") ?? "1,3", ["1", "3"]).map(Number),
     precisionN: positiveInt(values.get("precision-n") ?? "2000", "--precision-n"),
     batchN: batchCount(values.get("batch-n") ?? "100000"),
     redriveN: positiveInt(values.get("redrive-n") ?? String(REDRIVE_DEFAULT_N), "--redrive-n"),
@@ -110,9 +116,14 @@ const summary = (workload: WorkloadName, m: Metrics): string => {
   if (workload === "ingest") return `${r.ratePerS}/s, p50 ${r.latencyP50Ms} ms, p99 ${r.latencyP99Ms} ms, ${r.errors} errors, ${r.peakRssMiB} MiB`
   if (workload === "delivery") return `last arrival ${r.lastArrivalMs} ms after due, ${r.ratePerS}/s, ${r.missing} missing, ${r.peakRssMiB} MiB`
   if (workload === "gated") {
-    const { concurrency: c, throughput: t } = m as unknown as Record<string, Record<string, number>>
-    return `maxConcurrent ${c!.maxConcurrent}: ${c!.ratePerS}/s, peak in flight ${c!.peakInFlight}; ` +
-      `throughput: most in a window ${t!.maxInWindow}, mean ${t!.meanRatePerS}/s; ${r.missing} missing, ${r.peakRssMiB} MiB`
+    const g = m as unknown as Record<string, Record<string, number>>
+    const windows = (g.throughput as unknown as { windows: Record<string, { maxInWindow: number }> }).windows
+    return `ungated ${g.ungated!.ratePerS}/s; maxConcurrent ${g.concurrency!.maxConcurrent}: ${g.concurrency!.ratePerS}/s ` +
+      `(${g.concurrency!.vsUngated}× ungated, peak ${g.concurrency!.peakInFlight}); binding ${g.binding!.ratePerS}/s ` +
+      `(${g.binding!.ofIdeal}× of ${g.binding!.idealPerS}, peak ${g.binding!.peakInFlight}); throughput: most in a window ` +
+      `${Object.entries(windows).map(([label, w]) => `${label} ${w.maxInWindow}`).join(", ")}, ${g.throughput!.wholeWindowsRatePerS}/s ` +
+      `(${g.throughput!.ofRate}×); hold: ${g.hold!.startsDuringHold} starts during it, resumed after ${g.hold!.resumedAfterMs} ms; ` +
+      `${r.missing} missing, ${r.peakRssMiB} MiB`
   }
   if (workload === "redrive") {
     return `${r.matched} matched, POST ${r.startMs} ms, action ${r.actionMs} ms (${r.ratePerS}/s), longest claim wait ${r.lockWaitMs} ms ` +
@@ -164,7 +175,7 @@ const runOne = async (
       if (workload === "delivery") return await runDelivery(contender, database.url, sink, options.n, leadMs)
       if (workload === "batch") return await runBatch(contender, database.url, sink, options.batchN)
       if (workload === "redrive") return await runRedrive(contender, database.url, sink, options.redriveN)
-      if (workload === "gated") return await runGated(contender, database.url, sink, options.gatedN, leadMs, options.leadMs !== undefined)
+      if (workload === "gated") return await runGated(contender, database.url, sink, options.gatedN, leadMs)
       return await runPrecision(contender, database.url, sink, precisionNOf(workload, options), leadMs)
     } finally {
       dropCurrent = undefined
@@ -216,7 +227,9 @@ const main = async () => {
     for (const workload of options.workloads) {
       const ceiling = ceilingOf(workload, options, sink)
       if (ceiling?.first === true) await measureCeiling(ceiling)
-      for (const contender of contendersFor(workload, options.systems, options.variants)) {
+      const contenders = contendersFor(workload, options.systems, options.variants)
+        .filter((contender) => workload !== "gated" || options.gatedNodes.includes(contender.nodes ?? 1))
+      for (const contender of contenders) {
         say(`${workload} · ${contender.label} …`)
         const base = { workload, system: contender.system, label: contender.label, settings: contender.settings }
         try {

@@ -11,10 +11,9 @@ import { DELIVERY_CEILING_SETTINGS } from "./deliveryCeiling.ts"
 import type { BareCeilingMetrics, IngestWrkMetrics } from "./ingestWrk.ts"
 import type { RedriveMetrics } from "./redrive.ts"
 import { WRK_TITLE } from "./ingestWrk.ts"
-import type { BatchMetrics, DeliveryMetrics, GatedMetrics, IngestMetrics, PrecisionMetrics } from "./workloads.ts"
-import {
-  BATCH_CONCURRENCY, BATCH_SIZE, GATED_MAX_CONCURRENT, GATED_RATE, GATED_SINK_DELAY_MS, GATED_WINDOW
-} from "./workloads.ts"
+import { GATED, type GatedMetrics } from "./gated.ts"
+import type { BatchMetrics, DeliveryMetrics, IngestMetrics, PrecisionMetrics } from "./workloads.ts"
+import { BATCH_CONCURRENCY, BATCH_SIZE } from "./workloads.ts"
 
 export type Metrics = IngestMetrics | IngestWrkMetrics | DeliveryMetrics | PrecisionMetrics | BatchMetrics | GatedMetrics | RedriveMetrics
 
@@ -114,20 +113,7 @@ const ROWS: Record<WorkloadName, ReadonlyArray<Row>> = {
     { label: "/bulk changing every item, one call (ms)", key: "declare.bulkUpdateMs" },
     { label: "longest claim wait behind it (ms)", key: "declare.bulkLockWaitMs" }
   ],
-  gated: [
-    { label: `maxConcurrent ${GATED_MAX_CONCURRENT}, sink answering after ${GATED_SINK_DELAY_MS} ms: deliveries/s, first to last arrival`, key: "concurrency.ratePerS", better: "higher" },
-    { label: `— the most the limit allows (${GATED_MAX_CONCURRENT} / ${GATED_SINK_DELAY_MS} ms)`, key: "concurrency.idealPerS" },
-    { label: `— most requests in flight at the sink (≤ ${GATED_MAX_CONCURRENT})`, key: "concurrency.peakInFlight", better: "lower" },
-    { label: "— first arrival after due (ms)", key: "concurrency.firstArrivalMs", better: "lower" },
-    { label: "— last arrival after due (ms)", key: "concurrency.lastArrivalMs", better: "lower" },
-    { label: `throughput {"${GATED_WINDOW}": ${GATED_RATE}}: most starts in any ${GATED_WINDOW} window at the sink (≤ ${GATED_RATE})`, key: "throughput.maxInWindow" },
-    { label: "— mean rate, n / (last − first arrival) (/s)", key: "throughput.meanRatePerS", better: "higher" },
-    { label: `— rate over whole windows, (n − ${GATED_RATE}) / (arrival n − ${GATED_RATE - 1} − arrival 1) (/s)`, key: "throughput.wholeWindowsRatePerS", better: "higher" },
-    { label: "— first arrival after due (ms)", key: "throughput.firstArrivalMs", better: "lower" },
-    { label: "— last arrival after due (ms)", key: "throughput.lastArrivalMs", better: "lower" },
-    { label: "peak RSS (MiB)", key: "peakRssMiB", better: "lower" },
-    { label: "missing", key: "missing" }
-  ],
+  gated: gatedRows(),
   redrive: [
     { label: "POST /actions: the set fixed (ms)", key: "startMs", better: "lower" },
     { label: "action, POST to completed (ms)", key: "actionMs", better: "lower" },
@@ -141,13 +127,51 @@ const ROWS: Record<WorkloadName, ReadonlyArray<Row>> = {
   ]
 }
 
+/** The gated workload's rows (gated.ts): each run, and the goals of issue 22 beside them. */
+function gatedRows(): ReadonlyArray<Row> {
+  const c = GATED.concurrency
+  const b = GATED.binding
+  const h = GATED.hold
+  const windows = Object.entries(GATED.throughput.policy)
+  const policy = JSON.stringify(GATED.throughput.policy)
+  return [
+    { label: `ungated, sink answering after ${c.sinkDelayMs} ms: deliveries/s, first to last arrival`, key: "ungated.ratePerS", better: "higher" },
+    { label: `maxConcurrent ${c.maxConcurrent}, same sink: deliveries/s (the limit allows ${(c.maxConcurrent * 1000) / c.sinkDelayMs})`, key: "concurrency.ratePerS", better: "higher" },
+    { label: "— against ungated (goal ≥ 0.9)", key: "concurrency.vsUngated", better: "higher" },
+    { label: `— most in flight at the sink (≤ ${c.maxConcurrent})`, key: "concurrency.peakInFlight" },
+    { label: "— attempts' mean duration as the service timed them (ms)", key: "concurrency.attemptMs" },
+    { label: "— in flight on average, of the limit (1: the limit binds, attempts slower than the sink's 10 ms)", key: "concurrency.limitUsed" },
+    { label: "— first arrival after due (ms)", key: "concurrency.firstArrivalMs", better: "lower" },
+    { label: `maxConcurrent ${b.maxConcurrent}, sink answering after ${b.sinkDelayMs} ms: deliveries/s`, key: "binding.ratePerS", better: "higher" },
+    { label: `— of the ${(b.maxConcurrent * 1000) / b.sinkDelayMs}/s allowed (goal ≥ 0.95)`, key: "binding.ofIdeal", better: "higher" },
+    { label: `— most in flight at the sink (≤ ${b.maxConcurrent})`, key: "binding.peakInFlight" },
+    { label: "— attempts' mean duration as the service timed them (ms)", key: "binding.attemptMs" },
+    { label: "— in flight on average, of the limit", key: "binding.limitUsed", better: "higher" },
+    ...windows.map(([label, rate]): Row => ({
+      label: `throughput ${policy} with a background load: most starts in any ${label} window at the sink (≤ ${rate})`,
+      key: `throughput.windows.${label}.maxInWindow`
+    })),
+    { label: "— rate over whole windows (/s)", key: "throughput.wholeWindowsRatePerS", better: "higher" },
+    { label: "— of the rate (goal ≥ 0.95)", key: "throughput.ofRate", better: "higher" },
+    { label: "— background load: the second tag's deliveries at the sink during the run", key: "throughput.background.deliveriesArrived" },
+    { label: "— the sink's event-loop delay p99 / max (ms): its stamps may be that late", key: "throughput.sinkLoopDelayMaxMs" },
+    { label: `hold: 429 with Retry-After: ${h.retryAfterSeconds} for ${h.refuseForMs / 1000} s: refusals`, key: "hold.refusals" },
+    { label: "— starts seen during the hold (goal 0)", key: "hold.startsDuringHold" },
+    { label: `— starts in the ${GATED.holdGraceMs} ms after the first refusal (already on their way)`, key: "hold.startsInGrace" },
+    { label: "— first start after the hold's end (ms)", key: "hold.resumedAfterMs", better: "lower" },
+    { label: `— shortest wait of a refused trigger's retry (ms, ≥ ${h.retryAfterSeconds * 1000})`, key: "hold.retryWaitMinMs" },
+    { label: "peak RSS (MiB), the largest node", key: "peakRssMiB", better: "lower" },
+    { label: "missing", key: "missing" }
+  ]
+}
+
 const TITLES: Record<WorkloadName, (n: number) => string> = {
   ingest: (n) => `ingest: one-shot requests 1 h ahead, 32 concurrent callers (timewheel: ${WRK_TITLE}; node client and peers: ${n} calls)`,
   delivery: (n) => `delivery: ${n} requests due at one instant, POSTed to a loopback sink`,
   precision: (n) => `precision: ${n} requests at instants spread evenly over 10 s`,
   "precision-fast": (n) => `precision at ten times the rate: ${n} requests at instants spread evenly over 10 s`,
   batch: (n) => `batch: ${n} one-shot requests 1 h ahead, unkeyed then keyed, ${BATCH_SIZE} per call, ${BATCH_CONCURRENCY} concurrent callers`,
-  gated: (n) => `gated: ${n} requests due at one instant on one tag, per policy (timewheel only)`,
+  gated: (n) => `gated: ${n} requests due at one instant on a tag of their own per case (timewheel only, one node and three)`,
   redrive: (n) => `redrive: ${n} dead letters replayed by one bulk action, POSTed to a loopback sink (timewheel only)`
 }
 

@@ -30,7 +30,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Effect, ManagedRuntime, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import { execFile, execFileSync, spawn } from "node:child_process"
+import { execFile, execFileSync } from "node:child_process"
 import type { ChildProcess } from "node:child_process"
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
@@ -41,7 +41,7 @@ import { Agent, request } from "undici"
 import { shardOf } from "../../src/domain/trigger.ts"
 import {
   freeLoopbackPort, installExitHandlers, killAllChildren, makeTempDir, nowMs, percentile, REPO_ROOT, removeTempDir, runCalls,
-  sleep, sortedCopy, tailOf, trackChild, waitForExit
+  sleep, sortedCopy, waitForExit
 } from "./common.ts"
 import { failWith, readFlags } from "./cliFlags.ts"
 import type { CallBatch, JobSpec } from "./common.ts"
@@ -50,7 +50,7 @@ import type { DatabaseServer } from "./database.ts"
 import { serviceLaunch } from "../serviceLaunch.ts"
 import { startSink } from "./sink.ts"
 import type { Sink } from "./sink.ts"
-import { CLIENT_CONNECTIONS, cli, scheduleCall } from "./timewheel.ts"
+import { CLIENT_CONNECTIONS, cli, scheduleCall, spawnService } from "./timewheel.ts"
 
 const USAGE = `usage: npm run bench:scale -- [--n 10000000] [--chunk 1000000] [--latency-n 5000] [--precision-n 2000] [--restarts 3] [--keep]
   --n            pending triggers in the table (default 10,000,000)
@@ -184,19 +184,9 @@ interface Service {
   readonly stop: () => Promise<void>
 }
 
-const spawnService = (env: NodeJS.ProcessEnv): Service => {
+const startService = (env: NodeJS.ProcessEnv): Service => {
   const spawnedAtMs = nowMs()
-  const child = trackChild(spawn(process.execPath, [...serviceLaunch(REPO_ROOT).nodeFlags, path.join(REPO_ROOT, "dist/main.js")], {
-    cwd: REPO_ROOT,
-    env: { ...env, ...serviceLaunch(REPO_ROOT).env },
-    stdio: ["ignore", "pipe", "pipe"]
-  }))
-  const output = tailOf(child.stdout)
-  const errors = tailOf(child.stderr)
-  const exited = () =>
-    child.exitCode !== null || child.signalCode !== null
-      ? `timewheel exited (${child.exitCode ?? child.signalCode}):\n${[...output, ...errors].join("\n")}`
-      : undefined
+  const { child, errors, exited } = spawnService(env, serviceLaunch(REPO_ROOT).nodeFlags)
   return {
     child,
     spawnedAtMs,
@@ -465,7 +455,7 @@ const main = async () => {
     }
     const agent = new Agent({ connections: CLIENT_CONNECTIONS, pipelining: 1, keepAliveTimeout: 60_000, connect: { rejectUnauthorized: false } })
     cleanups.push(() => agent.close().catch(() => {}))
-    service = spawnService(env)
+    service = startService(env)
     await waitHealth(origin, agent, undefined, service, 100, false)
     await cli(env, ["project", "create", "bench", "--monthly-quota", "100000000"])
     const key = (await cli(env, ["key", "create", "bench"])).split("\n").pop()!.trim()
@@ -606,7 +596,7 @@ const main = async () => {
       await sleep(Math.max(0, plannedSpawnMs - Date.now()))
       const loadAverageAtSpawn = loadAverage()
       const statements = slowStatementSampler(sql)
-      const started = spawnService(env)
+      const started = startService(env)
       memory.stop()
       memory = memorySampler(started.child.pid!)
       const health = await waitHealth(origin, agent, key, started, 20, true)

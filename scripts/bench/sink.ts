@@ -3,18 +3,29 @@
 // `POST /hit?run=<run>&id=<i>`. The parent arms it for one run (`expect`), is told when all ids have
 // arrived, and collects the arrival times. Requests of another run (a late straggler) are counted apart.
 // A run may ask the sink to answer each request `delayMs` after reading it (the gated workload: a
-// target that takes 10 ms); the sink also keeps the largest number of requests it held unanswered at
-// once, and the arrival times of repeated ids (every start the target saw). With no delay it answers
-// as soon as the body is read, as it always did.
+// target that takes 10 ms), and to refuse the requests arriving between two instants with `429` and
+// a `Retry-After` (the gated workload's hold); the sink also keeps the largest number of requests it
+// held unanswered at once, the arrival times (and ids) of repeated ids (every start the target saw),
+// the instants it refused, and how late its own event loop ran (its stamps are that late at most).
+// Requests of the run `bg` (a background load) are counted apart and answered at once. With no
+// delay it answers as soon as the body is read, as it always did.
 import { fork } from "node:child_process"
 import type { ChildProcess } from "node:child_process"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
+import { monitorEventLoopDelay } from "node:perf_hooks"
 import { childMessage } from "./childMessage.ts"
 import { trackChild, waitForExit } from "./common.ts"
 
+/** Requests arriving between these wall-clock instants are answered `429` with this Retry-After. */
+export interface Refusal {
+  readonly fromMs: number
+  readonly untilMs: number
+  readonly retryAfterSeconds: number
+}
+
 type ToSink =
-  | { readonly type: "expect"; readonly run: string; readonly count: number; readonly delayMs: number }
+  | { readonly type: "expect"; readonly run: string; readonly count: number; readonly delayMs: number; readonly refuse: Refusal | null }
   | { readonly type: "collect" }
 
 type FromSink =
@@ -27,7 +38,13 @@ type FromSink =
     readonly duplicates: number
     readonly strays: number
     readonly repeatArrivals: Float64Array
+    readonly repeatIds: Int32Array
     readonly peakInFlight: number
+    readonly meanInFlight: number
+    readonly refusedAt: Float64Array
+    readonly background: number
+    readonly loopDelayP99Ms: number
+    readonly loopDelayMaxMs: number
   }
 
 export interface Arrivals {
@@ -37,18 +54,33 @@ export interface Arrivals {
   readonly strays: number
   /** Arrival instants (same clock) of the requests for an id that had already arrived, in arrival order. */
   readonly repeatArrivals: Float64Array
+  /** The id of each repeated arrival. */
+  readonly repeatIds: Int32Array
   /** The most requests the sink held at once (arrived, not yet answered) since the run was armed. */
   readonly peakInFlight: number
+  /** The requests it held on average from the run's first arrival to its last answer. */
+  readonly meanInFlight: number
+  /** When the sink answered 429 (same clock), in order. */
+  readonly refusedAt: Float64Array
+  /** Requests of the background run (`run=bg`) since the run was armed. */
+  readonly background: number
+  /** The sink's event-loop delay over the run (ms): how late it may have stamped an arrival. */
+  readonly loopDelayP99Ms: number
+  readonly loopDelayMaxMs: number
 }
 
 export interface ExpectOptions {
   /** Answer each request this long after its body was read (default 0: at once). */
   readonly delayMs?: number
+  /** Refuse the requests arriving in this span (wall clock) with 429. */
+  readonly refuse?: Refusal
 }
 
 export interface Sink {
   readonly port: number
   readonly url: (run: string, id: number) => string
+  /** Where the background load's requests go (counted apart). */
+  readonly backgroundUrl: string
   /** Arms the sink for a run of `count` ids (0..count-1), forgetting the previous run. */
   readonly expect: (run: string, count: number, options?: ExpectOptions) => Promise<void>
   /** Resolves true when every id has arrived, false at `deadlineMs` (wall clock). */
@@ -78,17 +110,41 @@ const runSink = () => {
   let arrived = 0
   let duplicates = 0
   let strays = 0
+  let background = 0
   let delayMs = 0
+  let refuse: Refusal | null = null
+  /** The wall clock minus this process's clock, for the refusal's span. */
+  let anchorMs = 0
   let repeatArrivals: Array<number> = []
-  /** Requests arrived and not yet answered, now and at most since the run was armed. */
+  let repeatIds: Array<number> = []
+  let refusedAt: Array<number> = []
+  /** Requests arrived and not yet answered, now and at most since the run was armed; their time integral. */
   let inFlight = 0
   let peakInFlight = 0
+  let inFlightArea = 0
+  let inFlightSince = Number.NaN
+  let lastChangeAt = Number.NaN
+  let lastAnswerAt = Number.NaN
+  const inFlightChange = (at: number, by: number) => {
+    if (!Number.isNaN(lastChangeAt)) inFlightArea += inFlight * (at - lastChangeAt)
+    if (Number.isNaN(inFlightSince)) inFlightSince = at
+    lastChangeAt = at
+    inFlight += by
+  }
+  const loopDelay = monitorEventLoopDelay({ resolution: 5 })
 
   const server = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 0 }, (req, res) => {
     const at = performance.timeOrigin + performance.now()
-    if (++inFlight > peakInFlight) peakInFlight = inFlight
     const query = req.url === undefined ? "" : req.url.slice(req.url.indexOf("?") + 1)
     const params = new URLSearchParams(query)
+    if (params.get("run") === "bg") {
+      background++
+      req.resume()
+      req.on("end", () => res.writeHead(200, { "content-length": "2" }).end("ok"))
+      return
+    }
+    inFlightChange(at, 1)
+    if (inFlight > peakInFlight) peakInFlight = inFlight
     const id = Number(params.get("id"))
     if (params.get("run") !== run || !Number.isInteger(id) || id < 0 || id >= arrivals.length) strays++
     else if (Number.isNaN(arrivals[id]!)) {
@@ -97,9 +153,18 @@ const runSink = () => {
     } else {
       duplicates++
       repeatArrivals.push(at)
+      repeatIds.push(id)
     }
+    const refused = refuse !== null && at + anchorMs >= refuse.fromMs && at + anchorMs < refuse.untilMs
     const answer = () => {
-      inFlight--
+      lastAnswerAt = performance.timeOrigin + performance.now()
+      inFlightChange(lastAnswerAt, -1)
+      if (refused) {
+        refusedAt.push(performance.timeOrigin + performance.now())
+        res.writeHead(429, { "content-type": "text/plain", "content-length": "4", "retry-after": String(refuse!.retryAfterSeconds) })
+        res.end("busy")
+        return
+      }
       res.writeHead(200, { "content-type": "text/plain", "content-length": "2" })
       res.end("ok")
     }
@@ -117,14 +182,28 @@ const runSink = () => {
     if (message.type === "expect") {
       run = message.run
       arrivals = new Float64Array(message.count).fill(Number.NaN)
-      arrived = duplicates = strays = 0
+      arrived = duplicates = strays = background = 0
       delayMs = message.delayMs
+      refuse = message.refuse
       repeatArrivals = []
+      repeatIds = []
+      refusedAt = []
       peakInFlight = inFlight
-      send({ type: "armed", anchorMs: wallClockAnchor() })
+      inFlightArea = 0
+      inFlightSince = lastChangeAt = lastAnswerAt = Number.NaN
+      anchorMs = wallClockAnchor()
+      loopDelay.disable()
+      loopDelay.reset()
+      loopDelay.enable()
+      send({ type: "armed", anchorMs })
       if (message.count === 0) send({ type: "complete" })
     } else if (message.type === "collect") {
-      send({ type: "arrivals", arrivals, duplicates, strays, repeatArrivals: Float64Array.from(repeatArrivals), peakInFlight })
+      send({
+        type: "arrivals", arrivals, duplicates, strays, repeatArrivals: Float64Array.from(repeatArrivals),
+        repeatIds: Int32Array.from(repeatIds), peakInFlight, refusedAt: Float64Array.from(refusedAt), background,
+        meanInFlight: inFlightArea / (lastAnswerAt - inFlightSince),
+        loopDelayP99Ms: loopDelay.percentile(99) / 1e6, loopDelayMaxMs: loopDelay.max / 1e6
+      })
     }
   })
   process.on("disconnect", () => process.exit(0)) // the parent is gone
@@ -153,10 +232,11 @@ export const startSink = async (): Promise<Sink> => {
   return {
     port,
     url: (run, id) => `http://127.0.0.1:${port}/hit?run=${run}&id=${id}`,
+    backgroundUrl: `http://127.0.0.1:${port}/hit?run=bg`,
     expect: async (run, count, options) => {
       complete = false
       const armed = nextMessage(child, "armed", 10_000)
-      send({ type: "expect", run, count, delayMs: options?.delayMs ?? 0 })
+      send({ type: "expect", run, count, delayMs: options?.delayMs ?? 0, refuse: options?.refuse ?? null })
       anchorMs = (await armed).anchorMs
     },
     waitComplete: async (deadlineMs) => {
@@ -168,13 +248,12 @@ export const startSink = async (): Promise<Sink> => {
     collect: async () => {
       const reply = nextMessage(child, "arrivals", 30_000)
       send({ type: "collect" })
-      const { arrivals, duplicates, strays, repeatArrivals, peakInFlight } = await reply
+      const figures = await reply
       return {
-        arrivals: arrivals.map((at) => at + anchorMs),
-        duplicates,
-        strays,
-        repeatArrivals: repeatArrivals.map((at) => at + anchorMs),
-        peakInFlight
+        ...figures,
+        arrivals: figures.arrivals.map((at) => at + anchorMs),
+        repeatArrivals: figures.repeatArrivals.map((at) => at + anchorMs),
+        refusedAt: figures.refusedAt.map((at) => at + anchorMs)
       }
     },
     stop: async () => {

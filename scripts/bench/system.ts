@@ -31,6 +31,8 @@ export interface StartedSystem {
   readonly declare?: (jobs: ReadonlyArray<JobSpec>, deadlineMs: number) => Promise<DeclareFigures>
   /** timewheel only: creates a tag policy of the project (`POST /tag-policies` with this body); rejects unless 201. */
   readonly tagPolicy?: (policy: Readonly<Record<string, unknown>>) => Promise<void>
+  /** timewheel only: schedules one job with one call (the nodes of a cluster in turn), for a background load. */
+  readonly scheduleOne?: (job: JobSpec) => Promise<void>
   /** timewheel only: where its HTTPS API answers, for a client of another kind (wrk) to call it. */
   readonly endpoint?: { readonly origin: string; readonly apiKey: string; readonly headerPrefix: string }
   /** The process that does the work (timewheel's service, a peer's worker), for its CPU time. */
@@ -46,6 +48,8 @@ export interface Contender {
   readonly settings: Readonly<Record<string, unknown>>
   /** Who makes the ingest workload's calls: the bench's Node client (default) or wrk (timewheel's HTTPS API only). */
   readonly client?: "wrk"
+  /** timewheel: service processes sharing the database (default 1). */
+  readonly nodes?: number
   /** `worker` true: the system must deliver (delivery, precision); false: ingest only. */
   readonly start: (databaseUrl: string, worker: boolean) => Promise<StartedSystem>
 }

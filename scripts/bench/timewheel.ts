@@ -1,4 +1,5 @@
-// timewheel as a contender: the service (`node dist/main.js`, as `npm start` runs it) in a child process on a fresh database,
+// timewheel as a contender: the service (`node dist/main.js`, as `npm start` runs it) in a child process on a fresh database
+// (or several, a cluster on that database: the gated workload's three-node runs),
 // a project and key made with the CLI, and requests scheduled over HTTPS `/schedule` (or, in the batch
 // workload, `/bulk` and `/declare` with keyed items) by keep-alive undici clients (self-signed
 // certificate accepted); in the gated workload, tag policies created with `POST /tag-policies` and
@@ -107,21 +108,51 @@ const expectSummary = (what: string, answer: ItemsAnswer, field: keyof ItemsAnsw
   if (answer.summary[field] !== count) throw new Error(`${what}: expected ${count} ${field}, got ${JSON.stringify(answer.summary)}`)
 }
 
+/** A service process (`node <flags> dist/main.js`, as `npm start` runs it): its output's last lines, and why it exited if it did. */
+export interface SpawnedService {
+  readonly child: ReturnType<typeof spawn>
+  readonly errors: ReadonlyArray<string>
+  readonly exited: () => string | undefined
+}
+
+/** Spawns the service with `env` (npm start's settings added) and the node flags given. */
+export const spawnService = (env: NodeJS.ProcessEnv, nodeFlags: ReadonlyArray<string>): SpawnedService => {
+  const child = trackChild(spawn(process.execPath, [...nodeFlags, path.join(REPO_ROOT, "dist/main.js")], {
+    cwd: REPO_ROOT,
+    env: { ...env, ...serviceLaunch(REPO_ROOT).env },
+    stdio: ["ignore", "pipe", "pipe"]
+  }))
+  const output = tailOf(child.stdout)
+  const errors = tailOf(child.stderr)
+  const exited = () =>
+    child.exitCode !== null || child.signalCode !== null
+      ? `timewheel exited (${child.exitCode ?? child.signalCode}):\n${[...output, ...errors].join("\n")}`
+      : undefined
+  return { child, errors, exited }
+}
+
+/** One service process of a started system. */
+interface ServiceProcess extends SpawnedService {
+  readonly origin: string
+  readonly dataDir: string
+}
+
 /**
- * Starts the service on `databaseUrl` and creates the project and key; `worker` is implied (one
- * process). `serviceEnv`: more settings for the service alone (ENCRYPTION_KEYS, OTEL_…: contenders.ts).
+ * Starts the service on `databaseUrl` — `nodes` processes sharing it, a cluster (default one) — and
+ * creates the project and key; `worker` is implied. `serviceEnv`: more settings for the service
+ * alone (ENCRYPTION_KEYS, OTEL_…: contenders.ts). Calls are spread over the nodes in turn.
  */
-export const startTimewheel = async (databaseUrl: string, serviceEnv: Readonly<Record<string, string>> = {}): Promise<StartedSystem> => {
+export const startTimewheel = async (
+  databaseUrl: string,
+  serviceEnv: Readonly<Record<string, string>> = {},
+  nodes = 1
+): Promise<StartedSystem> => {
   // what `npm start` runs: the JavaScript compiled into dist/ (built here when missing or stale)
   await execFileAsync(process.execPath, [path.join(REPO_ROOT, "scripts/build.ts")], { cwd: REPO_ROOT })
-  const dataDir = makeTempDir("service")
-  const port = await freeLoopbackPort()
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     DATABASE_URL: databaseUrl,
-    PORT: String(port),
     HOST: "127.0.0.1",
-    DATA_DIR: dataDir,
     LOG_LEVEL: "warn",
     PREFIX,
     ...serviceEnv
@@ -129,14 +160,12 @@ export const startTimewheel = async (databaseUrl: string, serviceEnv: Readonly<R
   // BENCH_SERVICE_NODE_ARGS passes flags to the service's node, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"
   // after the flags `npm start` gives it (package.json "start")
   const nodeArgs = [...serviceLaunch(REPO_ROOT).nodeFlags, ...(process.env.BENCH_SERVICE_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== "")]
-  const child = trackChild(spawn(process.execPath, [...nodeArgs, path.join(REPO_ROOT, "dist/main.js")], {
-    cwd: REPO_ROOT,
-    env: { ...env, ...serviceLaunch(REPO_ROOT).env },
-    stdio: ["ignore", "pipe", "pipe"]
-  }))
-  const output = tailOf(child.stdout)
-  const errors = tailOf(child.stderr)
-  const origin = `https://127.0.0.1:${port}`
+  const spawnNode = async (): Promise<ServiceProcess> => {
+    const dataDir = makeTempDir("service")
+    const port = await freeLoopbackPort()
+    return { ...spawnService({ ...env, PORT: String(port), DATA_DIR: dataDir }, nodeArgs), origin: `https://127.0.0.1:${port}`, dataDir }
+  }
+  const processes: Array<ServiceProcess> = []
   const agent = new Agent({
     connections: CLIENT_CONNECTIONS,
     pipelining: 1,
@@ -144,18 +173,15 @@ export const startTimewheel = async (databaseUrl: string, serviceEnv: Readonly<R
     connect: { rejectUnauthorized: false }
   })
   const cleanup = async () => {
-    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM")
-    await waitForExit(child, 15_000)
+    for (const { child } of processes) if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM")
+    for (const { child } of processes) await waitForExit(child, 15_000)
     await agent.close().catch(() => {})
-    removeTempDir(dataDir)
+    for (const { dataDir } of processes) removeTempDir(dataDir)
   }
-  const exited = () =>
-    child.exitCode !== null || child.signalCode !== null
-      ? `timewheel exited (${child.exitCode ?? child.signalCode}):\n${[...output, ...errors].join("\n")}`
-      : undefined
   let key: string
   try {
-    await waitReady(origin, agent, exited, Date.now() + 90_000)
+    for (let i = 0; i < nodes; i++) processes.push(await spawnNode())
+    for (const node of processes) await waitReady(node.origin, agent, node.exited, Date.now() + 90_000)
     await cli(env, ["project", "create", "bench", "--monthly-quota", "100000000"])
     key = (await cli(env, ["key", "create", "bench"])).split("\n").pop()!.trim()
     if (!key.startsWith(`${PREFIX}_`)) throw new Error(`unexpected key from the CLI: ${key}`)
@@ -163,12 +189,16 @@ export const startTimewheel = async (databaseUrl: string, serviceEnv: Readonly<R
     await cleanup()
     throw error
   }
-  const schedule = scheduleCall(origin, agent, key)
+  const origin = processes[0]!.origin
+  const schedules = processes.map((node) => scheduleCall(node.origin, agent, key))
+  /** The i-th call's node: the nodes in turn. */
+  const scheduleOf = (i: number) => schedules[i % schedules.length]!
   const post = postJson(origin, agent, key)
+  let calls = 0
   return {
-    ingest: (jobs, concurrency, deadlineMs) => runCalls(jobs.length, concurrency, deadlineMs, (i) => schedule(jobs[i]!)),
+    ingest: (jobs, concurrency, deadlineMs) => runCalls(jobs.length, concurrency, deadlineMs, (i) => scheduleOf(i)(jobs[i]!)),
     load: async (jobs, deadlineMs) => {
-      const batch = await runCalls(jobs.length, CLIENT_CONNECTIONS, deadlineMs, (i) => schedule(jobs[i]!), 1)
+      const batch = await runCalls(jobs.length, CLIENT_CONNECTIONS, deadlineMs, (i) => scheduleOf(i)(jobs[i]!), 1)
       if (batch.errors > 0) throw new Error(`loading timewheel failed: ${batch.firstError}`)
       if (batch.timedOut) throw new Error("loading timewheel timed out")
     },
@@ -220,13 +250,17 @@ export const startTimewheel = async (databaseUrl: string, serviceEnv: Readonly<R
       const text = await response.body.text()
       if (response.statusCode !== 201) throw new Error(`/tag-policies answered ${response.statusCode}: ${text.slice(0, 200)}`)
     },
+    scheduleOne: (job) => scheduleOf(calls++)(job),
     endpoint: { origin, apiKey: key, headerPrefix: PREFIX },
-    pid: child.pid!,
+    pid: processes[0]!.child.pid!,
     stop: async () => {
-      const rss = peakRssKiB(child.pid!)
-      const exit = exited()
-      if (exit !== undefined) process.stderr.write(`bench: ${exit}\n`)
-      else if (errors.length > 0) process.stderr.write(`bench: timewheel stderr (last lines):\n${errors.join("\n")}\n`)
+      // the peak RSS of the largest node
+      const rss = Math.max(...processes.map(({ child }) => peakRssKiB(child.pid!)))
+      for (const { exited, errors } of processes) {
+        const exit = exited()
+        if (exit !== undefined) process.stderr.write(`bench: ${exit}\n`)
+        else if (errors.length > 0) process.stderr.write(`bench: timewheel stderr (last lines):\n${errors.join("\n")}\n`)
+      }
       await cleanup()
       return rss
     }

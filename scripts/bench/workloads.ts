@@ -6,8 +6,7 @@
 // - precision: n jobs at instants spread evenly over 10 s; lateness = arrival - instant;
 // - batch: n one-shot jobs 1 h ahead through the batch API, BATCH_SIZE per call, BATCH_CONCURRENCY
 //   callers; for timewheel also /declare of DECLARE_ITEMS keyed items on one tag (see runBatch);
-// - gated (timewheel only): n jobs due at one instant on one tag whose policy limits them, twice:
-//   maxConcurrent against a sink that answers after a delay, then a throughput window (see runGated).
+// - gated (timewheel only): gated.ts.
 // Peak RSS of the working process is taken at the end of each.
 import * as crypto from "node:crypto"
 import { nowMs, percentile, sleep, sortedCopy } from "./common.ts"
@@ -26,13 +25,6 @@ export const BATCH_CONCURRENCY = 4
 export const DECLARE_ITEMS = 10_000
 /** Jobs scheduled (the same way) before the timed batch, on every system. */
 export const BATCH_WARM_UP = 10_000
-/** The gated workload: its default n, the concurrency run's limit and sink delay, the throughput run's window. */
-export const GATED_DEFAULT_N = 10_000
-export const GATED_MAX_CONCURRENT = 100
-export const GATED_SINK_DELAY_MS = 10
-export const GATED_RATE = 1_000
-export const GATED_WINDOW = "1s"
-export const GATED_WINDOW_MS = 1_000
 
 export interface IngestMetrics {
   readonly n: number
@@ -100,58 +92,6 @@ export interface PrecisionMetrics extends TimedCommon {
   readonly latenessP50Ms: number
   readonly latenessP99Ms: number
   readonly latenessMaxMs: number
-}
-
-/** One run of the gated workload: arrivals at the sink of n jobs due at one instant T. */
-export interface GatedRunCommon {
-  readonly n: number
-  readonly arrived: number
-  readonly missing: number
-  readonly duplicates: number
-  readonly strays: number
-  readonly leadMs: number
-  readonly loadMs: number
-  /** From T to the first / last arrival; between them. */
-  readonly firstArrivalMs: number
-  readonly lastArrivalMs: number
-  readonly spanMs: number
-  /** The most requests the sink held at once (arrived, not yet answered). */
-  readonly peakInFlight: number
-  /** Arrivals in each second after T (JSON only). */
-  readonly perSecond: ReadonlyArray<number>
-}
-
-export interface GatedConcurrencyRun extends GatedRunCommon {
-  readonly maxConcurrent: number
-  readonly sinkDelayMs: number
-  /** maxConcurrent / sink delay: what the limit allows at most. */
-  readonly idealPerS: number
-  /** Arrivals per second over [first, last arrival]. */
-  readonly ratePerS: number
-}
-
-export interface GatedThroughputRun extends GatedRunCommon {
-  readonly throughput: Readonly<Record<string, number>>
-  /** The most arrivals (repeats included) in any window (t − 1 s, t]. */
-  readonly maxInWindow: number
-  /** n / (last − first arrival). */
-  readonly meanRatePerS: number
-  /**
-   * (n − rate) / (time from the first arrival to arrival number n − rate + 1, in arrival order): the
-   * rate over whole windows, without the last window's burst, which n / (last − first) counts
-   * against almost no time.
-   */
-  readonly wholeWindowsRatePerS: number
-}
-
-export interface GatedMetrics {
-  readonly n: number
-  readonly missing: number
-  readonly duplicates: number
-  readonly strays: number
-  readonly peakRssMiB: number
-  readonly concurrency: GatedConcurrencyRun
-  readonly throughput: GatedThroughputRun
 }
 
 /** Loading did not finish before the first due instant: the run says nothing, retry with more lead. */
@@ -391,105 +331,5 @@ export const runBatch = async (contender: Contender, databaseUrl: string, sink: 
     errors: unkeyed.errors + keyed.errors,
     peakRssMiB,
     ...(declare === undefined ? {} : { declare })
-  }
-}
-
-/** The most instants in any half-open window (t − windowMs, t], the way the gate counts; `sorted` ascending. */
-export const maxInWindow = (sorted: ArrayLike<number>, windowMs: number): number => {
-  let best = 0
-  let from = 0
-  for (let to = 0; to < sorted.length; to++) {
-    while (sorted[from]! <= sorted[to]! - windowMs) from++
-    best = Math.max(best, to - from + 1)
-  }
-  return best
-}
-
-/** The figures every gated run reports, from what the sink saw of jobs due at t. */
-const gatedCommon = (n: number, leadMs: number, t: number, result: SinkRun): { common: GatedRunCommon; sorted: Float64Array } => {
-  const sorted = sortedCopy([...result.arrivals.filter((at) => !Number.isNaN(at)), ...result.repeatArrivals])
-  const arrived = arrivedCount(result.arrivals)
-  const first = sorted[0] ?? Number.NaN
-  const last = sorted[sorted.length - 1] ?? Number.NaN
-  const perSecond: Array<number> = []
-  for (const at of sorted) {
-    const second = Math.max(0, Math.floor((at - t) / 1000))
-    while (perSecond.length <= second) perSecond.push(0)
-    perSecond[second]! += 1
-  }
-  return {
-    sorted,
-    common: {
-      n,
-      arrived,
-      missing: n - arrived,
-      duplicates: result.duplicates,
-      strays: result.strays,
-      leadMs,
-      loadMs: round(result.loadMs),
-      firstArrivalMs: round(first - t),
-      lastArrivalMs: round(last - t),
-      spanMs: round(last - first),
-      peakInFlight: result.peakInFlight,
-      perSecond
-    }
-  }
-}
-
-/**
- * timewheel only (the peers have nothing like a tag policy): on one started service, two runs of
- * n jobs all due at one instant, each run on a tag of its own whose policy is created first with
- * `POST /tag-policies`:
- * - `maxConcurrent: GATED_MAX_CONCURRENT` against a sink answering GATED_SINK_DELAY_MS after each
- *   request: deliveries per second from the first to the last arrival (at most maxConcurrent / delay),
- *   and the most requests the sink held at once (at most maxConcurrent);
- * - `throughput: {GATED_WINDOW: GATED_RATE}` against a sink answering at once: the most arrivals in
- *   any sliding window of that length (at most the rate), and the mean rate n / (last − first arrival).
- * The second run's loading lead is estimated from the first run's loading time (unless fixed).
- */
-export const runGated = async (
-  contender: Contender,
-  databaseUrl: string,
-  sink: Sink,
-  n: number,
-  leadMs: number,
-  leadFixed: boolean
-): Promise<GatedMetrics> => {
-  const waitMs = Math.max(60_000, n * 10)
-  const system = await contender.start(databaseUrl, true)
-  const { result, peakRssMiB } = await withSystem(system, async () => {
-    if (system.tagPolicy === undefined) throw new Error(`${contender.label} has no tag policies`)
-    await system.tagPolicy({ tag: "gated-concurrency", maxConcurrent: GATED_MAX_CONCURRENT })
-    const concurrency = await timedOnSystem(system, sink, n, leadMs, (_, t) => t, waitMs, {
-      tags: ["gated-concurrency"], sinkDelayMs: GATED_SINK_DELAY_MS
-    })
-    const throughputLeadMs = leadFixed ? leadMs : Math.min(leadMs, Math.ceil(5_000 + 2 * concurrency.loadMs))
-    await system.tagPolicy({ tag: "gated-throughput", throughput: { [GATED_WINDOW]: GATED_RATE } })
-    const throughput = await timedOnSystem(system, sink, n, throughputLeadMs, (_, t) => t, waitMs, { tags: ["gated-throughput"] })
-    return { concurrency, throughput, throughputLeadMs }
-  })
-  const c = gatedCommon(n, leadMs, result.concurrency.instants[0] ?? 0, result.concurrency)
-  const r = gatedCommon(n, result.throughputLeadMs, result.throughput.instants[0] ?? 0, result.throughput)
-  const wholeIndex = r.sorted.length - GATED_RATE
-  return {
-    n,
-    missing: c.common.missing + r.common.missing,
-    duplicates: c.common.duplicates + r.common.duplicates,
-    strays: c.common.strays + r.common.strays,
-    peakRssMiB,
-    concurrency: {
-      ...c.common,
-      maxConcurrent: GATED_MAX_CONCURRENT,
-      sinkDelayMs: GATED_SINK_DELAY_MS,
-      idealPerS: (GATED_MAX_CONCURRENT * 1000) / GATED_SINK_DELAY_MS,
-      ratePerS: round(c.common.arrived / (c.common.spanMs / 1000))
-    },
-    throughput: {
-      ...r.common,
-      throughput: { [GATED_WINDOW]: GATED_RATE },
-      maxInWindow: maxInWindow(r.sorted, GATED_WINDOW_MS),
-      meanRatePerS: round(r.common.arrived / (r.common.spanMs / 1000)),
-      wholeWindowsRatePerS: wholeIndex > 0 ? round(wholeIndex / ((r.sorted[wholeIndex]! - r.sorted[0]!) / 1000)) : Number.NaN
-    }
   }
 }

@@ -115,7 +115,7 @@ const TAG_POLICY_FIELDS = {
 
 const TAG_POLICY_RESULT =
   "Answers the policy: id, tag, every field above (unset ones null), createdAt, updatedAt, and the live counts " +
-  "queued (the tag's triggers held back now) and inFlight (being sent now)."
+  "queued (the tag's triggers held back now), inFlight (being sent now) and heldUntil (the end of a hold after a 429 or 503 of the target, or null)."
 
 // ---------------------------------------------------------------------------------------------
 // Tools

@@ -45,14 +45,20 @@ const isoTime = { type: "string", format: "date-time", description: "ISO 8601, U
 
 const policySchema = {
   type: "object",
-  required: ["id", ...Object.keys(fieldProperties), "createdAt", "updatedAt", "queued", "inFlight"],
+  required: ["id", ...Object.keys(fieldProperties), "createdAt", "updatedAt", "queued", "inFlight", "heldUntil"],
   properties: {
     id: { type: "string", format: "uuid" },
     ...fieldProperties,
     createdAt: isoTime,
     updatedAt: isoTime,
     queued: { type: "integer", minimum: 0, description: "The project's triggers with this tag held back by its gates now (status `queued`)." },
-    inFlight: { type: "integer", minimum: 0, description: "The project's triggers with this tag admitted by its gates and being sent now." }
+    inFlight: { type: "integer", minimum: 0, description: "The project's triggers with this tag admitted by its gates and being sent now (for a policy with maxConcurrent or throughput)." },
+    heldUntil: {
+      type: ["string", "null"],
+      format: "date-time",
+      description: "When the tag's hold ends: after a 429 or 503 of its target, no trigger with the tag starts until then " +
+        "(the Retry-After time, at most an hour; without one a backoff of 1 s doubling up to 60 s). null when not held."
+    }
   }
 }
 

@@ -5,12 +5,15 @@
 // check in SPEC's order: the policy exists (404 `Tag policy not found`; an id that is not a UUID is
 // not found either), then the validation messages, then one policy per tag (409 Conflict naming the
 // policy that has the tag). After each committed change the gate of the tag (and of the old tag on a
-// rename) is kicked, so its held-back triggers are looked at again at once.
+// rename) is kicked, so its held-back triggers are looked at again at once; every node hears of the
+// change and applies it within a lease round (gates/gatekeeper.ts). A change that pauses a tag (a
+// rate of 0) answers once every live node holding a lease of the tag has applied it (at most
+// PAUSE_APPLIED_WAIT_MS): from the answer on, nothing of the tag starts.
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { type GateKick, Wakeups } from "../cluster/wakeups.ts"
 import { BadRequest, Conflict, MalformedRequest, NotFound } from "../domain/errors.ts"
-import { gateShardOf } from "../domain/gate.ts"
+import { effectiveWindows, gateShardOf } from "../domain/gate.ts"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
 import {
   decodeTagPolicyBody,
@@ -25,6 +28,7 @@ import {
 } from "../domain/tagPolicy.ts"
 import { validateTagPolicy } from "../domain/tagPolicyValidation.ts"
 import { ShardCount } from "../store/db.ts"
+import { gateLeasesBehind } from "../store/gateLeases.ts"
 import { isUniqueViolation } from "../store/projects.ts"
 import {
   tagPoliciesCreate,
@@ -33,7 +37,8 @@ import {
   tagPoliciesGetForUpdate,
   tagPoliciesList,
   tagPoliciesLiveCounts,
-  tagPoliciesUpdate
+  tagPoliciesUpdate,
+  NO_GATE_COUNTS
 } from "../store/tagPolicies.ts"
 import { withTransaction } from "../store/transaction.ts"
 import { orUnavailable } from "../store/unavailable.ts"
@@ -67,17 +72,38 @@ const kickGates = (projectId: string, tags: ReadonlyArray<string>) =>
     yield* wakeups.wake(kicks)
   })
 
+/** How long a pausing change waits for the nodes holding leases of its tag to apply it. */
+export const PAUSE_APPLIED_WAIT_MS = 2_000
+const PAUSE_POLL_MS = 20
+
+/**
+ * After a change that leaves the tag paused: waits until no live node holds a lease of the tag
+ * granted under an older version of the policy (each applies the change in its next round, at once
+ * on the change's notification), or PAUSE_APPLIED_WAIT_MS.
+ */
+const awaitPauseApplied = (projectId: string, policy: StoredTagPolicy) =>
+  Effect.gen(function*() {
+    if (!effectiveWindows(policy.throughput).paused) return
+    const untilMs = (yield* Clock.currentTimeMillis) + PAUSE_APPLIED_WAIT_MS
+    while ((yield* gateLeasesBehind({ projectId, tags: [policy.tag], updatedAtMs: policy.updatedAt.getTime() })) > 0) {
+      if ((yield* Clock.currentTimeMillis) >= untilMs) {
+        return yield* Effect.logWarning(`tag ${policy.tag} paused, but some node has not applied it within ${PAUSE_APPLIED_WAIT_MS} ms`)
+      }
+      yield* Effect.sleep(PAUSE_POLL_MS)
+    }
+  })
+
 /** The view of one policy with its live counts. */
 const viewOf = (projectId: string, policy: StoredTagPolicy) =>
   Effect.map(tagPoliciesLiveCounts({ projectId, tags: [policy.tag] }), (counts) =>
-    tagPolicyView(policy, counts.get(policy.tag) ?? { queued: 0, inFlight: 0 }))
+    tagPolicyView(policy, counts.get(policy.tag) ?? NO_GATE_COUNTS))
 
 /** Every policy of the project, oldest first, each with its live counts (two statements in all). */
 export const listTagPolicies = (projectId: string) =>
   orUnavailable(Effect.gen(function*() {
     const policies = yield* tagPoliciesList(projectId)
     const counts = yield* tagPoliciesLiveCounts({ projectId, tags: policies.map((policy) => policy.tag) })
-    return policies.map((policy) => tagPolicyView(policy, counts.get(policy.tag) ?? { queued: 0, inFlight: 0 }))
+    return policies.map((policy) => tagPolicyView(policy, counts.get(policy.tag) ?? NO_GATE_COUNTS))
   }))
 
 /**
@@ -94,6 +120,7 @@ export const createTagPolicy = (projectId: string, body: TagPolicyCreateBody) =>
       const created = yield* tagPoliciesCreate({ id: uuidv7(nowMs), projectId, fields, nowMs })
       if (created !== undefined) {
         yield* kickGates(projectId, [created.tag])
+        yield* awaitPauseApplied(projectId, created)
         return yield* viewOf(projectId, created)
       }
       const existing = yield* tagPoliciesFindByTag({ projectId, tag: fields.tag })
@@ -127,6 +154,7 @@ export const updateTagPolicy = (projectId: string, id: string, patch: TagPolicyB
     }))
     const { previousTag, updated } = yield* transaction.pipe(Effect.catchIf((error) => isUniqueViolation(error), () => transaction))
     yield* kickGates(projectId, [updated.tag, previousTag])
+    yield* awaitPauseApplied(projectId, updated)
     return yield* viewOf(projectId, updated)
   }))
 

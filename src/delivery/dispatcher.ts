@@ -1,5 +1,6 @@
 // The live Dispatcher: claimed rows (already running) go straight to the sender pool (at most
-// MAX_IN_FLIGHT requests at once);
+// MAX_IN_FLIGHT requests at once), and rows with gated tags through this node's gates first
+// (gates/gatekeeper.ts: admitted in memory, told when each request leaves and ends);
 // triggers submitted by id (replayed or recovered) are first started in batches (queued → running,
 // one statement returning what to send). The Executor sends them, and the completer records the
 // outcomes in batches (executions + status in one transaction).
@@ -14,15 +15,15 @@ import { Wakeups } from "../cluster/wakeups.ts"
 import { AppConfig } from "../config.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { type AttemptResult, decideOutcome, effectivePolicy, projectPolicyFromStored, type RetryPolicy } from "../domain/retry.ts"
+import { refusalRetryAfterMs } from "../domain/gateHold.ts"
 import { requestTimeoutFor, type StoredTagPolicy, tagRetryPolicies } from "../domain/tagPolicy.ts"
-import { gateKicks } from "../gates/kicks.ts"
+import { Gatekeeper } from "../gates/gatekeeper.ts"
 import { Metrics } from "../ops/metrics.ts"
 import { TagPolicyCache } from "../gates/tagPolicyCache.ts"
 import type { ClaimedRow, DeliveryRow } from "../domain/trigger.ts"
 import { forkLoop, retryUntilDone } from "../lib/backgroundLoop.ts"
-import { type Database, ShardCount } from "../store/db.ts"
+import type { Database } from "../store/db.ts"
 import { type ExecutionRecord, executionsRecord, type TriggerOutcome } from "../store/executions.ts"
-import { gateStartsSent } from "../store/gates.ts"
 import { triggersRelease, triggersStartDelivery } from "../store/schedulerQueries.ts"
 import { type AttemptSpan, DeliveryTracing, type RecordingSpan } from "./attemptTracing.ts"
 import { Dispatcher } from "./dispatch.ts"
@@ -42,8 +43,6 @@ interface Outgoing {
   readonly timeoutSeconds: number
   /** The retry rules of its tags' policies (SPEC "Retry policies" rule 2). */
   readonly tagRetry: ReadonlyArray<RetryPolicy>
-  /** A throughput window counts its start: when it actually leaves is recorded. */
-  readonly countsStart: boolean
   /** Its attempt's span, from when it leaves (tracing on; attemptTracing.ts). */
   span: AttemptSpan | undefined
 }
@@ -61,7 +60,6 @@ const outgoing = (row: DeliveryRow, policies: ReadonlyArray<StoredTagPolicy>): O
   row,
   timeoutSeconds: requestTimeoutFor(policies) ?? DEFAULT_TIMEOUT_SECONDS,
   tagRetry: tagRetryPolicies(policies),
-  countsStart: row.gateTags.length > 0 && policies.some((policy) => policy.throughput !== null && row.gateTags.includes(policy.tag)),
   span: undefined
 })
 
@@ -83,6 +81,8 @@ export const completionOf = (sent: Outgoing, outcome: DeliveryOutcome, random: n
   })
   const result = attemptResult(outcome)
   const decision = decideOutcome({ policy, attempt: row.attempt, result, random })
+  // a refusal's retry waits at least until its Retry-After (DECISIONS "Backpressure from the target")
+  const notBeforeMs = refusalRetryAfterMs(outcome, outcome.finishedAtMs) ?? -Infinity
   return {
     row,
     execution: {
@@ -112,7 +112,7 @@ export const completionOf = (sent: Outgoing, outcome: DeliveryOutcome, random: n
       id: row.id,
       attempt: row.attempt,
       firedSeenUs: row.fired?.seenUs ?? null,
-      retryAtMs: decision._tag === "RetryAt" ? outcome.finishedAtMs + decision.delayMs : null
+      retryAtMs: decision._tag === "RetryAt" ? Math.max(outcome.finishedAtMs + decision.delayMs, notBeforeMs) : null
     }
   }
 }
@@ -141,13 +141,12 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
   const config = yield* AppConfig
   const wakeups = yield* Wakeups
   const policyCache = yield* TagPolicyCache
-  const shards = (yield* ShardCount).count
+  const gatekeeper = yield* Gatekeeper
   const node = (yield* NodeIdentity).id
   const random = yield* Random.Random
   const services = yield* Effect.context<Database>()
   const submitted = yield* Queue.unbounded<string>()
   const completions = yield* Queue.unbounded<Completion>()
-  const sentGated = yield* Queue.unbounded<{ readonly triggerId: string; readonly atMs: number }>()
   const clock = yield* Clock.Clock
   const metrics = yield* Metrics
   const tracing = yield* DeliveryTracing
@@ -160,11 +159,12 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
   const senders = makeSenderPool<Outgoing, DeliveryOutcome>({
     maxInFlight: config.maxInFlight,
     send: (sent) => {
-      const { row, timeoutSeconds, countsStart } = sent
+      const { row, timeoutSeconds } = sent
+      const gated = row.gateTags.length > 0
       const nowMs = clock.currentTimeMillisUnsafe()
       // lateness of a trigger handed over at its due time by its shard (not gated, replayed or recovered)
       const dueAtMs = (row as Partial<ClaimedRow>).dueAtMs
-      if (dueAtMs !== undefined) metrics.observeLateness((nowMs - dueAtMs) / 1000)
+      if (dueAtMs !== undefined && !gated) metrics.observeLateness((nowMs - dueAtMs) / 1000)
       if (tracing !== null) sent.span = tracing.start(row, dueAtMs)
       return executor.send({
         url: row.url, method: row.method, headers: row.headers, body: row.body, contentType: row.contentType, timeoutSeconds,
@@ -173,13 +173,15 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
           triggerId: row.id, attempt: row.attempt, signingSecrets: row.signingSecrets, timestampSeconds: Math.floor(nowMs / 1000),
           trace: sent.span?.outgoing
         }
-      }, countsStart
-        // when it is written to a connection: a connect or a busy event loop can hold it well past this instant
-        ? () => Queue.offerUnsafe(sentGated, { triggerId: row.id, atMs: clock.currentTimeMillisUnsafe() })
+      }, gated
+        // when it is written to a connection (a connect or a busy event loop can hold it well past
+        // this instant): its throughput windows count it from then
+        ? () => gatekeeper.written(row.id)
         : undefined)
     },
     onOutcome: (row, outcome) => {
       unrecorded++
+      if (row.row.gateTags.length > 0) gatekeeper.finished(row.row.id, outcome)
       const completion = completionOf(row, outcome, random.nextDoubleUnsafe(), uuidv7(outcome.finishedAtMs))
       const execution = completion.execution
       const next = execution.succeeded ? "succeeded" : execution.isDeadLetter ? "dead_letter" : "retrying"
@@ -190,18 +192,19 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
       span.ended(outcome)
       Queue.offerUnsafe(completions, { ...completion, recording: span.recording(next) })
     },
-    onCrash: (error) => Effect.runForkWith(services)(Effect.logError("delivery failed unexpectedly", error))
+    onCrash: (error) => Effect.runForkWith(services)(Effect.logError("delivery failed unexpectedly", error)),
+    besides: gatekeeper.waiting
   })
   yield* Effect.addFinalizer(() => Effect.sync(senders.close))
   metrics.watch("inFlight", senders.inFlight)
-  metrics.watch("waiting", () => senders.size() + unstarted + early.size())
+  metrics.watch("waiting", () => senders.size() + unstarted + early.size() + gatekeeper.waiting())
 
-  /** Hands rows to the senders with what their tags' policies say (a cache read per project, none untagged). */
-  const deliver = (claimed: ReadonlyArray<DeliveryRow>): Effect.Effect<void> =>
+  /** The rows with what their tags' policies say (a cache read per project, none untagged). */
+  const prepare = (claimed: ReadonlyArray<DeliveryRow>): Effect.Effect<Array<Outgoing>> =>
     Effect.gen(function*() {
       // a bulk replay's attempts go where its `replay` says (a read only when replays are among them)
       const rows = yield* Effect.provideContext(withReplayOverrides(claimed), services)
-      if (rows.every((row) => row.tags.length === 0)) return senders.push(rows.map((row) => outgoing(row, [])))
+      if (rows.every((row) => row.tags.length === 0)) return rows.map((row) => outgoing(row, []))
       const ready: Array<Outgoing> = []
       for (const row of rows) {
         const policies = yield* policyCache.policiesFor(row.projectId, row.tags).pipe(
@@ -210,7 +213,25 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
         )
         ready.push(outgoing(row, policies))
       }
-      senders.push(ready)
+      return ready
+    })
+
+  gatekeeper.attach({
+    send: (items) => senders.push(items as ReadonlyArray<Outgoing>),
+    released: (ids) => {
+      for (const id of ids) held.delete(id)
+    },
+    prepare,
+    roomChanged: senders.recheck
+  })
+
+  /** Hands rows to the senders, those with gated tags through the gates. */
+  const deliver = (rows: ReadonlyArray<DeliveryRow>): Effect.Effect<void> =>
+    Effect.map(prepare(rows), (ready) => {
+      const gated = ready.filter((sent) => sent.row.gateTags.length > 0)
+      if (gated.length === 0) return senders.push(ready)
+      gatekeeper.offer(gated)
+      if (gated.length < ready.length) senders.push(ready.filter((sent) => sent.row.gateTags.length === 0))
     })
 
   /** Rows handed over ahead of their time wait for it here (`deliverAt`). */
@@ -247,24 +268,19 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
     for (const { row } of batch) if (row.fired !== null) held.delete(row.id)
     if (tracing !== null) for (const completion of batch) completion.recording?.recorded()
     for (const { execution } of batch) if (execution.isDeadLetter) yield* logDeadLetter(execution)
-    yield* wakeups.wake([
-      ...batch.flatMap((c) => c.outcome.retryAtMs === null ? [] : [{ shard: c.row.shard, id: c.outcome.id, dueAtMs: c.outcome.retryAtMs }]),
-      // a place came free in each gate of a gated trigger
-      ...gateKicks(gated.map((c) => c.row), shards)
-    ])
-  })
-
-  /** When throughput-gated requests actually left, so their windows count that (store/gates.ts). */
-  const startsRecorder = Effect.gen(function*() {
-    yield* gateStartsSent(yield* Queue.takeBetween(sentGated, 1, COMPLETE_BATCH))
+    yield* wakeups.wake(
+      batch.flatMap((c) => c.outcome.retryAtMs === null ? [] : [{ shard: c.row.shard, id: c.outcome.id, dueAtMs: c.outcome.retryAtMs }])
+    )
   })
 
   yield* forkLoop("delivery starter", starter, { afterFailure: 0 })
   yield* forkLoop("early release", early.releaseTurn, { afterFailure: 0 })
-  yield* forkLoop("gate start recorder", startsRecorder)
   yield* forkLoop("completer", completer, { afterFailure: 0 })
 
-  const settled = () => unstarted === 0 && unrecorded === 0 && senders.inFlight() === 0 && senders.size() === 0 && early.size() === 0
+  /** Nothing left to send or record (a drain released the gates' waiters, and those handed over since). */
+  const settled = () =>
+    unstarted === 0 && unrecorded === 0 && senders.inFlight() === 0 && senders.size() === 0 && early.size() === 0 &&
+    gatekeeper.waiting() === 0
 
   /** Waits until everything is sent and recorded, or until `untilMs`; whether it all settled. */
   const settle = (untilMs: number): Effect.Effect<boolean> =>
@@ -280,8 +296,10 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
   const drain = (timeoutMs: number) =>
     Effect.gen(function*() {
       const startMs = yield* Clock.currentTimeMillis
-      yield* Effect.logInfo(`draining: ${senders.inFlight()} deliveries in flight, ${senders.size() + unstarted + early.size()} waiting`)
-      if (yield* settle(startMs + timeoutMs)) return
+      yield* Effect.logInfo(`draining: ${senders.inFlight()} deliveries in flight, ${senders.size() + unstarted + early.size() + gatekeeper.waiting()} waiting`)
+      // triggers still waiting at their gates go back to wait in PostgreSQL, for the other nodes
+      yield* gatekeeper.releaseAll
+      if (yield* settle(startMs + timeoutMs)) return yield* gatekeeper.leave
       // past the deadline: give back what has not started, interrupt what is in flight
       // replays and recoveries not started yet stay queued under this node: crash recovery sends them
       const waiting = [...early.takeAll(), ...senders.takeWaiting().map((sent) => sent.row)].map((row) => row.id)
@@ -300,6 +318,7 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
       if (!(yield* settle(nowMs + AFTER_DEADLINE_MS))) {
         yield* Effect.logError(`${unrecorded} outcomes could not be recorded before stopping; crash recovery will resend them`)
       }
+      yield* gatekeeper.leave
     })
 
   return Dispatcher.of({

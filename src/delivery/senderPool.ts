@@ -43,8 +43,10 @@ export interface SenderPool<T> {
   readonly takeWaiting: () => ReadonlyArray<T>
   /** Resolves once nothing waits and nothing is in flight (at once when that is so already). */
   readonly whenIdle: () => Promise<void>
-  /** Resolves once fewer than `limit` rows wait (at once when that is so already). */
+  /** Resolves once fewer than `limit` rows wait, here and `besides` (at once when that is so already). */
   readonly whenBelow: (limit: number) => Promise<void>
+  /** Rows waiting besides this pool's went down: waiters of `whenBelow` look again. */
+  readonly recheck: () => void
   /** Starts nothing more (rows still waiting are left to crash recovery). */
   readonly close: () => void
 }
@@ -55,17 +57,21 @@ export const makeSenderPool = <T, O>(options: {
   readonly onOutcome: (row: T, outcome: O) => void
   /** A send or onOutcome that threw (a bug): reported, and the pool goes on. */
   readonly onCrash: (error: unknown) => void
+  /** Rows waiting elsewhere for this pool (the tag gates'), counted by `whenBelow`. */
+  readonly besides?: () => number
 }): SenderPool<T> => {
   const ready = new RowQueue<T>()
   let inFlight = 0
   let closed = false
   let idleWaiters: Array<() => void> = []
   let roomWaiters: Array<{ readonly limit: number; readonly resolve: () => void }> = []
+  const besides = options.besides ?? (() => 0)
   const settleIdle = (): void => {
     if (roomWaiters.length > 0) {
+      const backlog = ready.size + besides()
       const waiting = roomWaiters
-      roomWaiters = waiting.filter((waiter) => ready.size >= waiter.limit)
-      for (const waiter of waiting) if (ready.size < waiter.limit) waiter.resolve()
+      roomWaiters = waiting.filter((waiter) => backlog >= waiter.limit)
+      for (const waiter of waiting) if (backlog < waiter.limit) waiter.resolve()
     }
     if (inFlight > 0 || ready.size > 0 || idleWaiters.length === 0) return
     const waiters = idleWaiters
@@ -106,7 +112,8 @@ export const makeSenderPool = <T, O>(options: {
         settleIdle()
       }),
     whenBelow: (limit) =>
-      ready.size < limit ? Promise.resolve() : new Promise<void>((resolve) => void roomWaiters.push({ limit, resolve })),
+      ready.size + besides() < limit ? Promise.resolve() : new Promise<void>((resolve) => void roomWaiters.push({ limit, resolve })),
+    recheck: settleIdle,
     close: () => {
       closed = true
     }

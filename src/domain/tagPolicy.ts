@@ -180,12 +180,14 @@ export interface TagPolicyView extends TagPolicyFields {
   readonly queued: number
   /** The project's triggers with this tag being sent. */
   readonly inFlight: number
+  /** When the tag's hold after a refusal of its target ends (ISO); null when it is not held. */
+  readonly heldUntil: string | null
 }
 
-/** Every request field (unset = null), id, ISO timestamps and the live counts; throughput as stored. */
+/** Every request field (unset = null), id, ISO timestamps, the live counts and the hold; throughput as stored. */
 export const tagPolicyView = (
   stored: StoredTagPolicy,
-  live: { readonly queued: number; readonly inFlight: number }
+  live: { readonly queued: number; readonly inFlight: number; readonly heldUntil: Date | null }
 ): TagPolicyView => ({
   id: stored.id,
   tag: stored.tag,
@@ -200,7 +202,8 @@ export const tagPolicyView = (
   createdAt: stored.createdAt.toISOString(),
   updatedAt: stored.updatedAt.toISOString(),
   queued: live.queued,
-  inFlight: live.inFlight
+  inFlight: live.inFlight,
+  heldUntil: live.heldUntil === null ? null : live.heldUntil.toISOString()
 })
 
 // ---------------------------------------------------------------------------------------------

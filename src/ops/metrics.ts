@@ -22,7 +22,11 @@ const LATENESS_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300]
 
 /** Values read when scraped from the parts of the service that hold them. */
-export type Probe = "inFlight" | "waiting" | "shardsOwned"
+export type Probe = "inFlight" | "waiting" | "shardsOwned" | "gatesHeld"
+
+/** Why a tag was held: the target named a time (Retry-After), or the backoff without one. */
+export const HOLD_REASONS = ["retry_after", "backoff"] as const
+export type HoldReason = (typeof HOLD_REASONS)[number]
 
 export interface MetricsShape {
   readonly registry: Registry
@@ -39,6 +43,8 @@ export interface MetricsShape {
    * (api/mcpStateless.ts): none stays open once the exchanges are answered.
    */
   readonly mcpSession: (event: "opened" | "ended") => void
+  /** A refusal of the target (429, 503) held a tag, or held it longer, cluster-wide. */
+  readonly gateHeld: (reason: HoldReason) => void
   /** Registers what a probe reads when scraped (the last registration wins). */
   readonly watch: (probe: Probe, read: () => number) => void
   /** Gauges the ops listener sets before each scrape. */
@@ -136,6 +142,10 @@ export const makeMetrics = (): MetricsShape => {
   probeGauge("timewheel_deliveries_in_flight", "Requests being sent by this node now.", "inFlight")
   probeGauge("timewheel_deliveries_waiting", "Triggers claimed by this node waiting for a sender (MAX_IN_FLIGHT reached).", "waiting")
   probeGauge("timewheel_shards_owned", "Shards this node owns now.", "shardsOwned")
+  probeGauge("timewheel_tags_held", "Tags held now after a refusal of their target (429, 503), among the gates this node looks after.", "gatesHeld")
+  const holds = tableCounter(registry, "timewheel_tag_holds_total",
+    "Holds of a tag after a refusal of its target (429, 503) settled by this node: a new hold, or one made longer; by whether the target named the time (retry_after) or the backoff applied (backoff).",
+    [["reason", HOLD_REASONS]])
   const gauges = {
     queued: new Gauge({
       name: "timewheel_triggers_queued",
@@ -192,6 +202,9 @@ export const makeMetrics = (): MetricsShape => {
       } else {
         mcpSessions.dec()
       }
+    },
+    gateHeld: (reason) => {
+      holds[HOLD_REASONS.indexOf(reason)]! += 1
     },
     watch: (probe, read) => void probes.set(probe, read),
     gauges

@@ -7,24 +7,23 @@
 // in config.ts), which the dispatcher keeps.
 // The actor is also its shard's materializer: every few seconds, and right after claiming
 // a generator's instance, it creates the next instance of each active generator that has none.
-// And it keeps the tag gates of its shard: a claimed trigger with a gated tag waits (queued) instead
-// of being sent, the gates are kicked, and each gate's owner runs its admission rounds
-// (gateAdmission.ts) when kicked or when a throughput window opens.
+// Triggers with a gated tag are handed over like any other (their gates admit them in memory:
+// gates/gatekeeper.ts); those whose claim made them wait in PostgreSQL (keyed ones, instances) are
+// announced to this node's gates.
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type * as Semaphore from "effect/Semaphore"
-import { type GateRef, isGateKick, type ShardMessage, Wakeups } from "../cluster/wakeups.ts"
+import { type GateRef, isGateKick, type ShardMessage } from "../cluster/wakeups.ts"
 import { SchedulerTiming } from "../config.ts"
 import { Dispatcher } from "../delivery/dispatch.ts"
 import { nextInstanceAfter } from "../domain/generator.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import type { ClaimedRow } from "../domain/trigger.ts"
-import { gateKicks } from "../gates/kicks.ts"
+import { Gatekeeper } from "../gates/gatekeeper.ts"
 import { Metrics } from "../ops/metrics.ts"
-import { ShardCount } from "../store/db.ts"
 import { generatorsWithoutUpcoming, instancesInsert } from "../store/generators.ts"
 import type { Presence } from "../store/nodePresence.ts"
 import { type FetchCursor, type FiredRow, triggersFetchFired, triggersTakeOverFired, triggersUnderMark } from "../store/firedTriggers.ts"
@@ -33,8 +32,6 @@ import { shardMarkTakeOver } from "../store/shardMarks.ts"
 import { withTransaction } from "../store/transaction.ts"
 import { ClaimBatcher } from "./claimBatcher.ts"
 import { MarkBatcher } from "./markBatcher.ts"
-import { admitGate } from "./gateAdmission.ts"
-import { GateSchedule } from "./gateSchedule.ts"
 import { Heartbeats } from "./heartbeats.ts"
 import { TimerWheel } from "./timerWheel.ts"
 
@@ -81,7 +78,6 @@ export type ShardActorEvent =
   /** It took over its shard's mark from another node and dealt with what that node left fired. */
   | { readonly _tag: "TookOver"; readonly previousNode: string; readonly left: number }
   | { readonly _tag: "Materialized"; readonly ids: ReadonlyArray<string> }
-  | { readonly _tag: "Admitted"; readonly gate: GateRef; readonly ids: ReadonlyArray<string> }
 
 export interface ShardActorOptions {
   readonly shard: number
@@ -101,8 +97,7 @@ export interface ShardActorOptions {
 export const runShardActor = (options: ShardActorOptions) =>
   Effect.gen(function*() {
     const dispatcher = yield* Dispatcher
-    const wakeups = yield* Wakeups
-    const shards = (yield* ShardCount).count
+    const gatekeeper = yield* Gatekeeper
     const claims = yield* ClaimBatcher
     const marks = yield* MarkBatcher
     const heartbeats = yield* Heartbeats
@@ -119,33 +114,14 @@ export const runShardActor = (options: ShardActorOptions) =>
     let loadedAfterId: string | null = null
     let nextRecoverAt = startMs
     let nextMaterializeAt = startMs
-    const gates = new GateSchedule()
     /** The shard's mark: every fired trigger due at or before it has been fetched (or swept, below). */
     let firedAtMs = -Infinity
     /** The mark when the shard was last swept; a sweep is due whenever the mark moved since. */
     let sweptAtMarkMs = -Infinity
 
-    /** Kicks (the actors of) the gates these triggers wait at. */
+    /** Tells this node's gates that triggers came to wait for them in PostgreSQL. */
     const kickGates = (held: ReadonlyArray<{ readonly projectId: string; readonly gateTags: ReadonlyArray<string> }>) =>
-      wakeups.wake(gateKicks(held, shards))
-
-    /** Admission rounds of the gates due now; what they start is sent at once (it is due). */
-    const admitDue = (nowMs: number) =>
-      Effect.gen(function*() {
-        for (const { gate, prune } of gates.due(nowMs)) {
-          const round = yield* admitGate({ gate, node: options.node, nowMs, prune }).pipe(
-            Effect.catchCause((cause) =>
-              Effect.as(Effect.logWarning(`shard ${options.shard}: admission of tag ${gate.tag} failed, retrying`, cause), {
-                started: [], nextAtMs: nowMs + CLAIM_RETRY_MS
-              }))
-          )
-          gates.after(gate, round.nextAtMs)
-          if (round.started.length > 0) {
-            yield* report({ _tag: "Admitted", gate, ids: round.started.map((row) => row.id) })
-            yield* dispatcher.deliver(round.started)
-          }
-        }
-      })
+      Effect.sync(() => gatekeeper.kick(held.flatMap((row): Array<GateRef> => row.gateTags.map((tag) => ({ projectId: row.projectId, tag })))))
 
     /** Next instances for active generators without an upcoming one; never catches up missed times. */
     const materialize = (nowMs: number) =>
@@ -333,7 +309,7 @@ export const runShardActor = (options: ShardActorOptions) =>
 
     const apply = (items: ReadonlyArray<ShardMessage>, nowMs: number) => {
       for (const item of items) {
-        if (isGateKick(item)) gates.kick(item.gate, nowMs)
+        if (isGateKick(item)) gatekeeper.kick([item.gate])
         else if (item.dueAtMs !== null && item.dueAtMs < loadedUntil) wheel.add(item.id, item.dueAtMs)
         else wheel.cancel(item.id) // gone, or beyond the window: the loader brings it back in time
       }
@@ -353,7 +329,6 @@ export const runShardActor = (options: ShardActorOptions) =>
     for (;;) {
       const nowMs = yield* Clock.currentTimeMillis
       yield* fireDue(nowMs)
-      yield* admitDue(nowMs)
       if (loadedUntil - nowMs <= reloadMarginMs) yield* load(nowMs)
       if (nowMs >= nextRecoverAt) yield* recover(nowMs)
       if (nowMs >= nextMaterializeAt) yield* materialize(nowMs)
@@ -361,8 +336,7 @@ export const runShardActor = (options: ShardActorOptions) =>
         (wheel.nextDeadlineMs() ?? Infinity) - timing.claimLeadMs,
         loadedUntil - reloadMarginMs,
         nextRecoverAt,
-        nextMaterializeAt,
-        gates.nextAtMs() ?? Infinity
+        nextMaterializeAt
       )
       const waitMs = Math.max(0, wakeAt - (yield* Clock.currentTimeMillis))
       if (waitMs > 0) yield* report({ _tag: "Idle", wakeAtMs: wakeAt })

@@ -2,9 +2,7 @@
 // like every connection of the node, announces it: store/nodePresence.ts). Every second it checks
 // that session, takes free shards up to ceil(shards / live nodes), releases extras so a joining node
 // gets its share, runs one ShardActor fiber per owned shard, routes wake-ups to them, and beats the
-// `scheduler` heartbeat. Every few seconds it also kicks the tag gates that hold triggers back at
-// their owners here (a gate whose shard moved, or whose kick was lost). Ownership is an
-// optimisation: claims are compare-and-sets.
+// `scheduler` heartbeat. Ownership is an optimisation: claims are compare-and-sets.
 // - The session is lost (PostgreSQL restarted, or the session was killed): the locks went with it,
 //   so every actor stops at once (no longer an owner); the next round opens a new session with the
 //   same node id and takes shards again. Deliveries in flight go on and are recorded once the
@@ -25,10 +23,8 @@ import { AppConfig } from "../config.ts"
 import { Dispatcher } from "../delivery/dispatch.ts"
 import { forkLoop } from "../lib/backgroundLoop.ts"
 import { Metrics } from "../ops/metrics.ts"
-import { gateKicks } from "../gates/kicks.ts"
 import { type Database, ShardCount } from "../store/db.ts"
 import { triggersGiveBackFired } from "../store/firedTriggers.ts"
-import { gatesWaiting } from "../store/gates.ts"
 import { presenceRead } from "../store/nodePresence.ts"
 import { Notifications, WAKE_CHANNEL } from "../store/notifications.ts"
 import { type ShardLockSession, shardLocksOpen } from "../store/shardLocks.ts"
@@ -36,7 +32,6 @@ import { Heartbeats } from "./heartbeats.ts"
 import { runShardActor } from "./shardActor.ts"
 
 const REBALANCE_EVERY = "1 second"
-const GATE_DISCOVERY_EVERY = "5 seconds"
 /** Shards fetching a later page of a large burst at once (shardActor.ts). */
 const LATER_PAGES_AT_ONCE = 2
 
@@ -148,16 +143,6 @@ export const ShardManagerLive = Layer.effectDiscard(Effect.gen(function*() {
       Effect.andThen(heartbeats.databaseReached(false), session === undefined ? Effect.void : loseSession(session)))
   )
 
-  /**
-   * The gates that hold triggers back, kicked at their owners among this node's actors: a gate
-   * whose shard just moved here, or whose kick was lost, is looked at within GATE_DISCOVERY_EVERY.
-   */
-  const discoverGates = Effect.gen(function*() {
-    const gates = yield* Effect.provideContext(gatesWaiting, services)
-    yield* wakeups.wake(gateKicks(gates.map((gate) => ({ projectId: gate.projectId, gateTags: [gate.tag] })), shards)
-      .filter((kick) => actors.has(kick.shard)))
-  })
-
   const routeNotifications = Effect.scoped(Effect.gen(function*() {
     const next = yield* notifications.listen(WAKE_CHANNEL)
     for (;;) {
@@ -195,5 +180,4 @@ export const ShardManagerLive = Layer.effectDiscard(Effect.gen(function*() {
   yield* Effect.ignore(rebalance)
   yield* forkLoop("wake-up listener", routeNotifications)
   yield* forkLoop("shard rebalance", rebalance, { every: REBALANCE_EVERY })
-  yield* forkLoop("gate discovery", discoverGates, { every: GATE_DISCOVERY_EVERY })
 }))

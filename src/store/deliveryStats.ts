@@ -49,7 +49,7 @@ export const statsSampleTagPolicies = Effect.fnUntraced(function*(minuteMs: numb
     SELECT p.project_id, p.tag, ${new Date(minuteMs)},
       (SELECT count(*) FROM gate_slots s WHERE s.project_id = p.project_id AND s.tag = p.tag AND NOT s.running
         AND EXISTS (SELECT FROM triggers t WHERE t.id = s.trigger_id AND t.status = 'queued')),
-      (SELECT count(*) FROM gate_slots s WHERE s.project_id = p.project_id AND s.tag = p.tag AND s.running)
+      (SELECT coalesce(sum(l.in_flight), 0) FROM gate_leases l WHERE l.project_id = p.project_id AND l.tag = p.tag AND l.gone_at IS NULL)
     FROM tag_policies p
     ON CONFLICT DO NOTHING`
 })

@@ -3,8 +3,9 @@
 // set): completed, or retrying at a time; the places gated triggers held in their tag gates; and the
 // overview's per-minute rollup of the batch (domain/deliveryRollup.ts). Each state change is a
 // compare-and-set on the state the attempt was made from: a claimed trigger still running under
-// this node with that attempt counted, or a fired one (store/shardMarks.ts) still pending as it was
-// fetched. Idempotent: a batch is retried until the database takes it, and a commit whose answer was
+// this node with that attempt counted (or still queued under it, taken from a gate's backlog and
+// not yet marked running: store/gates.ts), or a fired one (store/shardMarks.ts) still pending as it
+// was fetched. Idempotent: a batch is retried until the database takes it, and a commit whose answer was
 // lost is retried too, so an execution already recorded is skipped (its id is made once per
 // attempt) and a trigger no longer in that state is left alone.
 import * as Effect from "effect/Effect"
@@ -158,6 +159,8 @@ export const executionsRecord = Effect.fnUntraced(function*(input: {
       FROM jsonb_to_recordset(${outcomes}::jsonb) AS v(id uuid, attempt int, seen_us bigint, retry_at timestamptz)
       WHERE t.id = v.id AND (
         (t.status = 'running' AND t.attempts = v.attempt AND t.claimed_by = ${input.node})
+        -- taken from a gate's backlog and sent before its start (gates.ts gateBacklogStart) committed
+        OR (t.status = 'queued' AND t.attempts = v.attempt - 1 AND t.claimed_by = ${input.node})
         OR (v.seen_us IS NOT NULL AND t.status IN ('registered', 'retrying') AND t.attempts = v.attempt - 1
           AND (extract(epoch FROM t.updated_at) * 1000000)::bigint = v.seen_us))
       RETURNING t.id

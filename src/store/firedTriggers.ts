@@ -7,7 +7,7 @@ import { SqlClient } from "effect/sql"
 import { type ClaimedRow, DUE_STATUSES } from "../domain/trigger.ts"
 import { type DeliveryRecord, deliveryColumns, toDeliveryRow } from "./deliveryRows.ts"
 import { executionsInsert, interruptedExecution } from "./executions.ts"
-import { GATED_SQL } from "./gates.ts"
+import { GATED_TAGS_SQL } from "./gates.ts"
 import { EncryptionKeys } from "./sealedRequests.ts"
 import { firedSql } from "./shardMarks.ts"
 import { statusList } from "./sqlLists.ts"
@@ -15,11 +15,11 @@ import { statusList } from "./sqlLists.ts"
 /** A pending trigger an advance of its shard's mark reached. */
 export interface FiredRow {
   /**
-   * Keyed, a generator's instance, or gated: the mark does not cover it; it is to be claimed
-   * (schedulerQueries.ts triggersClaim), which also holds a gated one at its gates.
+   * Keyed or a generator's instance: the mark does not cover it; it is to be claimed
+   * (schedulerQueries.ts triggersClaim), which makes a gated one wait in PostgreSQL (store/gates.ts).
    */
   readonly claimNeeded: boolean
-  /** What to send (for a trigger the mark covers), and when. */
+  /** What to send (for a trigger the mark covers: with its gated tags, which admit it in memory), and when. */
   readonly row: ClaimedRow
   /** Keyset position of the row in its shard's (due_at, id) order, for the next page. */
   readonly cursor: FetchCursor
@@ -36,6 +36,7 @@ interface FiredRecord extends DeliveryRecord {
   readonly due_text: string
   readonly updated_us: string
   readonly claim_needed: boolean
+  readonly gate_tags: Array<string>
 }
 
 /** `'-infinity'` for a mark that never moved, else the instant. */
@@ -60,7 +61,7 @@ export const triggersFetchFired = Effect.fnUntraced(function*(input: {
   const columns = sql`${deliveryColumns(sql, new Date(input.nowMs))},
     (extract(epoch FROM t.due_at) * 1000)::bigint::text AS due_ms, t.due_at::text AS due_text,
     (extract(epoch FROM t.updated_at) * 1000000)::bigint::text AS updated_us,
-    (t.custom_key IS NOT NULL OR t.generator_id IS NOT NULL OR ${sql.unsafe(GATED_SQL)}) AS claim_needed`
+    (t.custom_key IS NOT NULL OR t.generator_id IS NOT NULL) AS claim_needed, ${sql.unsafe(GATED_TAGS_SQL)} AS gate_tags`
   const pending = sql`t.shard = ${input.shard} AND t.status IN ${statusList(sql, DUE_STATUSES)}`
   const after = instant(input.afterMs)
   const late = input.cursor === null && input.lateIds.length > 0
@@ -77,7 +78,7 @@ export const triggersFetchFired = Effect.fnUntraced(function*(input: {
   const keys = yield* EncryptionKeys
   return rows.map((row): FiredRow => ({
     claimNeeded: row.claim_needed,
-    row: toDeliveryRow(row, keys, [], { seenUs: row.updated_us }, Number(row.due_ms)),
+    row: toDeliveryRow(row, keys, row.gate_tags, { seenUs: row.updated_us }, Number(row.due_ms)),
     cursor: { dueAt: row.due_text, id: row.id }
   }))
 })

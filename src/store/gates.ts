@@ -1,203 +1,137 @@
-// The cluster-wide state of the tag gates (migration 4): gate_slots holds one row per gated trigger
-// and gated tag — waiting (the trigger is `queued`, claimed by no node) or running (admitted, being
-// sent) — and gate_starts the start times the throughput windows count. An admission round of one
-// gate is one transaction: it locks the gate (an advisory transaction lock per project and tag, so
-// rounds of one gate never overlap, whichever node runs them), reads the oldest waiting triggers
-// and the live state of every gate they carry, and starts what the gates admit.
+// Triggers waiting for a tag gate in PostgreSQL (issue 22). A gated trigger normally waits in the
+// memory of the node that fired it and is admitted there (gates/gatekeeper.ts); one that waits
+// longer, or whose tag is paused or held, is released here: `queued`, claimed by no node, with one
+// gate_slots row per gated tag in the gate's order (scheduled time, then id). Any node with budget
+// takes the oldest into its memory (claimed by it, still `queued`), and marks those it starts
+// `running` (their slots running) until the outcome is recorded, which deletes the slots. Keyed
+// triggers and generator instances with a gated tag, and replays, come here straight from their
+// claim. A tag is gated when it has a policy (DECISIONS "Backpressure from the target": any policy
+// holds its tag after a refusal; only maxConcurrent and throughput limit starts).
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
-import type { DeliveryRow, HeaderPairs } from "../domain/trigger.ts"
+import type { DeliveryRow } from "../domain/trigger.ts"
 import { type DeliveryRecord, deliveryColumns, toDeliveryRow } from "./deliveryRows.ts"
 import { EncryptionKeys } from "./sealedRequests.ts"
 
 /**
- * Whether the trigger `t` has a gated tag — one whose policy limits concurrency or throughput — and
- * which (SQL over the alias `t`): no lookup at all for a trigger without tags (the common case), an
- * index probe otherwise.
+ * Whether the trigger `t` has a gated tag (SQL over the alias `t`): no lookup at all for a trigger
+ * without tags (the common case), an index probe otherwise.
  */
 export const GATED_SQL = `(cardinality(t.tags) > 0 AND EXISTS (
-    SELECT 1 FROM tag_policies tp WHERE tp.project_id = t.project_id AND tp.tag = ANY(t.tags)
-      AND (tp.max_concurrent IS NOT NULL OR tp.throughput IS NOT NULL)))`
+    SELECT 1 FROM tag_policies tp WHERE tp.project_id = t.project_id AND tp.tag = ANY(t.tags)))`
+/** Its gated tags (SQL over the alias `t`). */
 export const GATED_TAGS_SQL = `CASE WHEN cardinality(t.tags) = 0 THEN '{}'::text[] ELSE ARRAY(
-    SELECT tp.tag FROM tag_policies tp WHERE tp.project_id = t.project_id AND tp.tag = ANY(t.tags)
-      AND (tp.max_concurrent IS NOT NULL OR tp.throughput IS NOT NULL)) END`
-
-/** First key of the gates' two-int advisory locks ("tg"); the second is hashtext(project/tag). */
-const GATE_LOCK_NAMESPACE = 0x7467
-
-const gateKey = (projectId: string, tag: string) => `${projectId}/${tag}`
-
-/** Waits for the gate's lock (until the transaction ends). */
-export const gateLock = Effect.fnUntraced(function*(input: { readonly projectId: string; readonly tag: string }) {
-  const sql = yield* SqlClient.SqlClient
-  yield* sql`SELECT pg_advisory_xact_lock(${GATE_LOCK_NAMESPACE}, hashtext(${gateKey(input.projectId, input.tag)}))`
-})
-
-/** Takes the gate's lock if it is free (until the transaction ends); whether it did. */
-export const gateTryLock = Effect.fnUntraced(function*(input: { readonly projectId: string; readonly tag: string }) {
-  const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql<{ ok: boolean }>`
-    SELECT pg_try_advisory_xact_lock(${GATE_LOCK_NAMESPACE}, hashtext(${gateKey(input.projectId, input.tag)})) AS ok`
-  return rows[0]?.ok === true
-})
-
-export interface GateCandidate {
-  readonly id: string
-  readonly tags: ReadonlyArray<string>
-  /** Still held back by a gate (queued, claimed by no node); otherwise its slot is stale. */
-  readonly waiting: boolean
-  /** Its due time: it is never started before. */
-  readonly notBeforeMs: number
-  /** Where it stands in the gate's order (keyset of the next page). */
-  readonly after: string
-}
+    SELECT tp.tag FROM tag_policies tp WHERE tp.project_id = t.project_id AND tp.tag = ANY(t.tags) ORDER BY tp.tag) END`
 
 /**
- * The oldest waiting triggers of a gate (scheduled time, then id), with every tag they carry; a
- * page at a time (`after`: the previous page's last `after`).
+ * Takes the oldest triggers waiting for the gate of (project, tag) into this node's memory (at most
+ * `limit`; rows another node is taking are skipped): claimed by it, still `queued`, returned with
+ * what to send and their gated tags. Their attempt is the next one (counted when they start).
  */
-export const gateCandidates = Effect.fnUntraced(function*(input: {
+export const gateBacklogTake = Effect.fnUntraced(function*(input: {
   readonly projectId: string
   readonly tag: string
   readonly limit: number
-  readonly after: string | null
-}) {
-  const sql = yield* SqlClient.SqlClient
-  const [afterAt, afterId] = input.after === null ? [null, null] : input.after.split(" ")
-  const rows = yield* sql<{ id: string; tags: ReadonlyArray<string>; waiting: boolean; not_before_ms: string; after: string }>`
-    SELECT s.trigger_id AS id, t.tags, (t.status = 'queued' AND t.claimed_by IS NULL) AS waiting,
-      (extract(epoch FROM s.not_before) * 1000)::bigint::text AS not_before_ms,
-      to_char(s.scheduled_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') || ' ' || s.trigger_id AS after
-    FROM gate_slots s JOIN triggers t ON t.id = s.trigger_id
-    WHERE s.project_id = ${input.projectId} AND s.tag = ${input.tag} AND NOT s.running
-      ${afterAt === null ? sql`` : sql`AND (s.scheduled_at, s.trigger_id) > (${afterAt}::timestamptz, ${afterId}::uuid)`}
-    ORDER BY s.scheduled_at, s.trigger_id
-    LIMIT ${input.limit}`
-  return rows.map((row): GateCandidate => ({
-    id: row.id, tags: row.tags, waiting: row.waiting, notBeforeMs: Number(row.not_before_ms), after: row.after
-  }))
-})
-
-/** Forgets the gate rows of triggers no longer held back (cancelled while they waited). */
-export const gateSlotsDrop = Effect.fnUntraced(function*(triggerIds: ReadonlyArray<string>) {
-  if (triggerIds.length === 0) return
-  const sql = yield* SqlClient.SqlClient
-  yield* sql`DELETE FROM gate_slots WHERE trigger_id = ANY(${triggerIds}::uuid[])`
-})
-
-export interface GateLive {
-  readonly inFlight: number
-  /** Start times, ascending. */
-  readonly recentStarts: ReadonlyArray<number>
-}
-
-/**
- * The live state of some gates of a project: how many of each tag's triggers are in flight, and
- * the newest `count` starts of the last `windowMs` for each tag whose throughput is limited.
- */
-export const gateLiveState = Effect.fnUntraced(function*(input: {
-  readonly projectId: string
-  readonly nowMs: number
-  readonly gates: ReadonlyArray<{ readonly tag: string; readonly lookback: { readonly windowMs: number; readonly count: number } | null }>
-}) {
-  const live = new Map<string, { inFlight: number; recentStarts: Array<number> }>()
-  for (const gate of input.gates) live.set(gate.tag, { inFlight: 0, recentStarts: [] })
-  if (input.gates.length === 0) return live as ReadonlyMap<string, GateLive>
-  const sql = yield* SqlClient.SqlClient
-  const tags = input.gates.map((gate) => gate.tag)
-  const inFlight = yield* sql<{ tag: string; n: number }>`
-    SELECT tag, count(*)::int AS n FROM gate_slots
-    WHERE project_id = ${input.projectId} AND tag = ANY(${tags}::text[]) AND running
-    GROUP BY tag`
-  for (const row of inFlight) live.get(row.tag)!.inFlight = row.n
-  const limited = input.gates.flatMap((gate) => (gate.lookback === null ? [] : [{ tag: gate.tag, ...gate.lookback }]))
-  if (limited.length > 0) {
-    const lookbacks = JSON.stringify(limited.map((gate) => ({
-      tag: gate.tag, since: new Date(input.nowMs - gate.windowMs).toISOString(), count: gate.count
-    })))
-    const starts = yield* sql<{ tag: string; at_ms: string }>`
-      SELECT l.tag, (extract(epoch FROM s.started_at) * 1000)::bigint::text AS at_ms
-      FROM jsonb_to_recordset(${lookbacks}::jsonb) AS l(tag text, since timestamptz, count int)
-      CROSS JOIN LATERAL (
-        SELECT started_at FROM gate_starts
-        WHERE project_id = ${input.projectId} AND tag = l.tag AND started_at > l.since
-        ORDER BY started_at DESC LIMIT l.count
-      ) s`
-    for (const row of starts) live.get(row.tag)!.recentStarts.push(Number(row.at_ms))
-    for (const state of live.values()) state.recentStarts.sort((a, b) => a - b)
-  }
-  return live as ReadonlyMap<string, GateLive>
-})
-
-interface StartedRecord extends DeliveryRecord {
-  gate_tags: Array<string>
-}
-
-/**
- * Starts admitted triggers: running under this node (attempt counted), their gate rows running, a
- * start recorded for each of their throughput-limited tags. Returns what to send; a trigger that
- * stopped waiting meanwhile (cancelled) is left out.
- */
-export const gateStart = Effect.fnUntraced(function*(input: {
-  readonly projectId: string
-  readonly ids: ReadonlyArray<string>
-  /** The tags whose throughput counts these starts, with the time each records them at. */
-  readonly counted: ReadonlyArray<{ readonly tag: string; readonly atMs: number }>
   readonly node: string
   readonly nowMs: number
 }) {
-  if (input.ids.length === 0) return [] as Array<DeliveryRow>
+  if (input.limit <= 0) return [] as Array<DeliveryRow>
   const sql = yield* SqlClient.SqlClient
   const now = new Date(input.nowMs)
-  const counted = JSON.stringify(input.counted.map((c) => ({ tag: c.tag, at: new Date(c.atMs).toISOString() })))
-  const rows = yield* sql<StartedRecord>`
-    WITH started AS (
-      UPDATE triggers t SET status = 'running', attempts = t.attempts + 1, claimed_by = ${input.node}, claimed_at = ${now}
-      FROM projects p
-      WHERE t.id = ANY(${input.ids}::uuid[]) AND t.status = 'queued' AND t.claimed_by IS NULL AND p.id = t.project_id
-      RETURNING ${deliveryColumns(sql, now)}
-    ), slots AS (
-      UPDATE gate_slots s SET running = true FROM started WHERE s.trigger_id = started.id
-      RETURNING s.trigger_id, s.tag
-    ), counted AS (
-      INSERT INTO gate_starts (project_id, tag, trigger_id, started_at)
-      SELECT ${input.projectId}, c.tag, started.id, c.at FROM started, jsonb_to_recordset(${counted}::jsonb) AS c(tag text, at timestamptz)
-      WHERE c.tag = ANY(started.tags)
+  const rows = yield* sql<DeliveryRecord & { gate_tags: Array<string>; order_key: string }>`
+    WITH picked AS (
+      SELECT t.id, s.scheduled_at FROM gate_slots s JOIN triggers t ON t.id = s.trigger_id
+      WHERE s.project_id = ${input.projectId} AND s.tag = ${input.tag} AND NOT s.running
+        AND t.status = 'queued' AND t.claimed_by IS NULL AND s.not_before <= now()
+      ORDER BY s.scheduled_at, s.trigger_id LIMIT ${input.limit}
+      FOR UPDATE OF t SKIP LOCKED
+    ), taken AS (
+      UPDATE triggers t SET claimed_by = ${input.node}, claimed_at = ${now}
+      FROM picked, projects p WHERE t.id = picked.id AND p.id = t.project_id
+      RETURNING ${deliveryColumns(sql, now)}, ${sql.unsafe(GATED_TAGS_SQL)} AS gate_tags, picked.scheduled_at
     )
-    SELECT started.*, coalesce((SELECT array_agg(slots.tag) FROM slots WHERE slots.trigger_id = started.id), '{}') AS gate_tags
-    FROM started`
+    SELECT * FROM taken ORDER BY scheduled_at, id`
   const keys = yield* EncryptionKeys
-  return rows.map((row): DeliveryRow => toDeliveryRow(row, keys, row.gate_tags))
+  // the attempt about to be made is the next one, as for a fired trigger (counted when it starts)
+  return rows.map((row) => ({ ...toDeliveryRow(row, keys, row.gate_tags), attempt: row.attempts + 1 }))
 })
 
+/** Forgets (up to 1,000) gate rows of a gate whose triggers no longer wait (cancelled while they waited). */
+export const gateSlotsPrune = Effect.fnUntraced(function*(input: { readonly projectId: string; readonly tag: string }) {
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`DELETE FROM gate_slots WHERE ctid IN (
+    SELECT s.ctid FROM gate_slots s WHERE s.project_id = ${input.projectId} AND s.tag = ${input.tag} AND NOT s.running
+      AND NOT EXISTS (SELECT FROM triggers t WHERE t.id = s.trigger_id AND t.status = 'queued')
+    LIMIT 1000)`
+})
+
+/** A trigger in a node's memory going back to wait in PostgreSQL. */
+export interface ReleasedTrigger {
+  readonly id: string
+  /** The attempt it was to make. */
+  readonly attempt: number
+  /** Fired by its shard's mark (store/shardMarks.ts): its updated_at (µs) when fetched; null when taken from here. */
+  readonly firedSeenUs: string | null
+  /** The gated tags it waits for. */
+  readonly gateTags: ReadonlyArray<string>
+}
+
 /**
- * Moves the recorded starts of these triggers to when their requests actually left, where that is
- * later than their stamp (a busy node may send a while after admitting): the windows then count
- * what the target sees.
+ * Releases triggers from this node's memory to wait in PostgreSQL: a fired one (still as fetched)
+ * or one this node took (queued, or made its claim by a takeover of its shard) becomes `queued`,
+ * claimed by no node, its attempt not counted, with a gate row per gated tag. Returns the ids
+ * released (committed asynchronously, like a claim: a crash of PostgreSQL itself only leaves them
+ * fired or claimed as before).
  */
-export const gateStartsSent = Effect.fnUntraced(function*(sends: ReadonlyArray<{ readonly triggerId: string; readonly atMs: number }>) {
-  if (sends.length === 0) return
-  const sql = yield* SqlClient.SqlClient
-  const json = JSON.stringify(sends.map((send) => ({ id: send.triggerId, at: new Date(send.atMs).toISOString() })))
-  yield* sql`UPDATE gate_starts s SET started_at = v.at
-    FROM jsonb_to_recordset(${json}::jsonb) AS v(id uuid, at timestamptz)
-    WHERE s.trigger_id = v.id AND s.started_at < v.at`
-})
-
-/** Forgets start times no window of the tag can count any more. */
-export const gateStartsPrune = Effect.fnUntraced(function*(input: {
-  readonly projectId: string
-  readonly tag: string
-  readonly beforeMs: number
+export const gateBacklogRelease = Effect.fnUntraced(function*(input: {
+  readonly triggers: ReadonlyArray<ReleasedTrigger>
+  readonly node: string
+  readonly nowMs: number
 }) {
+  if (input.triggers.length === 0) return [] as Array<string>
   const sql = yield* SqlClient.SqlClient
-  yield* sql`DELETE FROM gate_starts
-    WHERE project_id = ${input.projectId} AND tag = ${input.tag} AND started_at <= ${new Date(input.beforeMs)}`
+  const json = JSON.stringify(input.triggers.map((t) => ({ id: t.id, attempt: t.attempt, seen_us: t.firedSeenUs, tags: t.gateTags })))
+  const rows = yield* sql<{ id: string }>`
+    WITH async_commit AS (SELECT set_config('synchronous_commit', 'off', true)), released AS (
+      UPDATE triggers t SET status = 'queued', claimed_by = NULL, claimed_at = ${new Date(input.nowMs)}, attempts = v.attempt - 1
+      FROM async_commit, jsonb_to_recordset(${json}::jsonb) AS v(id uuid, attempt int, seen_us bigint, tags text[])
+      WHERE t.id = v.id AND (
+        (v.seen_us IS NOT NULL AND t.status IN ('registered', 'retrying') AND t.attempts = v.attempt - 1
+          AND (extract(epoch FROM t.updated_at) * 1000000)::bigint = v.seen_us)
+        OR (t.status = 'queued' AND t.claimed_by = ${input.node})
+        OR (t.status = 'running' AND t.claimed_by = ${input.node} AND t.attempts = v.attempt))
+      RETURNING t.id, t.project_id, coalesce(t.scheduled_at, t.due_at) AS scheduled_at, v.tags
+    ), slots AS (
+      INSERT INTO gate_slots (trigger_id, tag, project_id, scheduled_at, not_before)
+      SELECT r.id, g.tag, r.project_id, r.scheduled_at, ${new Date(input.nowMs)}
+      FROM released r CROSS JOIN unnest(r.tags) AS g(tag)
+      ON CONFLICT (trigger_id, tag) DO UPDATE SET running = false
+    )
+    SELECT id FROM released`
+  return rows.map((row) => row.id)
 })
 
 /**
- * The gates that hold triggers back now, (project, tag) pairs, read by a loose index scan of the
- * waiting rows (one probe per distinct pair, however many triggers wait behind it).
+ * Triggers this node took from PostgreSQL and admitted: `running` under it, attempt counted, their
+ * gate rows running (so crash recovery sends them back to wait if this node dies). Committed
+ * asynchronously; the outcome's record also accepts a trigger still queued under this node.
+ */
+export const gateBacklogStart = Effect.fnUntraced(function*(input: { readonly ids: ReadonlyArray<string>; readonly node: string; readonly nowMs: number }) {
+  if (input.ids.length === 0) return
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`
+    WITH async_commit AS (SELECT set_config('synchronous_commit', 'off', true)), started AS (
+      UPDATE triggers t SET status = 'running', attempts = t.attempts + 1, claimed_at = ${new Date(input.nowMs)}
+      FROM async_commit
+      WHERE t.id = ANY(${input.ids}::uuid[]) AND t.status = 'queued' AND t.claimed_by = ${input.node}
+      RETURNING t.id
+    )
+    UPDATE gate_slots s SET running = true FROM started WHERE s.trigger_id = started.id`
+})
+
+/**
+ * The gates that hold triggers back in PostgreSQL now, (project, tag) pairs, read by a loose index
+ * scan of the waiting rows (one probe per distinct pair, however many triggers wait behind it).
  */
 export const gatesWaiting = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

@@ -1,6 +1,6 @@
 // Notifications between the nodes of a cluster, besides the tables: wake-ups for the owner of a
-// shard, and key revocations for every node's key cache. Live: PostgreSQL LISTEN/NOTIFY. `memory`
-// is an in-process twin for tests that run without a database.
+// shard, key revocations for every node's key cache, tag policy changes and tag holds for every
+// node. Live: PostgreSQL LISTEN/NOTIFY. `memory` is an in-process twin for tests without a database.
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -15,8 +15,10 @@ export const WAKE_CHANNEL = "timewheel_wake"
 export const KEY_REVOKED_CHANNEL = "timewheel_key_revoked"
 /** A project's tag policies changed: every node forgets the ones it remembered (payload: the project id). */
 export const TAG_POLICIES_CHANGED_CHANNEL = "timewheel_tag_policies"
+/** A tag was held after a refusal of its target: every node holds it too (payload: `projectId tag heldUntilMs`). */
+export const GATE_HOLDS_CHANNEL = "timewheel_gate_holds"
 
-export type Channel = typeof WAKE_CHANNEL | typeof KEY_REVOKED_CHANNEL | typeof TAG_POLICIES_CHANGED_CHANNEL
+export type Channel = typeof WAKE_CHANNEL | typeof KEY_REVOKED_CHANNEL | typeof TAG_POLICIES_CHANGED_CHANNEL | typeof GATE_HOLDS_CHANNEL
 
 export class Notifications extends Context.Service<Notifications, {
   /** Sends one notification (delivered at commit when sent inside a transaction). */

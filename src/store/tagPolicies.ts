@@ -1,7 +1,7 @@
 // Tag policies: one row per (project, tag). Every change is announced (notification payload: the
 // project id) in its own statement's transaction, so every node's policy cache forgets the
-// project's policies at once. The live counts of the policy view come from the gate rows
-// (gate_slots), which only exist for triggers held back or in flight under a gated tag.
+// project's policies at once. The live state of the policy view comes from the gate rows (gate_slots:
+// triggers waiting in PostgreSQL), the nodes' leases (in flight) and the tag's hold.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { StoredTagPolicy, TagPolicyFields } from "../domain/tagPolicy.ts"
@@ -169,17 +169,21 @@ export const tagPoliciesDelete = Effect.fnUntraced(function*(input: { readonly p
 export interface GateCounts {
   /** Triggers with the tag held back by a gate now. */
   readonly queued: number
-  /** Triggers with the tag admitted by a gate and being sent now. */
+  /** Triggers with the tag admitted by a gate and being sent now (as the nodes' leases last said). */
   readonly inFlight: number
+  /** The end of the tag's hold after a refusal of its target; null when not held. */
+  readonly heldUntil: Date | null
 }
 
+/** The counts of a tag nothing is known of. */
+export const NO_GATE_COUNTS: GateCounts = { queued: 0, inFlight: 0, heldUntil: null }
+
 /**
- * Live counts per tag, from the gate rows, which only triggers held back or in flight under a gated
- * tag have. Each half states its `running` condition so that it reads its partial index
- * (gate_slots_waiting, gate_slots_running) for this project's tags only: a single query filtering
- * with `count(*) FILTER` matches neither index and scans every project's gate rows. A held-back
- * trigger cancelled meanwhile (its row is dropped on the gate's next look) is not counted, which
- * costs one triggers lookup per held-back row of these tags.
+ * Live state per tag in one statement: the triggers waiting in PostgreSQL from the gate rows (the
+ * partial index gate_slots_waiting, this project's tags only; a trigger cancelled while it waited,
+ * whose row is dropped later, is not counted: one triggers lookup per waiting row), those in flight
+ * as the live leases last reported them (store/gateLeases.ts: renewed a few times a second), and
+ * the hold.
  */
 export const tagPoliciesLiveCounts = Effect.fnUntraced(function*(input: {
   readonly projectId: string
@@ -188,18 +192,14 @@ export const tagPoliciesLiveCounts = Effect.fnUntraced(function*(input: {
   const counts = new Map<string, GateCounts>()
   if (input.tags.length === 0) return counts
   const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql<{ tag: string; queued: number; in_flight: number }>`
-    SELECT tag, sum(queued)::int AS queued, sum(in_flight)::int AS in_flight FROM (
-      SELECT s.tag, count(*) AS queued, 0 AS in_flight FROM gate_slots s
-        WHERE s.project_id = ${input.projectId} AND s.tag = ANY(${input.tags}::text[]) AND NOT s.running
-          AND EXISTS (SELECT FROM triggers t WHERE t.id = s.trigger_id AND t.status = 'queued')
-        GROUP BY s.tag
-      UNION ALL
-      SELECT tag, 0, count(*) FROM gate_slots
-        WHERE project_id = ${input.projectId} AND tag = ANY(${input.tags}::text[]) AND running
-        GROUP BY tag
-    ) counts
-    GROUP BY tag`
-  for (const row of rows) counts.set(row.tag, { queued: row.queued, inFlight: row.in_flight })
+  const rows = yield* sql<{ tag: string; queued: number; in_flight: number; held_until: Date | null }>`
+    SELECT g.tag,
+      (SELECT count(*) FROM gate_slots s WHERE s.project_id = ${input.projectId} AND s.tag = g.tag AND NOT s.running
+        AND EXISTS (SELECT FROM triggers t WHERE t.id = s.trigger_id AND t.status = 'queued'))::int AS queued,
+      (SELECT coalesce(sum(l.in_flight), 0) FROM gate_leases l
+        WHERE l.project_id = ${input.projectId} AND l.tag = g.tag AND l.gone_at IS NULL)::int AS in_flight,
+      (SELECT h.held_until FROM gate_holds h WHERE h.project_id = ${input.projectId} AND h.tag = g.tag AND h.held_until > now()) AS held_until
+    FROM unnest(${input.tags}::text[]) AS g(tag)`
+  for (const row of rows) counts.set(row.tag, { queued: row.queued, inFlight: row.in_flight, heldUntil: row.held_until })
   return counts
 })

@@ -7,7 +7,6 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { NodeIdentity } from "../../src/cluster/node.ts"
 import { insertTrigger, projectIdOfKey } from "../support/fixtures.ts"
 import { type CallOptions, TestServer, testServerLayer, type TestResponse } from "../support/server.ts"
 
@@ -31,7 +30,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/
 const UNKNOWN_ID = "0190b1c2-0000-7000-8000-000000000001"
 const VIEW_KEYS = [
   "id", "tag", "maxConcurrent", "requestTimeoutSeconds", "throughput", "retryStrategy", "retryMaxAttempts",
-  "retryInitialDelaySeconds", "retryMaxDelaySeconds", "retryOn", "createdAt", "updatedAt", "queued", "inFlight"
+  "retryInitialDelaySeconds", "retryMaxDelaySeconds", "retryOn", "createdAt", "updatedAt", "queued", "inFlight", "heldUntil"
 ]
 /** A view's request fields when only the tag is set (retryMaxAttempts: 3 when a create leaves it out). */
 const UNSET = {
@@ -329,7 +328,7 @@ layer(testServerLayer(), { timeout: "120 seconds" })("tag policies", (it) => {
         assert.sameMembers(Object.keys(view), VIEW_KEYS)
         assert.match(view.id, UUID)
         assert.deepStrictEqual(view, {
-          id: view.id, tag, ...UNSET, maxConcurrent: 2, createdAt: view.createdAt, updatedAt: view.createdAt, queued: 0, inFlight: 0
+          id: view.id, tag, ...UNSET, maxConcurrent: 2, createdAt: view.createdAt, updatedAt: view.createdAt, queued: 0, inFlight: 0, heldUntil: null
         })
         assert.match(view.createdAt, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
         assert.isAtLeast(Date.parse(view.createdAt), before - 1000)
@@ -356,7 +355,7 @@ layer(testServerLayer(), { timeout: "120 seconds" })("tag policies", (it) => {
           retryOn: "non_2xx"
         }
         const view = yield* created(p, full)
-        assert.deepStrictEqual(view, { ...full, id: view.id, createdAt: view.createdAt, updatedAt: view.updatedAt, queued: 0, inFlight: 0 })
+        assert.deepStrictEqual(view, { ...full, id: view.id, createdAt: view.createdAt, updatedAt: view.updatedAt, queued: 0, inFlight: 0, heldUntil: null })
         const unlimited = yield* created(p, { tag: freshTag(), retryStrategy: "fixed", retryInitialDelaySeconds: 0, retryMaxAttempts: null })
         assert.isNull(unlimited.retryMaxAttempts)
         const timeoutOnly = yield* created(p, { tag: freshTag(), requestTimeoutSeconds: 1, throughput: null })
@@ -523,10 +522,9 @@ layer(testServerLayer(), { timeout: "120 seconds" })("tag policies", (it) => {
       assert.strictEqual((yield* server.call("GET", "/tag-policies?x=1", { headers: auth })).status, 200)
     }))
 
-  it.effect("live counts: queued (held back) and inFlight per tag, from the gate rows, this project only", () =>
+  it.effect("live state: queued (waiting in PostgreSQL) per tag from the gate rows, inFlight from the live leases, heldUntil from the hold; this project only", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const node = (yield* NodeIdentity).id
       const p = yield* newProject
       const other = yield* newProject
       const projectId = yield* projectIdOfKey(p.key)
@@ -537,33 +535,48 @@ layer(testServerLayer(), { timeout: "120 seconds" })("tag policies", (it) => {
       const far = new Date(Date.UTC(2031, 0, 1))
 
       /** A trigger with these tags in this status, with one gate row per gated tag. */
-      const gated = (input: { projectId: string; tags: ReadonlyArray<string>; status: "queued" | "running" | "cancelled"; running: boolean }) =>
+      const waiting = (input: { projectId: string; tags: ReadonlyArray<string>; status: "queued" | "cancelled" }) =>
         Effect.gen(function*() {
           const id = yield* insertTrigger({ projectId: input.projectId, status: input.status, tags: input.tags, scheduledAt: far })
-          if (input.status === "running") yield* sql`UPDATE triggers SET claimed_by = ${node}, claimed_at = now() WHERE id = ${id}`
           for (const tag of input.tags) {
-            yield* sql`INSERT INTO gate_slots (trigger_id, tag, project_id, scheduled_at, not_before, running)
-              VALUES (${id}, ${tag}, ${input.projectId}, ${far}, ${far}, ${input.running})`
+            yield* sql`INSERT INTO gate_slots (trigger_id, tag, project_id, scheduled_at, not_before)
+              VALUES (${id}, ${tag}, ${input.projectId}, ${far}, ${far})`
           }
         })
-      for (let i = 0; i < 3; i++) yield* gated({ projectId, tags: [busy.tag], status: "queued", running: false })
-      for (let i = 0; i < 2; i++) yield* gated({ projectId, tags: [busy.tag], status: "running", running: true })
-      // held back under both tags: counted under each
-      yield* gated({ projectId, tags: [busy.tag, idle.tag], status: "queued", running: false })
-      // a held-back trigger cancelled meanwhile is not counted
-      yield* gated({ projectId, tags: [busy.tag], status: "cancelled", running: false })
+      /** A lease row of a node (not connected: a pause waits for no node but live ones) with requests in flight. */
+      const lease = (input: { projectId: string; tag: string; node: string; inFlight: number; gone?: boolean }) =>
+        sql`INSERT INTO gate_leases (project_id, tag, node, permits, in_flight, renewed_at, gone_at)
+          VALUES (${input.projectId}, ${input.tag}, ${input.node}, ${input.inFlight}, ${input.inFlight}, now(),
+            ${input.gone === true ? new Date() : null})`
+      for (let i = 0; i < 3; i++) yield* waiting({ projectId, tags: [busy.tag], status: "queued" })
+      // waiting under both tags: counted under each
+      yield* waiting({ projectId, tags: [busy.tag, idle.tag], status: "queued" })
+      // a waiting trigger cancelled meanwhile is not counted
+      yield* waiting({ projectId, tags: [busy.tag], status: "cancelled" })
       // the same tag in another project is not counted here
-      yield* gated({ projectId: otherProjectId, tags: [busy.tag], status: "queued", running: false })
-      yield* gated({ projectId: otherProjectId, tags: [busy.tag], status: "running", running: true })
+      yield* waiting({ projectId: otherProjectId, tags: [busy.tag], status: "queued" })
+      yield* lease({ projectId, tag: busy.tag, node: "node-x", inFlight: 2 })
+      yield* lease({ projectId, tag: busy.tag, node: "node-y", inFlight: 1 })
+      // a gone node's row counts nothing in flight
+      yield* lease({ projectId, tag: busy.tag, node: "node-z~gone~1", inFlight: 5, gone: true })
+      yield* lease({ projectId: otherProjectId, tag: busy.tag, node: "node-x", inFlight: 1 })
+      // held until two seconds from now; the other tag's hold is over
+      yield* sql`INSERT INTO gate_holds (project_id, tag, held_since, held_until) VALUES
+        (${projectId}, ${busy.tag}, now(), now() + interval '2 seconds'),
+        (${projectId}, ${idle.tag}, now() - interval '3 seconds', now() - interval '1 second')`
+      const heldUntil = (yield* sql<{ until: Date }>`SELECT held_until AS until FROM gate_holds WHERE project_id = ${projectId} AND tag = ${busy.tag}`)[0]!.until
 
-      const counts = (yield* p.list()).json().map((view: { tag: string; queued: number; inFlight: number }) => [view.tag, view.queued, view.inFlight])
-      assert.deepStrictEqual(counts, [[busy.tag, 4, 2], [idle.tag, 1, 0]])
+      const views = (yield* p.list()).json() as Array<{ tag: string; queued: number; inFlight: number; heldUntil: string | null }>
+      assert.deepStrictEqual(views.map((view) => [view.tag, view.queued, view.inFlight, view.heldUntil]), [
+        [busy.tag, 4, 3, heldUntil.toISOString()],
+        [idle.tag, 1, 0, null]
+      ])
       // the views of PUT carry them too
       const updated = (yield* p.update(busy.id, { maxConcurrent: 4 })).json()
-      assert.deepStrictEqual([updated.queued, updated.inFlight], [4, 2])
+      assert.deepStrictEqual([updated.queued, updated.inFlight, updated.heldUntil], [4, 3, heldUntil.toISOString()])
       // the other project has no policy for the tag; once it has one, it sees its own rows only
       const otherPolicy = yield* created(other, { tag: busy.tag, maxConcurrent: 1, throughput: { "1d": 0 } })
-      assert.deepStrictEqual([otherPolicy.queued, otherPolicy.inFlight], [1, 1])
+      assert.deepStrictEqual([otherPolicy.queued, otherPolicy.inFlight, otherPolicy.heldUntil], [1, 1, null])
     }))
 
   it.effect("the OpenAPI document describes the four operations and the policy view", () =>

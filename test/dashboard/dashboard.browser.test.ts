@@ -2,7 +2,7 @@
 // against the real service with a local webhook recorder and a local SMTP server. A person's path:
 // wrong password refused, sign in, create a key and use it with /schedule, see the trigger delivered
 // with its response body, replay it, cancel another, create a tag policy (and see a validation
-// message), set alerts and send a test alert, dead-letter a trigger and see the alert arrive by
+// message, and a hold of its tag), set alerts and send a test alert, dead-letter a trigger and see the alert arrive by
 // webhook and e-mail, the overview, the retry policy; a cross-origin POST with the browser's cookie
 // refused; an expired session sent back to sign-in; sign out. Issue 24: a trigger's outcome beside
 // its status (a dead letter is `completed` too) and the list filtered by it, rows as links (a new
@@ -142,6 +142,10 @@ layer(Env, { timeout: "240 seconds", excludeTestServices: true })("dashboard in 
       yield* step(() => page.getByRole("button", { name: "Create policy" }).click())
       yield* step(() => page.locator(`tr[data-policy="orders"]`).waitFor())
       assert.include(yield* step(() => page.locator(`tr[data-policy="orders"]`).textContent()), "10/1s, 500/1h")
+      // a hold after a refusal of the target shows on the tag's row (within the page's 5 s refresh)
+      yield* sql`INSERT INTO gate_holds (project_id, tag, held_since, held_until)
+        VALUES (${projectId}, 'orders', now(), now() + interval '10 minutes')`
+      yield* step(() => page.locator(`tr[data-policy="orders"] .badge`, { hasText: "held until" }).waitFor({ timeout: 10_000 }))
       yield* layout(page, "08-tag-policies")
 
       // alerts: webhook and e-mail, a test alert reaching both

@@ -412,8 +412,8 @@ describe("view (DECISIONS Tag policies)", () => {
     createdAt: new Date("2025-03-01T10:00:00Z"),
     updatedAt: new Date("2025-03-02T11:30:00.250Z")
   }
-  it("every request field (unset as null), id, ISO timestamps, live counts; throughput as stored", () => {
-    expect(JSON.stringify(tagPolicyView(stored, { queued: 4, inFlight: 3 }))).toBe(
+  it("every request field (unset as null), id, ISO timestamps, live counts, the hold; throughput as stored", () => {
+    expect(JSON.stringify(tagPolicyView(stored, { queued: 4, inFlight: 3, heldUntil: new Date("2025-03-02T12:00:02Z") }))).toBe(
       JSON.stringify({
         id: "0190b1c2-0000-7000-8000-000000000002",
         tag: "api",
@@ -428,12 +428,14 @@ describe("view (DECISIONS Tag policies)", () => {
         createdAt: "2025-03-01T10:00:00.000Z",
         updatedAt: "2025-03-02T11:30:00.250Z",
         queued: 4,
-        inFlight: 3
+        inFlight: 3,
+        heldUntil: "2025-03-02T12:00:02.000Z"
       })
     )
   })
-  it("unlimited attempts show as null", () => {
-    expect(tagPolicyView({ ...stored, retryMaxAttempts: null }, { queued: 0, inFlight: 0 }).retryMaxAttempts).toBeNull()
+  it("unlimited attempts show as null; a tag not held shows heldUntil null", () => {
+    const view = tagPolicyView({ ...stored, retryMaxAttempts: null }, { queued: 0, inFlight: 0, heldUntil: null })
+    expect([view.retryMaxAttempts, view.heldUntil]).toEqual([null, null])
   })
 })
 

@@ -1,11 +1,13 @@
 // Tag gates end to end (SPEC "Tag policy", "Retry policies" 1–3 and 9; DECISIONS "Tag policies"):
 // the real service over HTTPS with a target that counts the requests it holds at once and stamps
 // every start. maxConcurrent 1 and 2 are never exceeded; throughput {"1s": 1} and {"5s": 1} space
-// the starts; {"1m": 0} holds a trigger queued and unsent until a PUT or a DELETE releases it; the
-// shortest requestTimeoutSeconds of a trigger's tags bounds its attempt; tag retry rules merge.
+// the starts; {"1m": 0} holds a trigger queued and unsent until a PUT or a DELETE releases it, and a
+// PUT pausing a tag answers once the node's lease applied it; the shortest requestTimeoutSeconds of
+// a trigger's tags bounds its attempt; tag retry rules merge.
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import type { Scope } from "effect"
+import { SqlClient } from "effect/sql"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { TestServer, testServerLayer } from "../support/server.ts"
@@ -187,6 +189,24 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
         yield* p.deletePolicy(other)
         yield* everyArrived(t, 2, 5_000)
         assert.isBelow(t.at("/paused2")[0]!.atMs - deletedAt, 1_000, "released within a second of the DELETE")
+      }))
+
+    it.effect("a PUT pausing a tag answers once this node's lease of it has applied the pause: none granted under the old policy is left", () =>
+      Effect.gen(function*() {
+        const { p, t } = yield* setup(0)
+        const sql = yield* SqlClient.SqlClient
+        const id = yield* p.policy({ tag: "to-pause", throughput: { "1s": 2 } })
+        for (let i = 0; i < 6; i++) yield* p.schedule(`${t.origin}/to-pause`, "to-pause")
+        // this node leases the gate (its row written under the first policy)
+        yield* pollUntil("a lease of the gate", Effect.map(sql<{ n: number }>`SELECT count(*)::int AS n FROM gate_leases WHERE tag = 'to-pause'`,
+          (rows) => (rows[0]!.n > 0 ? true : undefined)))
+        const paused = (yield* p.updatePolicy(id, { throughput: { "1s": 0 } })) as { updatedAt: string }
+        const behind = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM gate_leases
+          WHERE tag = 'to-pause' AND gone_at IS NULL AND (policy_seen IS NULL OR policy_seen < ${new Date(paused.updatedAt)})`
+        assert.strictEqual(behind[0]!.n, 0)
+        const startedAtAnswer = t.at("/to-pause").length
+        yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 1_500)))
+        assert.strictEqual(t.at("/to-pause").length, startedAtAnswer, "nothing starts once the pause has answered")
       }))
 
     it.effect("a trigger with a paused tag never holds back one with another gated tag only", () =>

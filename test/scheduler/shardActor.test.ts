@@ -12,6 +12,7 @@ import { TestClock } from "effect/testing"
 import { SCHEDULER_TIMING } from "../../src/config.ts"
 import { runShardActor, type ShardActorEvent } from "../../src/scheduler/shardActor.ts"
 import { type ShardMessage, type WakeItem, Wakeups } from "../../src/cluster/wakeups.ts"
+import { Gatekeeper } from "../../src/gates/gatekeeper.ts"
 import { TagPolicyCache } from "../../src/gates/tagPolicyCache.ts"
 import { ShardCount } from "../../src/store/db.ts"
 import { Notifications } from "../../src/store/notifications.ts"
@@ -83,7 +84,8 @@ const startActor = Effect.gen(function*() {
         Wakeups.none,
         Layer.succeed(ShardCount)({ count: SHARDS_IN_TESTS }),
         TagPolicyCache.layer.pipe(Layer.provide(Notifications.memory)),
-        Layer.mergeAll(ClaimBatcher.layer, MarkBatcher.layer).pipe(Layer.provide(Layer.succeed(NodeIdentity)({ id: "node-a" })))
+        Layer.mergeAll(ClaimBatcher.layer, MarkBatcher.layer).pipe(Layer.provide(Layer.succeed(NodeIdentity)({ id: "node-a" }))),
+        Gatekeeper.layer.pipe(Layer.provide(Layer.mergeAll(Notifications.memory, Layer.succeed(NodeIdentity)({ id: "node-a" }))))
       ))
     )
   )

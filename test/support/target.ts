@@ -1,6 +1,7 @@
 // A local delivery target for end-to-end tests: a node:http server on 127.0.0.1 that records every
 // request it receives (method, url, raw headers, body bytes, arrival time) and answers per path:
-// 200 (default), any status, or never (hang). Closed with the scope; loopback only.
+// 200 (default), any status (with headers), never (hang), or a script of answers, one per request.
+// Closed with the scope; loopback only.
 import * as http from "node:http"
 import * as net from "node:net"
 import { Effect } from "effect"
@@ -18,8 +19,8 @@ export interface Arrival {
   readonly arrivedAtMs: number
 }
 
-/** How the target answers a path: a status (with a short text body), or never ("hang"). */
-export type Reply = { readonly status: number } | "hang"
+/** How the target answers a path: a status (with a short text body and these headers), or never ("hang"). */
+export type Reply = { readonly status: number; readonly headers?: Readonly<Record<string, string>> } | "hang"
 
 export interface Target {
   readonly port: number
@@ -30,6 +31,8 @@ export interface Target {
   readonly at: (path: string) => ReadonlyArray<Arrival>
   /** Sets the answer for a path (query ignored); unset paths answer 200 "ok". */
   readonly reply: (path: string, reply: Reply) => void
+  /** The answers to the next requests of a path, in order; after them, its `reply` (or 200). */
+  readonly script: (path: string, replies: ReadonlyArray<Reply>) => void
 }
 
 const listen = (server: net.Server): Promise<number> =>
@@ -57,15 +60,16 @@ export const target: Effect.Effect<Target, never, Scope.Scope> = Effect.acquireR
   Effect.promise(async () => {
     const arrivals: Array<Arrival> = []
     const replies = new Map<string, Reply>()
+    const scripts = new Map<string, Array<Reply>>()
     const server = http.createServer((req, res) => {
       const arrivedAtMs = Date.now()
       const chunks: Array<Buffer> = []
       req.on("data", (chunk: Buffer) => chunks.push(chunk))
       req.on("end", () => {
         arrivals.push({ method: req.method!, url: req.url!, rawHeaders: req.rawHeaders, body: Buffer.concat(chunks), arrivedAtMs })
-        const reply = replies.get(pathOf(req.url!)) ?? { status: 200 }
+        const reply = scripts.get(pathOf(req.url!))?.shift() ?? replies.get(pathOf(req.url!)) ?? { status: 200 }
         if (reply === "hang") return
-        res.writeHead(reply.status, { "content-type": "text/plain" })
+        res.writeHead(reply.status, { "content-type": "text/plain", ...reply.headers })
         res.end(`status ${reply.status}`)
       })
     })
@@ -77,7 +81,8 @@ export const target: Effect.Effect<Target, never, Scope.Scope> = Effect.acquireR
         origin: `http://127.0.0.1:${port}`,
         arrivals,
         at: (path: string) => arrivals.filter((a) => pathOf(a.url) === path),
-        reply: (path: string, reply: Reply) => void replies.set(path, reply)
+        reply: (path: string, reply: Reply) => void replies.set(path, reply),
+        script: (path: string, script: ReadonlyArray<Reply>) => void scripts.set(path, [...script])
       } satisfies Target
     }
   }),

@@ -1,6 +1,6 @@
-// Tag policies: the list with live queued / in-flight counts (refreshed every 5 s), a form to create
-// one or edit one (PUT: a field emptied is cleared), delete; the API's validation messages shown as
-// they are.
+// Tag policies: the list with live queued / in-flight counts and the hold after a refusal of the
+// target (refreshed every 5 s), a form to create one or edit one (PUT: a field emptied is cleared),
+// delete; the API's validation messages shown as they are.
 import { useState } from "preact/hooks"
 import { api } from "../api.ts"
 import { Empty, html, messageOf, Notice, PageHeader, useLoad } from "../ui.ts"
@@ -18,6 +18,8 @@ interface Policy {
   readonly retryOn: string | null
   readonly queued: number
   readonly inFlight: number
+  /** ISO; null when not held. */
+  readonly heldUntil: string | null
 }
 
 const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 }
@@ -115,13 +117,13 @@ export const TagPoliciesPage = () => {
     await reload()
   }
   return html`<div>
-    <${PageHeader} title="Tag policies" subtitle="Concurrency, throughput, timeout and retry rules of the triggers carrying a tag; live counts every 5 s." />
+    <${PageHeader} title="Tag policies" subtitle="Concurrency, throughput, timeout and retry rules of the triggers carrying a tag; live counts and holds (after a 429 or 503 of the target) every 5 s." />
     ${error === undefined ? null : html`<${Notice} kind="error">${error}</${Notice}>`}
     ${answer === undefined ? null : html`<${Notice} kind="error">${answer}</${Notice}>`}
     <div class="policy-list">${data === undefined ? html`<div class="muted">Loading…</div>` : data.length === 0 ? html`<div class="card"><${Empty}>No tag policy yet.</${Empty}></div>` : html`
       <div class="card flush"><table class="rows">
         <thead><tr><th>Tag</th><th class="num">Max concurrent</th><th>Throughput</th><th class="num">Timeout</th><th>Retry</th>
-          <th class="num">Queued</th><th class="num">In flight</th><th></th></tr></thead>
+          <th class="num">Queued</th><th class="num">In flight</th><th>Held</th><th></th></tr></thead>
         <tbody>${data.map((p) => html`<tr key=${p.id} data-policy=${p.tag}>
           <td><code>${p.tag}</code></td>
           <td class="num">${p.maxConcurrent ?? "—"}</td>
@@ -130,6 +132,9 @@ export const TagPoliciesPage = () => {
           <td>${p.retryStrategy === null ? "—" : `${p.retryStrategy}${p.retryMaxAttempts === null ? ", unlimited" : `, ${p.retryMaxAttempts} attempts`}`}</td>
           <td class="num live">${p.queued}</td>
           <td class="num live">${p.inFlight}</td>
+          <td class="live" title=${p.heldUntil === null ? "" : "The target answered 429 or 503: nothing of the tag starts before then"}>${p.heldUntil === null
+            ? "—"
+            : html`<span class="badge">held until ${new Date(p.heldUntil).toLocaleTimeString()}</span>`}</td>
           <td class="actions-cell">
             <button class="small" onClick=${() => setEditing(p)}>Edit</button>
             <button class="small danger" onClick=${() => remove(p)}>Delete</button>

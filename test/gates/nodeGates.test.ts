@@ -1,0 +1,102 @@
+// A node's gates in memory (gates/nodeGates.ts; issue 22): triggers start in arrival order as far as
+// every gate they carry admits them; one blocked by a full gate does not hold back those behind it
+// without that gate; a ticket gives its permit back with the outcome; what waits at a paused or held
+// gate is handed out for release at once, what waits longer than RELEASE_AFTER_MS too (but not what
+// was taken from PostgreSQL, which reads `queued` already); a stopping node releases everything.
+import { describe, expect, it } from "vitest"
+import { policyLimits } from "../../src/domain/gate.ts"
+import { GateBook } from "../../src/domain/gateBook.ts"
+import type { DeliveryRow } from "../../src/domain/trigger.ts"
+import { NodeGates, RELEASE_AFTER_MS } from "../../src/gates/nodeGates.ts"
+
+const T0 = 1_750_000_000_000
+const PROJECT = "0190b1c2-0000-7000-8000-000000000001"
+
+const row = (id: string, gateTags: ReadonlyArray<string>): DeliveryRow => ({
+  id, shard: 0, generatorId: null, projectId: PROJECT, url: "http://127.0.0.1:9/x", method: "POST", headers: [], body: null,
+  contentType: null, tags: gateTags, attempt: 1, retry: null, projectRetry: null, triggeredBy: null, signingSecrets: [], gateTags,
+  scheduledAtMs: null, fired: null, traceparent: null, tracestate: null
+})
+
+/** Gates whose books hold the whole limit of these policies until far ahead. */
+const gatesWith = (policies: Record<string, { maxConcurrent?: number; throughput?: Record<string, number> }>) => {
+  const gates = new NodeGates<string>()
+  for (const [tag, policy] of Object.entries(policies)) {
+    const limits = policyLimits({ maxConcurrent: policy.maxConcurrent ?? null, throughput: policy.throughput ?? null })
+    const book = new GateBook(limits)
+    book.lease({ permits: limits.maxConcurrent ?? 0, tokens: Object.fromEntries(limits.windows.map((w) => [w.label, w.limit])) }, Infinity)
+    gates.gate({ projectId: PROJECT, tag }).book = book
+  }
+  return gates
+}
+
+const offer = (gates: NodeGates<string>, rows: ReadonlyArray<DeliveryRow>, nowMs = T0, taken = false) =>
+  gates.offer(rows.map((r) => ({ item: r.id, row: r })), taken, nowMs)
+
+const admitted = (gates: NodeGates<string>, nowMs = T0) => gates.admit(nowMs).map((waiter) => waiter.item)
+
+describe("admission", () => {
+  it("in arrival order up to the limit; a finished attempt lets the next one start", () => {
+    const gates = gatesWith({ a: { maxConcurrent: 2 } })
+    offer(gates, ["1", "2", "3"].map((id) => row(id, ["a"])))
+    expect(admitted(gates)).toEqual(["1", "2"])
+    expect(admitted(gates)).toEqual([])
+    gates.finished("1", T0 + 10)
+    expect(admitted(gates)).toEqual(["3"])
+    expect(gates.waitingTotal).toBe(0)
+  })
+
+  it("a trigger blocked by a full gate does not hold back those behind it without that gate", () => {
+    const gates = gatesWith({ full: { maxConcurrent: 1 }, open: { maxConcurrent: 5 } })
+    offer(gates, [row("f", ["full"])])
+    expect(admitted(gates)).toEqual(["f"])
+    offer(gates, [row("both", ["full", "open"]), row("o1", ["open"]), row("o2", ["open"])])
+    expect(admitted(gates)).toEqual(["o1", "o2"])
+    gates.finished("f", T0)
+    expect(admitted(gates)).toEqual(["both"])
+  })
+
+  it("a tag whose policy was deleted holds nothing back; a gate not read yet holds everything", () => {
+    const gates = gatesWith({})
+    gates.gate({ projectId: PROJECT, tag: "gone" }).open = true
+    offer(gates, [row("g", ["gone"]), row("u", ["unread"])])
+    expect(admitted(gates)).toEqual(["g"])
+  })
+})
+
+describe("what is released to wait in PostgreSQL", () => {
+  it("everything waiting at a paused or held gate, at once, taken or not", () => {
+    const gates = gatesWith({ p: { throughput: { "1s": 0 } }, h: { maxConcurrent: 5 } })
+    gates.gate({ projectId: PROJECT, tag: "h" }).book!.heldUntilMs = T0 + 2_000
+    offer(gates, [row("p1", ["p"]), row("h1", ["h"])])
+    offer(gates, [row("h2", ["h"])], T0, true)
+    expect(admitted(gates)).toEqual([])
+    expect(gates.releasable(T0).map((waiter) => waiter.item).sort()).toEqual(["h1", "h2", "p1"])
+    expect(gates.waitingTotal).toBe(0)
+  })
+
+  it("what waited RELEASE_AFTER_MS, but not what was taken from PostgreSQL", () => {
+    const gates = gatesWith({ a: { maxConcurrent: 1 } })
+    offer(gates, [row("1", ["a"]), row("2", ["a"])])
+    offer(gates, [row("t", ["a"])], T0, true)
+    expect(admitted(gates)).toEqual(["1"])
+    expect(gates.releasable(T0 + RELEASE_AFTER_MS - 1)).toEqual([])
+    expect(gates.releasable(T0 + RELEASE_AFTER_MS).map((waiter) => waiter.item)).toEqual(["2"])
+    expect(gates.waitingTotal).toBe(1)
+  })
+
+  it("a stopping node admits nothing and releases everything; what a release did not take waits again", () => {
+    const gates = gatesWith({ a: { maxConcurrent: 5 } })
+    gates.closed = true
+    offer(gates, [row("1", ["a"])])
+    offer(gates, [row("t", ["a"])], T0, true)
+    expect(admitted(gates)).toEqual([])
+    const out = gates.releasable(T0)
+    expect(out.map((waiter) => waiter.item)).toEqual(["1", "t"])
+    gates.closed = false
+    gates.requeue(out, T0 + 5)
+    // each waits again as it was: the taken one still exempt from the time rule, the other not
+    expect(gates.releasable(T0 + 5 + RELEASE_AFTER_MS).map((waiter) => waiter.item)).toEqual(["1"])
+    expect(admitted(gates, T0 + 6)).toEqual(["t"])
+  })
+})
