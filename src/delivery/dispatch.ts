@@ -35,3 +35,18 @@ export class Dispatcher extends Context.Service<Dispatcher, {
    */
   readonly drain: (timeoutMs: number) => Effect.Effect<void>
 }>()("timewheel/Dispatcher") {}
+
+/** The fired triggers a dispatcher holds: `hold`, `holds` and `held` over one set of ids (`release` lets one go). */
+export const makeFiredHolds = () => {
+  const ids = new Set<string>()
+  return {
+    hold: <R extends DeliveryRow>(rows: ReadonlyArray<R>): Array<R> => {
+      const fresh = rows.filter((row) => !ids.has(row.id))
+      for (const row of fresh) ids.add(row.id)
+      return fresh
+    },
+    holds: (id: string) => ids.has(id),
+    held: (): ReadonlyArray<string> => [...ids],
+    release: (id: string) => void ids.delete(id)
+  }
+}

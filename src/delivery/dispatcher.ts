@@ -26,7 +26,7 @@ import type { Database } from "../store/db.ts"
 import { type ExecutionRecord, executionsRecord, type TriggerOutcome } from "../store/executions.ts"
 import { triggersRelease, triggersStartDelivery } from "../store/schedulerQueries.ts"
 import { type AttemptSpan, DeliveryTracing, type RecordingSpan } from "./attemptTracing.ts"
-import { Dispatcher } from "./dispatch.ts"
+import { Dispatcher, makeFiredHolds } from "./dispatch.ts"
 import { makeEarlyRelease } from "./earlyRelease.ts"
 import { type DeliveryOutcome, Executor } from "./executor.ts"
 import { withReplayOverrides } from "./replayOverrides.ts"
@@ -154,7 +154,7 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
   let unstarted = 0
   let unrecorded = 0
   /** Fired triggers held from their hand-over until their outcome is recorded (dispatch.ts). */
-  const held = new Set<string>()
+  const fired = makeFiredHolds()
 
   const senders = makeSenderPool<Outgoing, DeliveryOutcome>({
     maxInFlight: config.maxInFlight,
@@ -219,7 +219,7 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
   gatekeeper.attach({
     send: (items) => senders.push(items as ReadonlyArray<Outgoing>),
     released: (ids) => {
-      for (const id of ids) held.delete(id)
+      for (const id of ids) fired.release(id)
     },
     prepare,
     roomChanged: senders.recheck
@@ -265,7 +265,7 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
       })
     )
     unrecorded -= batch.length
-    for (const { row } of batch) if (row.fired !== null) held.delete(row.id)
+    for (const { row } of batch) if (row.fired !== null) fired.release(row.id)
     if (tracing !== null) for (const completion of batch) completion.recording?.recorded()
     for (const { execution } of batch) if (execution.isDeadLetter) yield* logDeadLetter(execution)
     yield* wakeups.wake(
@@ -304,7 +304,7 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
       // replays and recoveries not started yet stay queued under this node: crash recovery sends them
       const waiting = [...early.takeAll(), ...senders.takeWaiting().map((sent) => sent.row)].map((row) => row.id)
       unstarted = 0
-      for (const id of waiting) held.delete(id)
+      for (const id of waiting) fired.release(id)
       const nowMs = yield* Clock.currentTimeMillis
       const released = yield* triggersRelease({ ids: waiting, node, nowMs }).pipe(
         Effect.provideContext(services),
@@ -329,13 +329,9 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
       }).pipe(Effect.asVoid),
     deliver,
     deliverAt: early.deliverAt,
-    hold: (rows) => {
-      const fresh = rows.filter((row) => !held.has(row.id))
-      for (const row of fresh) held.add(row.id)
-      return fresh
-    },
-    holds: (id) => held.has(id),
-    held: () => [...held],
+    hold: fired.hold,
+    holds: fired.holds,
+    held: fired.held,
     awaitRoom: (limit) => Effect.promise(() => senders.whenBelow(limit)),
     drain
   })

@@ -19,17 +19,24 @@ export interface RecordedAttempt {
   readonly gated: boolean
 }
 
-export interface MinuteRollup {
-  readonly projectId: string
+/** One minute's attempts: what the overview reads per minute (delivery_minutes). */
+export interface MinuteCounts {
   readonly minuteMs: number
   readonly succeeded: number
   /** Failed attempts that will be retried. */
   readonly failed: number
   readonly deadLetters: number
-  /** Counts per lateness bucket, index 0 first, up to the highest non-empty bucket. */
+  /**
+   * First attempts of triggers without a gated tag (the scheduler's own lateness): counts per
+   * lateness bucket, index 0 first, up to the highest non-empty bucket.
+   */
   readonly lateness: ReadonlyArray<number>
-  /** The same for attempts admitted by a tag gate. */
+  /** The same for attempts admitted by a tag gate (also the time held by their tags' limits). */
   readonly gatedLateness: ReadonlyArray<number>
+}
+
+export interface MinuteRollup extends MinuteCounts {
+  readonly projectId: string
 }
 
 const MAX_BUCKET = 127

@@ -4,6 +4,7 @@
 // (so the charts' axes are the range, whatever the data), the scheduler's own lateness apart from
 // that of triggers held by their tags' limits, and the tag policies' samples as the peak of each
 // bucket. Pure: the rows and the moment are parameters; times in the answer are in seconds.
+import type { MinuteCounts } from "./deliveryRollup.ts"
 import { addHistograms, percentile } from "./lateness.ts"
 
 export const OVERVIEW_HOURS = [1, 6, 24] as const
@@ -16,14 +17,7 @@ const MINUTE_MS = 60_000
 const HOUR_MS = 3_600_000
 const DAY_MS = 86_400_000
 
-export interface MinuteStats {
-  readonly minuteMs: number
-  readonly succeeded: number
-  readonly failed: number
-  readonly deadLetters: number
-  readonly lateness: ReadonlyArray<number>
-  readonly gatedLateness: ReadonlyArray<number>
-}
+export type MinuteStats = MinuteCounts
 
 export interface TagPolicySample {
   readonly tag: string

@@ -1,25 +1,16 @@
-// The overview's rollup (schema migrations 6 and 24): per project and minute, attempts by outcome
-// and two lateness histograms, of first attempts without and with a gated tag. The executions
-// trigger appends each recorded batch to delivery_minutes_pending; fold() moves it into
-// delivery_minutes (one node at a time, under an advisory lock), so a page view reads at most one
-// row per minute however many executions there are. Also: the per-minute samples of queued and
-// in-flight triggers per tag policy, and the deletion of rollup rows past what the overview shows.
+// The overview's rollup (schema migrations 6 and 11): per project and minute, attempts by outcome
+// and two lateness histograms, of first attempts without and with a gated tag. Each recorded batch
+// of executions appends its rollup to delivery_minutes_pending (store/executions.ts,
+// domain/deliveryRollup.ts); fold() moves it into delivery_minutes (one node at a time, under an
+// advisory lock), so a page view reads at most one row per minute however many executions there
+// are. Also: the per-minute samples of queued and in-flight triggers per tag policy, and the
+// deletion of rollup rows past what the overview shows.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
+import type { MinuteCounts } from "../domain/deliveryRollup.ts"
 
 /** Advisory lock key of the fold ("twrollup"). */
 const FOLD_LOCK = 0x7477726f6c6c7570n
-
-export interface MinuteRow {
-  readonly minuteMs: number
-  readonly succeeded: number
-  readonly failed: number
-  readonly deadLetters: number
-  /** First attempts of triggers without a gated tag: the scheduler's own lateness. */
-  readonly lateness: ReadonlyArray<number>
-  /** First attempts of triggers with a gated tag: also the time held by their tags' limits. */
-  readonly gatedLateness: ReadonlyArray<number>
-}
 
 /** Folds the pending rows into delivery_minutes; false when another node was folding. */
 export const statsFold = Effect.fnUntraced(function*() {
@@ -80,7 +71,7 @@ export const statsMinutes = Effect.fnUntraced(function*(input: { readonly projec
         WHERE project_id = ${input.projectId} AND minute >= ${from}
     ) m
     GROUP BY minute ORDER BY minute`
-  return rows.map((row): MinuteRow => ({
+  return rows.map((row): MinuteCounts => ({
     minuteMs: row.minute.getTime(),
     succeeded: Number(row.succeeded),
     failed: Number(row.failed),

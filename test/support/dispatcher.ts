@@ -3,13 +3,13 @@
 // handed over ahead of its time when that time comes, by the live release loop on the test's clock),
 // and holds fired rows as the live one does (never the same one twice).
 import { Effect, Layer } from "effect"
-import { Dispatcher } from "../../src/delivery/dispatch.ts"
+import { Dispatcher, makeFiredHolds } from "../../src/delivery/dispatch.ts"
 import { makeEarlyRelease } from "../../src/delivery/earlyRelease.ts"
 import type { ClaimedRow } from "../../src/domain/trigger.ts"
 
 export const recordingDispatcher = (onHandedOver: (ids: ReadonlyArray<string>) => Effect.Effect<void>) =>
   Layer.effect(Dispatcher, Effect.gen(function*() {
-  const held = new Set<string>()
+  const fired = makeFiredHolds()
   const deliver = (rows: ReadonlyArray<{ readonly id: string }>) => onHandedOver(rows.map((row) => row.id))
   const early = yield* makeEarlyRelease<ClaimedRow>(deliver)
   yield* Effect.forkScoped(Effect.forever(early.releaseTurn))
@@ -17,13 +17,9 @@ export const recordingDispatcher = (onHandedOver: (ids: ReadonlyArray<string>) =
     submit: (ids) => onHandedOver(ids),
     deliver,
     deliverAt: early.deliverAt,
-    hold: (rows) => {
-      const fresh = rows.filter((row) => !held.has(row.id))
-      for (const row of fresh) held.add(row.id)
-      return fresh
-    },
-    holds: (id) => held.has(id),
-    held: () => [...held],
+    hold: fired.hold,
+    holds: fired.holds,
+    held: fired.held,
     awaitRoom: () => Effect.void,
     drain: () => Effect.void
   })
