@@ -216,7 +216,13 @@ describe("tag gates across three processes", () => {
     victim.kill()
     const killedAt = Date.now()
     await waitUntil(() => state.open < 6, 10_000, "the killed node's requests to end at the target")
-    await waitUntil(() => state.open === 6, 15_000, "the limit in flight again")
+    await waitUntil(() => state.open === 6, 15_000, "the limit in flight again").catch(async (error: Error) => {
+      // what the gates and the triggers looked like, for a run where the permits did not come back
+      const survivors = nodes.filter((node) => node !== victim)
+      throw new Error(`${error.message}: ${state.open} open at the target, victim ${victimId}\n` +
+        `${JSON.stringify(await gateState(databaseUrl))}\n` +
+        survivors.map((node) => `--- ${nodeIdOf(node)} ---\n${node.output().split("\n").slice(-40).join("\n")}`).join("\n"))
+    })
     const backAfterMs = Date.now() - killedAt
     console.log(`permits of the killed node back in use ${backAfterMs} ms after the kill`)
     expect(backAfterMs).toBeLessThan(5_000)
@@ -228,6 +234,15 @@ describe("tag gates across three processes", () => {
     expect(state.peak).toBe(6)
   }, 120_000)
 })
+
+/** The tag `killed`'s lease rows and its triggers by status and claiming node (a failure's diagnostics). */
+const gateState = (databaseUrl: string) =>
+  Effect.runPromise(Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const leases = yield* sql`SELECT node, permits, in_flight, demand, renewed_at, gone_at FROM gate_leases WHERE tag = 'killed'`
+    const triggers = yield* sql`SELECT status, claimed_by, count(*)::int AS n FROM triggers WHERE 'killed' = ANY(tags) GROUP BY 1, 2`
+    return { leases, triggers }
+  }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 }))))
 
 /** Permits in flight per live node on the tag `killed`, from the lease rows. */
 const leaseHolders = async (databaseUrl: string): Promise<Map<string, number>> => {
