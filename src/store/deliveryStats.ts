@@ -8,6 +8,7 @@
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { MinuteCounts } from "../domain/deliveryRollup.ts"
+import { WAITING_SQL } from "./gates.ts"
 
 /** Advisory lock key of the fold ("twrollup"). */
 const FOLD_LOCK = 0x7477726f6c6c7570n
@@ -39,7 +40,7 @@ export const statsSampleTagPolicies = Effect.fnUntraced(function*(minuteMs: numb
   yield* sql`INSERT INTO tag_policy_samples (project_id, tag, minute, queued, in_flight)
     SELECT p.project_id, p.tag, ${new Date(minuteMs)},
       (SELECT count(*) FROM gate_slots s WHERE s.project_id = p.project_id AND s.tag = p.tag AND NOT s.running
-        AND EXISTS (SELECT FROM triggers t WHERE t.id = s.trigger_id AND t.status = 'queued')),
+        AND EXISTS (SELECT FROM triggers t WHERE t.id = s.trigger_id AND ${sql.unsafe(WAITING_SQL)})),
       (SELECT coalesce(sum(l.in_flight), 0) FROM gate_leases l WHERE l.project_id = p.project_id AND l.tag = p.tag AND l.gone_at IS NULL)
     FROM tag_policies p
     ON CONFLICT DO NOTHING`

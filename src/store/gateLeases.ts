@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { HoldState } from "../domain/gateHold.ts"
 import type { Throughput } from "../domain/throughput.ts"
+import { WAITING_SQL } from "./gates.ts"
 import { DRAINING_APPLICATION_PREFIX, NODE_APPLICATION_PREFIX } from "./nodePresence.ts"
 
 /** First key of the gates' two-int advisory locks ("tg"); the second is hashtext(project/tag). */
@@ -134,7 +135,7 @@ const readGates = Effect.fnUntraced(function*(input: {
       (SELECT jsonb_build_object('since_ms', ${ms("h.held_since")}, 'until_ms', ${ms("h.held_until")}, 'backoff_ms', h.backoff_ms)
         FROM gate_holds h WHERE h.project_id = g.project_id AND h.tag = g.tag) AS hold,
       (SELECT count(*) FROM (SELECT 1 FROM gate_slots s JOIN triggers t ON t.id = s.trigger_id
-        WHERE s.project_id = g.project_id AND s.tag = g.tag AND NOT s.running AND t.status = 'queued' AND t.claimed_by IS NULL
+        WHERE s.project_id = g.project_id AND s.tag = g.tag AND NOT s.running AND ${sql.unsafe(WAITING_SQL)} AND t.claimed_by IS NULL
         LIMIT 1000) b)::int AS backlog,
       coalesce((SELECT jsonb_agg(jsonb_build_object('node', l.node, 'permits', l.permits, 'tokens', l.tokens, 'demand', l.demand,
           'in_flight', l.in_flight, 'gone_ms', ${ms("l.gone_at")},

@@ -5,6 +5,7 @@
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { StoredTagPolicy, TagPolicyFields } from "../domain/tagPolicy.ts"
+import { WAITING_SQL } from "./gates.ts"
 import { TAG_POLICIES_CHANGED_CHANNEL } from "./notifications.ts"
 
 interface PolicyRecord {
@@ -195,7 +196,7 @@ export const tagPoliciesLiveCounts = Effect.fnUntraced(function*(input: {
   const rows = yield* sql<{ tag: string; queued: number; in_flight: number; held_until: Date | null }>`
     SELECT g.tag,
       (SELECT count(*) FROM gate_slots s WHERE s.project_id = ${input.projectId} AND s.tag = g.tag AND NOT s.running
-        AND EXISTS (SELECT FROM triggers t WHERE t.id = s.trigger_id AND t.status = 'queued'))::int AS queued,
+        AND EXISTS (SELECT FROM triggers t WHERE t.id = s.trigger_id AND ${sql.unsafe(WAITING_SQL)}))::int AS queued,
       (SELECT coalesce(sum(l.in_flight), 0) FROM gate_leases l
         WHERE l.project_id = ${input.projectId} AND l.tag = g.tag AND l.gone_at IS NULL)::int AS in_flight,
       (SELECT h.held_until FROM gate_holds h WHERE h.project_id = ${input.projectId} AND h.tag = g.tag AND h.held_until > now()) AS held_until
