@@ -119,8 +119,10 @@ export const triggersStartDelivery = Effect.fnUntraced(function*(input: {
  * unclaimed ones (queued with no node: held back by a gate). An attempt the gone node had started
  * (running) gets its execution now — failed, outcome unknown, from its start to now — so a
  * trigger's attempts stay numbered without gaps and the log tells what happened. An ungated one is
- * queued under this node and returned in `ids` for delivery; a gated one goes back to wait at its
- * gates (its places there given up) and is returned in `gated` for them to be looked at.
+ * queued under this node and returned in `ids` for delivery; a gated one (a tag of it has a policy
+ * now) goes back to wait at its gates in PostgreSQL — a gate row per gated tag, made when it had
+ * none (a fired trigger waits at its gates in its node's memory without one) — and is returned in
+ * `gated` for them to be looked at.
  */
 export const triggersRecover = Effect.fnUntraced(function*(input: {
   readonly shard: number
@@ -136,19 +138,24 @@ export const triggersRecover = Effect.fnUntraced(function*(input: {
       gate_tags: Array<string>; scheduled_at: Date | null
     }>`
       WITH gone AS (
-        SELECT old.id, old.status AS was, LEAST(${now}::timestamptz, GREATEST(old.claimed_at, old.due_at, old.updated_at)) AS started_at,
-          ARRAY(SELECT s.tag FROM gate_slots s WHERE s.trigger_id = old.id) AS gate_tags
-        FROM triggers old
-        WHERE old.shard = ${input.shard} AND old.status IN ${statusList(sql, CLAIMED_STATUSES)}
-          AND old.claimed_by <> ${input.node} AND NOT (old.claimed_by = ANY(${input.liveNodes}::text[]))
-        FOR UPDATE
+        SELECT t.id, t.status AS was, LEAST(${now}::timestamptz, GREATEST(t.claimed_at, t.due_at, t.updated_at)) AS started_at,
+          ${sql.unsafe(GATED_TAGS_SQL)} AS gate_tags
+        FROM triggers t
+        WHERE t.shard = ${input.shard} AND t.status IN ${statusList(sql, CLAIMED_STATUSES)}
+          AND t.claimed_by <> ${input.node} AND NOT (t.claimed_by = ANY(${input.liveNodes}::text[]))
+        FOR UPDATE OF t
       ), requeued AS (
         UPDATE triggers t SET status = 'queued', claimed_at = ${now},
           claimed_by = CASE WHEN cardinality(g.gate_tags) = 0 THEN ${input.node} END
         FROM gone g WHERE t.id = g.id
-        RETURNING t.id, t.project_id, t.attempts, t.url, t.triggered_by, t.scheduled_at, g.was, g.started_at, g.gate_tags
+        RETURNING t.id, t.project_id, t.attempts, t.url, t.triggered_by, t.scheduled_at, t.due_at, g.was, g.started_at, g.gate_tags
       ), waiting AS (
-        UPDATE gate_slots s SET running = false FROM requeued r WHERE s.trigger_id = r.id
+        -- a gated trigger waits at its gates in PostgreSQL: a fired one a node held in memory had no
+        -- gate row yet (it was admitted there), so one is made; one that had rows waits again on them
+        INSERT INTO gate_slots (trigger_id, tag, project_id, scheduled_at, not_before)
+        SELECT r.id, g.tag, r.project_id, coalesce(r.scheduled_at, r.due_at), ${now}
+        FROM requeued r CROSS JOIN unnest(r.gate_tags) AS g(tag)
+        ON CONFLICT (trigger_id, tag) DO UPDATE SET running = false
       )
       SELECT * FROM requeued`
     yield* executionsInsert(rows.filter((row) => row.was === "running").map((row) => interruptedExecution({

@@ -10,6 +10,7 @@ import { SqlClient } from "effect/sql"
 import { uuidv7 } from "../../src/domain/ids.ts"
 import { executionsRecord } from "../../src/store/executions.ts"
 import { gateBacklogRelease, gateBacklogStart, gateBacklogTake } from "../../src/store/gates.ts"
+import { triggersRecover } from "../../src/store/schedulerQueries.ts"
 import { TestDatabase } from "../support/database.ts"
 import { ensureProject, insertTrigger, nextId, triggerRow } from "../support/fixtures.ts"
 
@@ -118,5 +119,24 @@ layer(TestDatabase, { timeout: "60 seconds" })("gate backlog in PostgreSQL", (it
       // a taken trigger given back (a stopping node) waits for any node again
       assert.deepStrictEqual(yield* gateBacklogRelease({ triggers: [{ id: toB![0]!.id, attempt: 1, firedSeenUs: null, gateTags: ["t"] }], node: B, nowMs: Date.now() - 1_000 }), [toB![0]!.id])
       assert.deepStrictEqual((yield* gateBacklogTake({ projectId, tag: "t", limit: 10, node: A, nowMs: NOW })).map((row) => row.id), [toB![0]!.id])
+    }))
+
+  it.effect("a gated trigger a gone node held in memory (running, no gate row yet) is recovered to wait at its gates, not sent", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const projectId = yield* projectWithPolicies(["g"])
+      const gone = "node-gone"
+      const shard = 7
+      const gated = yield* insertTrigger({ projectId, shard, status: "running", attempts: 1, claimedBy: gone, dueAt: new Date(NOW - 10), tags: ["g", "x"] })
+      const plain = yield* insertTrigger({ projectId, shard, status: "running", attempts: 1, claimedBy: gone, dueAt: new Date(NOW - 10), tags: ["x"] })
+      // recovered at a real instant: a gate row is taken once its not_before has passed
+      const recovered = yield* triggersRecover({ shard, node: A, liveNodes: [A, B], nowMs: Date.now() - 1_000 })
+      // the ungated one is this node's to send; the gated one waits for any node's gate with room
+      assert.deepStrictEqual(recovered.ids, [plain])
+      assert.deepStrictEqual(recovered.gated, [{ projectId, gateTags: ["g"] }])
+      assert.deepStrictEqual(yield* slotsOf(gated), [{ tag: "g", running: false }])
+      const [row] = yield* sql<{ status: string; claimed_by: string | null }>`SELECT status, claimed_by FROM triggers WHERE id = ${gated}`
+      assert.deepStrictEqual(row, { status: "queued", claimed_by: null })
+      assert.deepStrictEqual((yield* gateBacklogTake({ projectId, tag: "g", limit: 10, node: B, nowMs: NOW })).map((taken) => taken.id), [gated])
     }))
 })
