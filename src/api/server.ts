@@ -1,7 +1,8 @@
 // The HTTPS listener: TLS (configured or self-signed), 16 KB header limit (→ 431 by Node), every
 // endpoint module mounted on one router (each handler renders its own failures, see handle.ts).
 // Unknown paths and methods get the router's empty 404, and every 4xx its `Timewheel-Error` hint
-// (errorHints.ts). No CORS headers except on /openapi/json: the dashboard, the only page reading
+// (errorHints.ts). A keep-alive connection is kept only when the server will keep it (an unread
+// chunked body closes it, and the answer says so). No CORS headers except on /openapi/json: the dashboard, the only page reading
 // the hints, is served from the same origin, so it needs no Access-Control-Expose-Headers. The
 // fast lane (fastLane.ts) takes the hottest requests before the router sees them.
 import * as NodeHttpServer from "@effect/platform-node/NodeHttpServer"
@@ -41,6 +42,23 @@ export const apiRoutes = (prefix: string, serviceUrl: string) => {
 }
 
 /**
+ * An answer written before the request's chunked body was read (a GET or a DELETE carrying one, an
+ * unknown path) says `Connection: close`, and the connection is closed after it: the HTTP layer
+ * drains at most 256 KiB of an unread body and closes the connection past that, and with no
+ * Content-Length it cannot tell at the head whether it will, so it said `keep-alive` and a client's
+ * next request on that connection was reset. A body read to its end first (every route that reads
+ * one) keeps the connection. Bodies with a Content-Length are left to the HTTP layer, which decides
+ * from it.
+ */
+const closeUnlessBodyRead = (request: IncomingMessage, response: ServerResponse) => {
+  if (request.headers["transfer-encoding"] === undefined || request.httpVersionMajor !== 1) return
+  response.setHeader("connection", "close")
+  request.once("end", () => {
+    if (!response.headersSent) response.removeHeader("connection")
+  })
+}
+
+/**
  * The HTTPS listener. When the service stops it first sends its keep-alive clients away: idle
  * connections are closed at once, a request in flight is answered with `Connection: close` (or, its
  * head already sent, its connection is ended once the answer is out), and so is every request from
@@ -63,6 +81,7 @@ export const httpsListener = (options: {
     const server = https.createServer({ cert: options.cert, key: options.key, maxHeaderSize: MAX_HEADER_BYTES, keepAliveTimeout: 65_000 })
     const track = (request: IncomingMessage, response: ServerResponse) => {
       if (stopping) return void response.setHeader("connection", "close")
+      closeUnlessBodyRead(request, response)
       inFlight.add(response)
       response.on("close", () => {
         inFlight.delete(response)

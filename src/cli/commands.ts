@@ -49,11 +49,13 @@ export const keyRevoke = (keyId: string) => Effect.as(revokeApiKey(keyId), `key 
 
 export const adminCreate = (email: string, password: string) => Effect.as(createAdmin(email, password), `admin ${email} created`)
 
-/** Seals every stored trigger with the first key of ENCRYPTION_KEYS; one line saying how many. */
+/** Seals every stored trigger (and bulk replay's headers) with the first key of ENCRYPTION_KEYS; one line saying how many. */
 export const keysRotateEncryption = (keyring: Keyring | null) =>
   keyring === null
     ? fail("ENCRYPTION_KEYS is not set: there is no key to encrypt with")
-    : Effect.map(resealStoredTriggers(keyring), (done) =>
-      done.skipped
-        ? `${done.resealed} triggers sealed with key "${done.writerId}"; some were busy every time: run the command again`
-        : `${done.resealed} triggers sealed with key "${done.writerId}"; every stored trigger now is (older keys can leave ENCRYPTION_KEYS)`)
+    : Effect.map(resealStoredTriggers(keyring), (done) => {
+      const counts = `${done.resealed} triggers and ${done.replays} bulk replays' headers sealed with key "${done.writerId}"`
+      return done.skipped
+        ? `${counts}; some were busy every time: run the command again`
+        : `${counts}; every stored request now is (older keys can leave ENCRYPTION_KEYS)`
+    })

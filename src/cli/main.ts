@@ -26,7 +26,7 @@ export const USAGE = `usage: npm run --silent cli -- <command>
   key list <project-name>
   key revoke <key-id>
   admin create <email> [--password P]      (at a terminal the password is asked twice; else read from stdin)
-  keys rotate-encryption                   (seals every stored trigger with the first key of ENCRYPTION_KEYS)
+  keys rotate-encryption                   (seals every stored trigger and replay's headers with the first key of ENCRYPTION_KEYS)
   cron next '<value>' [--from <ISO>] [--count N]
   openapi [--server <url>]                 (the OpenAPI document for client generators, on stdout)`
 

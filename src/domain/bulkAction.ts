@@ -4,7 +4,8 @@
 //   { "action": "cancel" | "replay", "filter": {…}, "dryRun"?: boolean, "replay"?: { "url"?, "headers"? } }
 // Checks, in order: a JSON object with no other field (`Unknown field: x`), `action`, `filter`
 // (domain/triggerFilter.ts), `dryRun`, `replay` (domain/replayOverride.ts, replay only), then a cancel
-// with no filter field: `A cancel needs at least one filter field`.
+// with no filter field: `A cancel needs at least one filter field`. A replay with no filter field is
+// every dead letter of the project: its filter is `{deadLetter: true}` (docs/bulk-actions.md).
 import { decodeReplayOverride, isNoOverride, type ReplayOverride } from "./replayOverride.ts"
 import { decodeFilterObject, isEmptyFilter, type TriggerFilter } from "./triggerFilter.ts"
 
@@ -49,7 +50,8 @@ export const decodeActionBody = (json: unknown, prefix: string): DecodedAction =
     replay = isNoOverride(decoded.override) ? null : decoded.override
   }
   if (action === "cancel" && isEmptyFilter(filter.filter)) return err(EMPTY_CANCEL_FILTER)
-  return { _tag: "Ok", request: { action, filter: filter.filter, dryRun: body.dryRun === true, replay } }
+  const effective = action === "replay" && isEmptyFilter(filter.filter) ? { ...filter.filter, deadLetter: true } : filter.filter
+  return { _tag: "Ok", request: { action, filter: effective, dryRun: body.dryRun === true, replay } }
 }
 
 /** Why a trigger of the set was left alone: its status (a cancel follows DELETE /cancel, a replay needs

@@ -20,7 +20,8 @@ export interface Keyring {
   readonly byId: ReadonlyMap<string, EncryptionKey>
 }
 
-export type SealPurpose = "headers" | "body"
+/** What a sealed value is: a trigger's headers or body, or the headers a bulk replay adds. */
+export type SealPurpose = "headers" | "body" | "replay headers"
 
 const ALGORITHM = "aes-256-gcm"
 const IV_BYTES = 12
@@ -72,6 +73,14 @@ export const sealBytes = (key: EncryptionKey, purpose: SealPurpose, plain: Uint8
   const tail = cipher.final()
   return Buffer.concat([iv, head, tail, cipher.getAuthTag()])
 }
+
+/**
+ * A keyed fingerprint of `plain` (HMAC-SHA256 with `key`, hex): equal for equal values under one key,
+ * telling nothing of the value without the key (a stored value's identity, where the sealed value
+ * itself differs each time it is sealed).
+ */
+export const fingerprint = (key: EncryptionKey, purpose: SealPurpose, plain: string): string =>
+  crypto.createHmac("sha256", key.key).update(`timewheel ${purpose} fingerprint\n${plain}`).digest("hex")
 
 /** A value that cannot be opened: its key is not configured, or it was altered. */
 export class SealedValueError extends Error {

@@ -10,6 +10,8 @@ import { SqlClient } from "effect/sql"
 import type { BulkActionKind, BulkActionRow } from "../domain/bulkAction.ts"
 import type { ReplayOverride } from "../domain/replayOverride.ts"
 import type { TriggerFilter } from "../domain/triggerFilter.ts"
+import { EncryptionKeys } from "./sealedRequests.ts"
+import { openStoredReplay, storedReplay } from "./sealedReplays.ts"
 import { triggerFilterClauses } from "./triggerFilter.ts"
 import { effectiveStatusSql } from "./shardMarks.ts"
 
@@ -47,15 +49,19 @@ export const bulkActionsStart = Effect.fnUntraced(function*(input: {
   const sql = yield* SqlClient.SqlClient
   const now = new Date(input.nowMs)
   const filterText = JSON.stringify(input.filterJson)
-  const replayText = input.replay === null ? null : JSON.stringify(input.replay)
+  // its headers sealed when ENCRYPTION_KEYS is set (store/sealedReplays.ts)
+  const replay = storedReplay(input.replay, yield* EncryptionKeys)
+  const replayKey = sql`coalesce(${replay.key}, (${replay.json}::jsonb)::text)`
   return yield* sql.withTransaction(Effect.gen(function*() {
-    const inserted = yield* sql<{ id: string }>`INSERT INTO bulk_actions (id, project_id, action, filter, replay, status, matched, created_at)
-      VALUES (${input.id}, ${input.projectId}, ${input.action}, ${filterText}::jsonb, ${replayText}::jsonb, 'running', 0, ${now})
+    const inserted = yield* sql<{ id: string }>`INSERT INTO bulk_actions (id, project_id, action, filter, replay, sealed_with, replay_key,
+        status, matched, created_at)
+      VALUES (${input.id}, ${input.projectId}, ${input.action}, ${filterText}::jsonb, ${replay.json}::jsonb, ${replay.sealedWith},
+        ${replayKey}, 'running', 0, ${now})
       ON CONFLICT DO NOTHING RETURNING id`
     if (inserted.length === 0) {
       const running = yield* sql<BulkActionRow>`SELECT ${sql.unsafe(COLUMNS)} FROM bulk_actions
         WHERE project_id = ${input.projectId} AND action = ${input.action} AND status = 'running'
-          AND filter = ${filterText}::jsonb AND replay IS NOT DISTINCT FROM ${replayText}::jsonb`
+          AND filter = ${filterText}::jsonb AND replay_key IS NOT DISTINCT FROM ${replayKey}`
       // undefined: the running one finished between the two statements (the caller starts again)
       return { row: running[0], created: false }
     }
@@ -101,9 +107,15 @@ export const bulkActionsList = Effect.fnUntraced(function*(input: {
  */
 export const bulkActionsLockNext = Effect.fnUntraced(function*(input: { readonly last: ReadonlyArray<string> }) {
   const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql<RunningActionRow>`SELECT ${sql.unsafe(COLUMNS)}, project_id, replay FROM bulk_actions
+  const rows = yield* sql<Omit<RunningActionRow, "replay"> & {
+    replay: { url: string | null; headers: unknown } | null
+    sealed_with: string | null
+  }>`SELECT ${sql.unsafe(COLUMNS)}, project_id, replay, sealed_with FROM bulk_actions
     WHERE status = 'running' ORDER BY id = ANY(${input.last}::uuid[]), id LIMIT 1 FOR UPDATE SKIP LOCKED`
-  return rows[0]
+  const row = rows[0]
+  if (row === undefined) return undefined
+  const { sealed_with, ...action } = row
+  return { ...action, replay: openStoredReplay(row.replay, sealed_with, yield* EncryptionKeys) } satisfies RunningActionRow
 })
 
 /** The next `limit` triggers the action has still to act on, in id order. */

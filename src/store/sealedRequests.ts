@@ -14,6 +14,7 @@ import {
   sealedPrefixBytes
 } from "../domain/sealing.ts"
 import type { HeaderPairs } from "../domain/trigger.ts"
+import { replayKeyIdsInUse } from "./sealedReplays.ts"
 
 /** The keys of ENCRYPTION_KEYS; null (the default) when it is unset: values are written plain. */
 export const EncryptionKeys = Context.Reference<Keyring | null>("timewheel/EncryptionKeys", { defaultValue: () => null })
@@ -90,10 +91,14 @@ export const sealedKeyIdsInUse = Effect.gen(function*() {
   return rows.map((row) => row.id)
 })
 
-/** Fails with EncryptionKeysMissing when stored triggers are sealed with a key the keyring lacks. */
+/**
+ * Fails with EncryptionKeysMissing when stored triggers (or the headers of stored replays:
+ * store/sealedReplays.ts) are sealed with a key the keyring lacks.
+ */
 export const refuseMissingKeys = (keyring: Keyring | null) =>
   Effect.gen(function*() {
-    const missing = (yield* sealedKeyIdsInUse).filter((id) => keyring?.byId.has(id) !== true)
+    const inUse = new Set([...yield* sealedKeyIdsInUse, ...yield* replayKeyIdsInUse])
+    const missing = [...inUse].filter((id) => keyring?.byId.has(id) !== true)
     if (missing.length > 0) return yield* Effect.fail(new EncryptionKeysMissing(missing, keyring !== null))
   })
 

@@ -4,7 +4,8 @@
 // never queue one twice. An ungated trigger is claimed by the replaying node (claimed_by), as a
 // scheduler claim does, which hands it to delivery; one with gated tags waits at its gates like any
 // other gated trigger. The same statement writes what the attempt sends instead of the stored URL and
-// headers (replay_overrides, a bulk replay's), or deletes an earlier replay's.
+// headers (replay_overrides, a bulk replay's; its headers sealed with ENCRYPTION_KEYS), or deletes an
+// earlier replay's.
 // The ids are cast to uuid[] once, in a subquery (`= ANY((SELECT $ids::uuid[])::uuid[])`): the parameter
 // comes as text[], and when the planner scanned the project's rows instead of looking the ids up (its
 // statistics not gathered yet), `= ANY($ids::uuid[])` cast the whole array again for every row: a
@@ -13,6 +14,8 @@ import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { ReplayOverride } from "../domain/replayOverride.ts"
 import { GATED_SQL, GATED_TAGS_SQL } from "./gates.ts"
+import { EncryptionKeys } from "./sealedRequests.ts"
+import { sealReplayHeaders } from "./sealedReplays.ts"
 import { LATEST_IS_DEAD_LETTER_SQL } from "./triggerFilter.ts"
 
 export interface QueuedReplay {
@@ -37,6 +40,8 @@ export const triggersQueueReplay = Effect.fnUntraced(function*(input: {
   const sql = yield* SqlClient.SqlClient
   const now = new Date(input.nowMs)
   const override = input.override ?? null
+  // sealed when ENCRYPTION_KEYS is set (store/sealedReplays.ts)
+  const headers = override === null ? null : sealReplayHeaders(override.headers, yield* EncryptionKeys)
   const rows = yield* sql<{ id: string; gate_tags: ReadonlyArray<string> }>`
     WITH replayed AS (
       UPDATE triggers t
@@ -54,9 +59,9 @@ export const triggersQueueReplay = Effect.fnUntraced(function*(input: {
     ), ${override === null
       ? sql`overridden AS (DELETE FROM replay_overrides o USING replayed r WHERE o.trigger_id = r.id)`
       : sql`overridden AS (
-      INSERT INTO replay_overrides (trigger_id, url, headers)
-      SELECT r.id, ${override.url}, ${JSON.stringify(override.headers)}::jsonb FROM replayed r
-      ON CONFLICT (trigger_id) DO UPDATE SET url = excluded.url, headers = excluded.headers)`}
+      INSERT INTO replay_overrides (trigger_id, url, headers, sealed_with)
+      SELECT r.id, ${override.url}, ${JSON.stringify(headers!.headers)}::jsonb, ${headers!.sealedWith} FROM replayed r
+      ON CONFLICT (trigger_id) DO UPDATE SET url = excluded.url, headers = excluded.headers, sealed_with = excluded.sealed_with)`}
     SELECT id, gate_tags FROM replayed`
   return rows.map((row): QueuedReplay => ({ id: row.id, gateTags: row.gate_tags }))
 })

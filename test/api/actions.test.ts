@@ -313,8 +313,17 @@ layer(CHUNKED, { timeout: "90 seconds" })("bulk actions", (it) => {
         const hooks = yield* target
         yield* insertDeadLetters(Array.from({ length: 5 }, (_, n) => ({ projectId: p.projectId, url: `${hooks.origin}/mine?n=${n}` })))
         yield* insertDeadLetters([{ projectId: other.projectId, url: `${hooks.origin}/theirs` }])
-        const done = yield* finished(p, (yield* started(p, { action: "replay", filter: {} })).id)
-        assert.deepStrictEqual([done.matched, done.replayed], [5, 5])
+        // triggers of the project that are not dead letters: not in the set at all
+        yield* insertTriggers([
+          { projectId: p.projectId, url: `${hooks.origin}/pending` },
+          { projectId: p.projectId, status: "completed", attempts: 1, url: `${hooks.origin}/delivered` },
+          { projectId: p.projectId, status: "cancelled", url: `${hooks.origin}/cancelled` }
+        ])
+        assert.deepStrictEqual((yield* p.post("/actions", { action: "replay", filter: {}, dryRun: true })).json(), { matched: 5 })
+        const action = yield* started(p, { action: "replay", filter: {} })
+        assert.deepStrictEqual(action.filter, { deadLetter: true }, "the filter the set was chosen by")
+        const done = yield* finished(p, action.id)
+        assert.deepStrictEqual([done.matched, done.replayed, done.untouched], [5, 5, {}])
         yield* pollUntil("five replays", Effect.sync(() => (hooks.at("/mine").length === 5 ? true : undefined)))
         assert.strictEqual(hooks.at("/theirs").length, 0)
       })))

@@ -2,19 +2,21 @@
 // headers and bodies /schedule, /declare, /bulk and generators' instances store are sealed (the rows
 // in PostgreSQL hold neither a credential nor the body text), and everything that reads them gets
 // them back: delivery (at its time, and a replay), GET /jobs and GET /jobs/{id}, the dashboard's
-// calls, and /declare's diff (an unchanged item stays `unchanged`). Then, on one database: rows
-// written plain and with an older key are re-sealed by `keys rotate-encryption` (the CLI, as an
-// operator runs it), the service runs with the new key alone, and a start with a key missing for
-// stored rows is refused with one clear line, in-process and as `npm start`.
+// calls, and /declare's diff (an unchanged item stays `unchanged`). The headers a bulk replay adds
+// are sealed too, in both tables that hold them (bulk_actions.replay, replay_overrides), and the same
+// replay called again while it runs is still the same action. Then, on one database: rows written
+// plain and with an older key are re-sealed by `keys rotate-encryption` (the CLI, as an operator runs
+// it), the service runs with the new key alone, and a start with a key missing for stored rows is
+// refused with one clear line, in-process and as `npm start`.
 import { assert, describe, it, layer } from "@effect/vitest"
-import { Effect, Layer, type Scope } from "effect"
+import { Deferred, Effect, Fiber, Layer, type Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import * as crypto from "node:crypto"
 import { EncryptionKeysMissing } from "../../src/domain/sealing.ts"
 import { newAdmin, sessionCall, signedIn } from "../dashboard/support.ts"
 import { programLines, runChild } from "../support/cli.ts"
 import { freshDatabaseUrl } from "../support/database.ts"
-import { projectIdOfKey } from "../support/fixtures.ts"
+import { insertDeadLetters, projectIdOfKey } from "../support/fixtures.ts"
 import { TestServer, testServerLayer } from "../support/server.ts"
 import { arrivalsAt, headerValues, target } from "../support/target.ts"
 import { pollUntil } from "../support/wait.ts"
@@ -31,6 +33,21 @@ const storedRows = (projectId: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
     sql<{ id: string; kind: string; generator_id: string | null; headers: string; body: Uint8Array | null; sealed_with: string | null }>`
       SELECT id, kind, generator_id, headers::text AS headers, body, sealed_with FROM triggers WHERE project_id = ${projectId} ORDER BY id`)
+
+/** Every table holding request material besides triggers: the replays' headers, as PostgreSQL holds them. */
+const storedReplays = (projectId: string) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql<{ table: string; headers: string; sealed_with: string | null }>`
+      SELECT 'bulk_actions' AS table, replay::text AS headers, sealed_with FROM bulk_actions WHERE project_id = ${projectId} AND replay IS NOT NULL
+      UNION ALL
+      SELECT 'replay_overrides', o.headers::text, o.sealed_with FROM replay_overrides o JOIN triggers t ON t.id = o.trigger_id
+        WHERE t.project_id = ${projectId}
+      ORDER BY 1`)
+
+/** The body of POST /actions for a bulk replay of the project's dead letters that adds the credential header. */
+const replayAction = (url: string) => ({
+  action: "replay", filter: { deadLetter: true }, replay: { url, headers: { authorization: SECRET, "x-tenant": "acme" } }
+})
 
 /** Neither the credential nor the body appears in a stored row. */
 const assertNoPlainText = (rows: ReadonlyArray<{ readonly headers: string; readonly body: Uint8Array | null }>) => {
@@ -95,6 +112,40 @@ layer(testServerLayer({ ENCRYPTION_KEYS: K1 }), { timeout: "120 seconds", exclud
       assert.strictEqual(again!.body.toString("utf8"), BODY)
     }))
 
+  it.effect("a bulk replay's headers are sealed with the action and with each trigger; the same replay again is the same action", () =>
+    Effect.gen(function*() {
+      const t = yield* target
+      const server = yield* TestServer
+      const sql = yield* SqlClient.SqlClient
+      const key = yield* server.newKey()
+      const projectId = yield* projectIdOfKey(key)
+      const ids = yield* insertDeadLetters(Array.from({ length: 3 }, () => ({ projectId, url: "http://127.0.0.1:9/old" })))
+      // a claim-like lock on one dead letter: the action waits there, still running
+      const locked = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
+      const holder = yield* Effect.forkChild(sql.withTransaction(Effect.gen(function*() {
+        yield* sql`SELECT 1 FROM triggers WHERE id = ${ids.at(-1)!} FOR UPDATE`
+        yield* Deferred.succeed(locked, undefined)
+        yield* Deferred.await(release)
+      })))
+      yield* Deferred.await(locked)
+      const body = replayAction(`${t.origin}/redrive`)
+      const first = yield* call("POST", "/actions", key, body)
+      assert.strictEqual(first.status, 202, first.text)
+      const again = yield* call("POST", "/actions", key, body)
+      assert.strictEqual(again.json().id, first.json().id, "sealed differently each time, still the same replay")
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(holder)
+
+      const arrivals = yield* arrivalsAt(t, "/redrive", 3)
+      for (const arrival of arrivals) assert.deepStrictEqual(headerValues(arrival.rawHeaders, "authorization"), [SECRET])
+      const rows = yield* storedReplays(projectId)
+      assert.deepStrictEqual(rows.map((row) => [row.table, row.sealed_with]), [
+        ["bulk_actions", "k1"], ["replay_overrides", "k1"], ["replay_overrides", "k1"], ["replay_overrides", "k1"]
+      ])
+      assertNoPlainText(rows.map((row) => ({ headers: row.headers, body: null })))
+    }))
+
   it.effect("a body over 64 KiB: listed with its plain size and encoding, whole in GET /jobs/{id}", () =>
     Effect.gen(function*() {
       const server = yield* TestServer
@@ -152,10 +203,16 @@ describe("keys rotate-encryption and missing keys", () => {
       const far = (key: string, path: string) =>
         schedule(key, { "ttr-url": `http://127.0.0.1:9${path}`, "ttr-scheduled-at": FAR, authorization: SECRET }, BODY)
 
-      // written plain (no keys), then with k1
+      // written plain (no keys): a trigger, and a bulk replay of a dead letter with its headers; then with k1
       const { key, projectId, plainId } = yield* withService({}, Effect.gen(function*() {
         const key = yield* (yield* TestServer).newKey()
-        return { key, projectId: yield* projectIdOfKey(key), plainId: yield* far(key, "/plain") }
+        const projectId = yield* projectIdOfKey(key)
+        yield* insertDeadLetters([{ projectId, url: "http://127.0.0.1:9/dead" }])
+        const action = yield* call("POST", "/actions", key, replayAction("http://127.0.0.1:9/redrive"))
+        assert.strictEqual(action.status, 202, action.text)
+        yield* pollUntil("the replay action done", Effect.map(call("GET", `/actions/${action.json().id}`, key),
+          (r) => (r.json().status === "completed" ? true : undefined)))
+        return { key, projectId, plainId: yield* far(key, "/plain") }
       }))
       const sealedId = yield* withService({ ENCRYPTION_KEYS: K1 }, far(key, "/sealed"))
       // a start without k1 now is refused
@@ -169,13 +226,17 @@ describe("keys rotate-encryption and missing keys", () => {
           env: { DATABASE_URL: databaseUrl, ENCRYPTION_KEYS: `${K2},${K1}` }, timeoutMs: 90_000
         }))
       assert.strictEqual(cli.code, 0, cli.stderr)
-      assert.strictEqual(cli.stdout.trim(), `2 triggers sealed with key "k2"; every stored trigger now is (older keys can leave ENCRYPTION_KEYS)`)
+      assert.strictEqual(cli.stdout.trim(),
+        `3 triggers and 2 bulk replays' headers sealed with key "k2"; every stored request now is (older keys can leave ENCRYPTION_KEYS)`)
 
       // k2 alone: the rows read back, and a re-sealed row delivers at its time
       yield* withService({ ENCRYPTION_KEYS: K2 }, Effect.gen(function*() {
-        const rows = yield* storedRows(projectId)
+        const rows = (yield* storedRows(projectId)).filter((row) => row.id === plainId || row.id === sealedId)
         assert.deepStrictEqual(rows.map((row) => [row.id, row.sealed_with]), [[plainId, "k2"], [sealedId, "k2"]])
-        assertNoPlainText(rows)
+        assertNoPlainText(yield* storedRows(projectId))
+        const replays = yield* storedReplays(projectId)
+        assert.deepStrictEqual(replays.map((row) => [row.table, row.sealed_with]), [["bulk_actions", "k2"], ["replay_overrides", "k2"]])
+        assertNoPlainText(replays.map((row) => ({ headers: row.headers, body: null })))
         for (const id of [plainId, sealedId]) {
           const view = (yield* call("GET", `/jobs/${id}`, key)).json()
           assert.deepStrictEqual([view.headers, view.body.value], [{ authorization: SECRET }, BODY])

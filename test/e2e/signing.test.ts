@@ -2,14 +2,20 @@
 // verifies what it receives with the `standardwebhooks` package, as docs/signatures.md tells it to,
 // with the project's secret as `project secret show` prints it: a body of raw bytes, no body, a
 // retry (webhook-id stable across attempts), a rotation (both secrets sign, new first; the old one
-// alone after a rotation without overlap). Timewheel-Signature, kept for earlier targets, verifies
-// with an independent HMAC of node:crypto. No header with the service's prefix ever arrives.
+// alone after a rotation without overlap). A body that is not UTF-8, which that package cannot
+// verify, verifies with the raw-bytes check the page gives (run as the page prints it).
+// Timewheel-Signature, kept for earlier targets, verifies with an independent HMAC of node:crypto.
+// No header with the service's prefix ever arrives.
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import * as crypto from "node:crypto"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { pathToFileURL } from "node:url"
 import { Webhook } from "standardwebhooks"
 import { rotateSigningSecret, showSigningSecret } from "../../src/commands/projects.ts"
+import { makeTempDir } from "../support/database.ts"
 import { projectIdOfKey } from "../support/fixtures.ts"
 import { TestServer, testServerLayer } from "../support/server.ts"
 import { type Arrival, arrivalsAt, headerNames, headerValues, target } from "../support/target.ts"
@@ -40,6 +46,22 @@ const verifiesTimewheelSignature = (arrival: Arrival, secret: string) => {
   const expected = crypto.createHmac("sha256", key).update(`${t}.`).update(arrival.body).digest("hex")
   return parts.some(([name, value]) => name === "v1" && value === expected)
 }
+
+type VerifyBytes = (headers: Record<string, string>, body: Buffer, secret: string) => boolean
+
+/** The raw-bytes check of docs/signatures.md, taken from the page as a reader copies it. */
+const documentedVerifyBytes = Effect.promise(async (): Promise<VerifyBytes> => {
+  const page = fs.readFileSync(path.join(import.meta.dirname, "../../docs/signatures.md"), "utf8")
+  const block = /```js\n(import \{ createHmac[\s\S]*?export function verifyBytes[\s\S]*?)\n```/.exec(page)
+  assert.isNotNull(block, "docs/signatures.md shows verifyBytes in a js block")
+  const file = path.join(makeTempDir("signatures"), "verifyBytes.mjs")
+  fs.writeFileSync(file, block![1]!)
+  return ((await import(pathToFileURL(file).href)) as { verifyBytes: VerifyBytes }).verifyBytes
+})
+
+/** The webhook-* headers as a Node target reads them (lowercase names). */
+const webhookHeaders = (arrival: Arrival) =>
+  Object.fromEntries(["webhook-id", "webhook-timestamp", "webhook-signature"].map((name) => [name, headerValues(arrival.rawHeaders, name)[0]!]))
 
 const signatures = (arrival: Arrival) => headerValues(arrival.rawHeaders, "webhook-signature")[0]!.split(" ")
 
@@ -106,6 +128,11 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
         const expected = crypto.createHmac("sha256", key).update(`${id}.${at}.`).update(arrival!.body).digest("base64")
         assert.deepStrictEqual(signatures(arrival!), [`v1,${expected}`])
         assert.isFalse(verifies(arrival!, current), "if this passes, the library now takes bytes: say so in docs/signatures.md")
+        // the check the page gives instead
+        const verifyBytes = yield* documentedVerifyBytes
+        assert.isTrue(verifyBytes(webhookHeaders(arrival!), arrival!.body, current))
+        assert.isFalse(verifyBytes(webhookHeaders(arrival!), Buffer.from([0xff, 0x00, 0xc3, 0x28, 0x81]), current), "another body")
+        assert.isFalse(verifyBytes(webhookHeaders(arrival!), arrival!.body, `whsec_${crypto.randomBytes(32).toString("base64")}`), "another secret")
       }))
 
     it.effect("no body: verified over \"<id>.<t>.\"; stored webhook-* and Timewheel-* headers are replaced by the service's own", () =>
