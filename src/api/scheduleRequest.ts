@@ -17,6 +17,7 @@ import { BadRequest, MalformedRequest } from "../domain/errors.ts"
 import { missingHeaderHint, type RequestHeaderNames, SCHEDULE_HEADERS } from "../domain/headerHints.ts"
 import { NOT_STORED_HEADERS } from "../domain/httpHeaders.ts"
 import { parseRetryHeaders } from "../domain/retry.ts"
+import { scheduledAtHint } from "../domain/scheduledAtHints.ts"
 import type { ScheduleCommand } from "../domain/schedule.ts"
 import { type Checked, checkScheduleTarget, scheduleCommandOf, type ScheduleTarget } from "../domain/scheduleInput.ts"
 import { unstorableCharacter, unstorableMessage } from "../domain/storableText.ts"
@@ -106,10 +107,14 @@ export const scheduleKeyAndUrl = (
 
 /**
  * The 400 of a bad scheduling value or header; the value is read first, so without its header the
- * failure is its `Invalid date: ` and the hint says the header is missing.
+ * failure is its `Invalid date: ` and the hint says the header is missing; a bad value's hint shows
+ * the accepted forms (domain/scheduledAtHints.ts).
  */
 export const scheduleCommandFailure = (request: ScheduleRequest, prefix: string, message: string): BadRequest =>
-  new BadRequest(message, request.header(`${prefix}-scheduled-at`) === undefined ? missingHint(request, prefix, "scheduled-at") : undefined)
+  new BadRequest(
+    message,
+    request.header(`${prefix}-scheduled-at`) === undefined ? missingHint(request, prefix, "scheduled-at") : scheduledAtHint(message)
+  )
 
 /** After the body, before the key: the URL, then the tags. */
 export const scheduleTargetOf = (request: ScheduleRequest, prefix: string, url: string): Checked<ScheduleTarget> =>
