@@ -77,6 +77,10 @@ export const isApiError = (error: unknown): error is ApiError =>
   isSpecFailure(error) || error instanceof EmptyNotFound || error instanceof EmptyForbidden ||
   error instanceof UnsupportedContentType || error instanceof ContentTooLarge
 
+/** `10 MiB`, `64 KiB`, else bytes. */
+const sizeName = (bytes: number) =>
+  bytes % 1_048_576 === 0 ? `${bytes / 1_048_576} MiB` : bytes % 1024 === 0 ? `${bytes / 1024} KiB` : `${bytes} bytes`
+
 /** What the `Timewheel-Error` header says of an error. */
 export const hintOf = (error: ApiError): string => {
   switch (error._tag) {
@@ -86,7 +90,7 @@ export const hintOf = (error: ApiError): string => {
     case "UnsupportedContentType":
       return `Content-Type must be application/json, got ${error.contentType}`
     case "ContentTooLarge":
-      return `request body larger than ${error.maxBytes} bytes`
+      return `request body over this endpoint's limit of ${sizeName(error.maxBytes)} (${error.maxBytes} bytes)`
     default:
       return error.hint ?? error.message
   }

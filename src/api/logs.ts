@@ -1,15 +1,18 @@
 // The log and replay endpoints (SPEC "Logs and replay", DECISIONS "Trigger and generator views",
 // "Executions"): the HTTP reading of commands/logs.ts and commands/replay.ts — exact paths, query
 // parameters with one clear 400 per bad value, the body of a replay. Key header, Bearer or
-// dashboard session; everything is scoped to the caller's project.
+// dashboard session; everything is scoped to the caller's project. The lists answer a query
+// parameter they do not take as if it were absent, and name it in `Timewheel-Warning`
+// (domain/unknownParameters.ts).
 import * as Effect from "effect/Effect"
-import { HttpRouter, HttpServerRequest } from "effect/http"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { EXECUTION_STATUSES, getExecution, getJob, listExecutions, listJobExecutions, listJobs } from "../commands/logs.ts"
 import { replayTrigger } from "../commands/replay.ts"
 import { BadRequest } from "../domain/errors.ts"
 import { decodeTriggerFilter, FILTER_FIELDS, type FilterField } from "../domain/triggerFilter.ts"
+import { unknownParametersWarning } from "../domain/unknownParameters.ts"
 import { authenticate } from "./auth.ts"
-import { jsonResponse } from "./errors.ts"
+import { asciiLine, jsonResponse, WARNING_HEADER } from "./errors.ts"
 import { handle } from "./handle.ts"
 import { jsonArrayStream } from "./jsonStream.ts"
 import {
@@ -33,6 +36,18 @@ const authenticated = (path: RegExp) =>
     return (yield* authenticate(request)).projectId
   })
 
+/** The query parameters of GET /jobs and GET /executions. */
+const JOBS_PARAMETERS: ReadonlyArray<string> = [...FILTER_FIELDS, "limit", "cursor"]
+const EXECUTIONS_PARAMETERS: ReadonlyArray<string> = ["jobId", "customKey", "executionStatus", "httpStatus", "deadLetterOnly", "limit", "cursor"]
+
+/** A list's 200, with a `Timewheel-Warning` naming the query parameters it ignored. */
+const listResponse = (endpoint: string, known: ReadonlyArray<string>, page: unknown) =>
+  Effect.map(HttpServerRequest.ParsedSearchParams, (params) => {
+    const warning = unknownParametersWarning(endpoint, Object.keys(params), known)
+    const response = jsonResponse(200, page)
+    return warning === undefined ? response : HttpServerResponse.setHeader(response, WARNING_HEADER, asciiLine(warning))
+  })
+
 /** The filter fields of GET /jobs (domain/triggerFilter.ts, read as query text). */
 const jobFilter = (query: QueryParams) =>
   Effect.gen(function*() {
@@ -53,7 +68,7 @@ const listJobsRoute = Effect.gen(function*() {
     limit: yield* pageLimit(query),
     cursor: yield* query.get("cursor")
   })
-  return jsonResponse(200, page)
+  return yield* listResponse("GET /jobs", JOBS_PARAMETERS, page)
 })
 
 const getJobRoute = Effect.gen(function*() {
@@ -95,7 +110,7 @@ const listExecutionsRoute = Effect.gen(function*() {
     limit: yield* pageLimit(query),
     cursor: yield* query.get("cursor")
   })
-  return jsonResponse(200, page)
+  return yield* listResponse("GET /executions", EXECUTIONS_PARAMETERS, page)
 })
 
 const getExecutionRoute = Effect.gen(function*() {

@@ -125,6 +125,17 @@ const pageParameters = [
 ]
 
 const badQuery = errorResponse("A query value is invalid (the message names it).")
+
+/** A list's 200: the page, and a warning naming the query parameters it ignored. */
+const listed = (description: string, schema: unknown) => ({
+  ...jsonResponseOf(description, schema),
+  headers: {
+    "Timewheel-Warning": {
+      description: "Only when the query has parameters this list does not take (the answer is as without them): their names, each with the one it likely meant.",
+      schema: { type: "string" }
+    }
+  }
+})
 const jobNotFound = errorResponse("`Job not found`: unknown id, or a trigger of another project.")
 const page = (name: string, item: unknown) => ({
   type: "object",
@@ -145,7 +156,7 @@ export const logPaths = (): Paths => ({
         ...filterParameters,
         ...pageParameters
       ],
-      responses: { 200: jsonResponseOf("A page of triggers.", page("jobs", triggerSchema)), 400: badQuery, 401: unauthorized }
+      responses: { 200: listed("A page of triggers.", page("jobs", triggerSchema)), 400: badQuery, 401: unauthorized }
     }
   },
   "/jobs/{id}": {
@@ -218,7 +229,7 @@ export const logPaths = (): Paths => ({
         query("deadLetterOnly", "`true`: only dead letters.", { type: "boolean" }),
         ...pageParameters
       ],
-      responses: { 200: jsonResponseOf("A page of attempts.", page("executions", executionSchema)), 400: badQuery, 401: unauthorized }
+      responses: { 200: listed("A page of attempts.", page("executions", executionSchema)), 400: badQuery, 401: unauthorized }
     }
   },
   "/executions/{id}": {

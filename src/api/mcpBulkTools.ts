@@ -5,13 +5,17 @@
 // commands as POST /actions).
 import * as Schema from "effect/Schema"
 import { Tool } from "effect/ai"
-import { TRIGGER_KINDS, TRIGGER_STATUSES } from "../domain/trigger.ts"
+import { JOB_OUTCOMES, TRIGGER_KINDS, TRIGGER_STATUSES } from "../domain/trigger.ts"
 import { ToolError } from "./mcpResults.ts"
 import { dependencies, described, optional, readOnly, titled, writes } from "./mcpToolParts.ts"
 
-/** The filter's fields (domain/triggerFilter.ts), as arguments. */
+/** The filter's fields (domain/triggerFilter.ts), as arguments: the names of GET /jobs and POST /actions. */
 export const FILTER_ARGUMENTS = {
   status: optional(Schema.Literals(TRIGGER_STATUSES), "Only triggers in this status (active: running generators)."),
+  outcome: optional(
+    Schema.Literals(JOB_OUTCOMES),
+    "Only triggers that ended so: delivered or dead_letter (completed, by the latest attempt), cancelled, skipped."
+  ),
   kind: optional(Schema.Literals(TRIGGER_KINDS), "job (one-shot triggers and instances) or generator."),
   tag: optional(Schema.String, "Only triggers carrying this tag."),
   customKey: optional(Schema.String, "Only triggers with this custom key."),

@@ -117,5 +117,5 @@ export const readJsonBody = (request: HttpServerRequest.HttpServerRequest, maxBy
   })
 
 /** The server's failure for a body over `HttpIncomingMessage.MaxBodySize`. */
-const isBodyTooLarge = (error: HttpServerError.HttpServerError): boolean =>
+export const isBodyTooLarge = (error: HttpServerError.HttpServerError): boolean =>
   error.reason._tag === "RequestParseError" && error.reason.reason === "BodyTooLarge"

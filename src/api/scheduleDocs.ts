@@ -4,6 +4,7 @@
 // /schedule is raw bytes of any media type, described without a schema (OpenAPI 3.1's form for
 // content sent as it is), so a generated client has nothing to encode.
 import { emptyResponse, errorResponse, jsonResponseOf, KEY_ONLY, type Paths } from "./openapiParts.ts"
+import { MAX_BODY_BYTES } from "./scheduleRequest.ts"
 
 const header = (name: string, description: string, required = false, schema: Record<string, unknown> = { type: "string" }) => ({
   name, in: "header", required, description, schema
@@ -71,7 +72,8 @@ export const schedulePaths = (prefix: string): Paths => {
       401: errorResponse("`Invalid api key`."),
       402: errorResponse("`Monthly quota of <limit> triggers exceeded`."),
       404: errorResponse("`Trigger not found` / `Generator not found` (edit by id)."),
-      410: errorResponse("`Job is no longer in registered state` / `Generator is no longer active`.")
+      410: errorResponse("`Job is no longer in registered state` / `Generator is no longer active`."),
+      ...(body ? { 413: errorResponse(`A body over ${MAX_BODY_BYTES} bytes (\`ContentTooLarge\`).`) } : {})
     }
   })
   return {

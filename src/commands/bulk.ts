@@ -12,6 +12,7 @@ import * as Effect from "effect/Effect"
 import { Wakeups } from "../cluster/wakeups.ts"
 import { SchedulerTiming } from "../config.ts"
 import { type BulkBody, bulkLookups, planBulk, validateBulkBody } from "../domain/bulk.ts"
+import { scheduledAtHint } from "../domain/scheduledAtHints.ts"
 import { BadRequest, Conflict } from "../domain/errors.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import type { OperationEntry, StoredTrigger, Summary } from "../domain/itemMatch.ts"
@@ -64,7 +65,7 @@ const bulkOnce = (projectId: string, call: Valid, nowMs: number) =>
 export const bulkTriggers = (projectId: string, body: BulkBody, nowMs: number) =>
   orUnavailable(Effect.gen(function*() {
     const call = validateBulkBody(body, nowMs)
-    if (call._tag === "Invalid") return yield* Effect.fail(new BadRequest(call.message))
+    if (call._tag === "Invalid") return yield* Effect.fail(new BadRequest(call.message, scheduledAtHint(call.message)))
     const attempt = (n: number): Effect.Effect<BulkResult, unknown, Effect.Services<ReturnType<typeof bulkOnce>>> =>
       bulkOnce(projectId, call, nowMs).pipe(
         Effect.catchIf(

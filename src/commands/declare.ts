@@ -10,6 +10,7 @@ import * as Effect from "effect/Effect"
 import { Wakeups } from "../cluster/wakeups.ts"
 import { SchedulerTiming } from "../config.ts"
 import { planDeclare } from "../domain/declare.ts"
+import { scheduledAtHint } from "../domain/scheduledAtHints.ts"
 import { BadRequest } from "../domain/errors.ts"
 import { uuidv7 } from "../domain/ids.ts"
 import { type DeclareBody, validateDeclareBody } from "../domain/item.ts"
@@ -82,7 +83,7 @@ const declareOnce = (projectId: string, call: Valid, nowMs: number) =>
 export const declareTriggers = (projectId: string, body: DeclareBody, nowMs: number) =>
   orUnavailable(Effect.gen(function*() {
     const call = validateDeclareBody(body, nowMs)
-    if (call._tag === "Invalid") return yield* Effect.fail(new BadRequest(call.message))
+    if (call._tag === "Invalid") return yield* Effect.fail(new BadRequest(call.message, scheduledAtHint(call.message)))
     const attempt = (n: number): ReturnType<typeof declareOnce> =>
       declareOnce(projectId, call, nowMs).pipe(
         Effect.catchIf((error) => n < ATTEMPTS && isUniqueViolation(error), () => attempt(n + 1))

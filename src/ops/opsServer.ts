@@ -3,7 +3,10 @@
 // scheduler's last turn reached the database and its loops ran in the last 30 s, else 503 (for load
 // balancers and orchestrators; the API's /health keeps its SPEC behaviour). GET /metrics: the
 // Prometheus text format (ops/metrics.ts and Node's process metrics); the few values that live in
-// PostgreSQL are read once per scrape. Anything else: 404.
+// PostgreSQL are read once per scrape. Anything else: 404. OPS_PORT set and unavailable stops the
+// start; the default port taken (a second node on the host) moves the listener to a free port,
+// said by a warning naming it (docs/operations.md, "Operator endpoints"), so a quick start's
+// request to 127.0.0.1:9464 reaching another process is explained.
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -122,18 +125,28 @@ export const OpsServerLive = (options: OpsServerOptions) =>
 
     const server = http.createServer({ maxHeaderSize: 16 * 1024 }, handle)
     server.keepAliveTimeout = 65_000
+    const urlOf = (port: number) => `http://${config.opsHost.includes(":") ? `[${config.opsHost}]` : config.opsHost}:${port}`
+    const codeOf = (error: Error) => (error as NodeJS.ErrnoException).code ?? error.message
+    const where = `${config.opsHost}:${config.opsPort}`
     const bound = yield* Effect.acquireRelease(
       Effect.result(listen(server, config.opsPort, config.opsHost)),
       () => close(server)
     )
-    if (bound._tag === "Failure") {
-      const code = (bound.failure as NodeJS.ErrnoException).code ?? bound.failure.message
-      const where = `${config.opsHost}:${config.opsPort}`
-      if (config.opsPortRequired) return yield* Effect.die(new Error(`cannot listen for operators on ${where} (${code})`))
-      yield* Effect.logWarning(`no ops listener: ${where} is not available (${code}); set OPS_PORT to another port, 0 for a free one, or off`)
+    if (bound._tag === "Success") {
+      yield* Effect.logInfo(`timewheel ops listening on ${urlOf(bound.success.port)}`)
+      return OpsListener.of({ url: urlOf(bound.success.port) })
+    }
+    if (config.opsPortRequired) return yield* Effect.die(new Error(`cannot listen for operators on ${where} (${codeOf(bound.failure)})`))
+    // the default port taken: a free one, said loudly
+    const moved = codeOf(bound.failure) === "EADDRINUSE" ? yield* Effect.result(listen(server, 0, config.opsHost)) : undefined
+    if (moved === undefined || moved._tag === "Failure") {
+      yield* Effect.logWarning(`no ops listener: ${where} is not available (${codeOf(bound.failure)}); set OPS_PORT to another port, 0 for a free one, or off`)
       return OpsListener.of({ url: null })
     }
-    const url = `http://${config.opsHost.includes(":") ? `[${config.opsHost}]` : config.opsHost}:${bound.success.port}`
-    yield* Effect.logInfo(`timewheel ops listening on ${url}`)
+    const url = urlOf(moved.success.port)
+    yield* Effect.logWarning(
+      `ops port ${config.opsPort} is taken by another process (another timewheel on this host?): this node's /livez, /readyz and /metrics ` +
+        `are on ${url} instead, and ${urlOf(config.opsPort)} is not this node; set OPS_PORT to choose the port`
+    ).pipe(Effect.annotateLogs({ event: "ops_port_taken", port: moved.success.port }))
     return OpsListener.of({ url })
   }))

@@ -61,7 +61,17 @@ const ROWS: ReadonlyArray<Row> = [
   },
   {
     endpoint: "/schedule", name: "a bad date", method: "POST", path: "/schedule", headers: withKey({ "ttr-url": URL_OK, "ttr-scheduled-at": "tomorrow" }),
-    status: 400, responseBody: error("BadRequest", "Invalid date: tomorrow"), hint: "Invalid date: tomorrow"
+    status: 400, responseBody: error("BadRequest", "Invalid date: tomorrow"),
+    hint: `"tomorrow" is not a date: use an ISO 8601 date (2030-01-15T09:00:00Z), now, now | add 10m (or subtract; s m h d w), or cron(*/5 * * * *[, Europe/Paris])`
+  },
+  {
+    endpoint: "/schedule", name: "an operation with +", method: "POST", path: "/schedule", headers: withKey({ "ttr-url": URL_OK, "ttr-scheduled-at": "now + 10m" }),
+    status: 400, responseBody: error("BadRequest", "Invalid date: now + 10m"), hint: "date operations follow a pipe: now | add 10m"
+  },
+  {
+    endpoint: "/schedule", name: "a bare cron expression", method: "POST", path: "/schedule", headers: withKey({ "ttr-url": URL_OK, "ttr-scheduled-at": "*/5 * * * *" }),
+    status: 400, responseBody: error("BadRequest", "Invalid date: */5 * * * *"),
+    hint: "a cron schedule is written cron(*/5 * * * *), with a time zone cron(*/5 * * * *, Europe/Paris)"
   },
   {
     endpoint: "/schedule", name: "an invalid URL", method: "POST", path: "/schedule", headers: withKey({ "ttr-url": "nope", "ttr-scheduled-at": FAR }),
@@ -115,7 +125,8 @@ const ROWS: ReadonlyArray<Row> = [
   },
   {
     endpoint: "/declare", name: "a bad scheduledAt", method: "POST", path: "/declare", headers: bearer(JSON_TYPE), body: `{"tag":"t","items":[{"url":"u","scheduledAt":"soon"}]}`,
-    status: 400, responseBody: error("BadRequest", "Item (no customKey): Invalid date: soon"), hint: "Item (no customKey): Invalid date: soon"
+    status: 400, responseBody: error("BadRequest", "Item (no customKey): Invalid date: soon"),
+    hint: `Item (no customKey): "soon" is not a date: use an ISO 8601 date (2030-01-15T09:00:00Z), now, now | add 10m (or subtract; s m h d w), or cron(*/5 * * * *[, Europe/Paris])`
   },
   {
     endpoint: "/declare", name: "a trailing slash", method: "POST", path: "/declare/", headers: withKey(JSON_TYPE), body: "{}",

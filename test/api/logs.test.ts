@@ -691,4 +691,37 @@ layer(testServerLayer(), { timeout: "60 seconds" })("logs and replay", (it) => {
       }
       assert.includeMembers(Object.keys(document.paths["/jobs/{id}/executions"].post.responses), ["202", "400", "404", "410", "415"])
     }))
+
+  it.effect("an unknown query parameter is named in Timewheel-Warning, with the one it likely meant; the answer is as without it", () =>
+    Effect.gen(function*() {
+      const p = yield* newProject
+      const plain = yield* insertTrigger({ projectId: p.projectId })
+      const dead = yield* insertTrigger({ projectId: p.projectId, status: "completed", attempts: 1 })
+      yield* insertExecution({ projectId: p.projectId, triggerId: dead, status: "failed", httpStatus: 500, isDeadLetter: true })
+      const ids = (response: { json: () => any }) => response.json().jobs.map((job: { id: string }) => job.id)
+
+      const all = yield* p.get("/jobs")
+      assert.isUndefined(all.headers["timewheel-warning"])
+      const misnamed = yield* p.get("/jobs?isDeadLetter=true")
+      assert.strictEqual(misnamed.status, 200)
+      assert.deepStrictEqual(ids(misnamed), ids(all), "the answer is as without the parameter")
+      assert.sameMembers(ids(all), [plain, dead])
+      assert.strictEqual(
+        misnamed.headers["timewheel-warning"],
+        "GET /jobs ignored the unknown query parameter isDeadLetter (did you mean deadLetter?); it takes status, outcome, kind, tag, " +
+          "customKey, deadLetter, scheduledFrom, scheduledTo, limit, cursor"
+      )
+      const named = yield* p.get("/jobs?deadLetter=true&_=1700000000")
+      assert.deepStrictEqual(ids(named), [dead])
+      assert.match(String(named.headers["timewheel-warning"]), /^GET \/jobs ignored the unknown query parameter _; it takes /)
+
+      const executions = yield* p.get("/executions?deadLetter=true")
+      assert.strictEqual(executions.json().executions.length, 1)
+      assert.strictEqual(
+        executions.headers["timewheel-warning"],
+        "GET /executions ignored the unknown query parameter deadLetter (did you mean deadLetterOnly?); it takes jobId, customKey, " +
+          "executionStatus, httpStatus, deadLetterOnly, limit, cursor"
+      )
+      assert.isUndefined((yield* p.get("/executions?deadLetterOnly=true")).headers["timewheel-warning"])
+    }))
 })

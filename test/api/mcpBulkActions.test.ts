@@ -1,10 +1,13 @@
 // The bulk actions as MCP tools (issue 25): list_jobs with the actions' filter fields shows the set a
 // dry run counts; cancel_by_filter and replay_by_filter preview (dryRun → {matched}) then act, and
 // get_action follows them to completion; a filter matching nothing, an action repeated after it
-// finished, another project's triggers untouched, the HTTP endpoint's messages as tool errors.
+// finished, another project's triggers untouched, the HTTP endpoint's messages as tool errors. The
+// filter's arguments are the fields of GET /jobs and POST /actions, by the same names (outcome too).
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
+import { FILTER_ARGUMENTS } from "../../src/api/mcpBulkTools.ts"
+import { FILTER_FIELDS } from "../../src/domain/triggerFilter.ts"
 import { insertDeadLetters, insertTrigger, projectIdOfKey, statusOf } from "../support/fixtures.ts"
 import { connect, failed, ok } from "../support/mcpClient.ts"
 import { TestServer, testServerLayer } from "../support/server.ts"
@@ -24,6 +27,16 @@ const finished = (client: Client, id: string) =>
   pollUntil(`action ${id} to finish`, Effect.map(ok(client, "get_action", { id }), (action) => (action.status === "running" ? undefined : action)))
 
 layer(testServerLayer(), { timeout: "90 seconds" })("bulk actions over MCP", (it) => {
+  it.effect("the filter's arguments are the fields of GET /jobs and POST /actions, by the same names; list_jobs takes outcome", () =>
+    Effect.gen(function*() {
+      assert.deepStrictEqual(Object.keys(FILTER_ARGUMENTS), [...FILTER_FIELDS])
+      const a = yield* project
+      const [dead] = yield* insertDeadLetters([{ projectId: a.projectId }])
+      yield* insertTrigger({ projectId: a.projectId })
+      const listed = yield* ok(a.client, "list_jobs", { outcome: "dead_letter" })
+      assert.deepStrictEqual(listed.jobs.map((job: { id: string }) => job.id), [dead])
+    }))
+
   describe("cancel_by_filter", () => {
     it.effect("list_jobs shows the set, a dry run counts it, the action cancels it; another project untouched; repeated after it finished", () =>
       Effect.gen(function*() {

@@ -10,10 +10,12 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { insertTrigger, projectIdOfKey, quotaUsed, triggerRow } from "../support/fixtures.ts"
-import { type Headers, newKey, schedule, scheduled, TestServer, testServerLayer } from "../support/server.ts"
+import { type Headers, insecureAgent, newKey, schedule, scheduled, TestServer, testServerLayer } from "../support/server.ts"
 import { target } from "../support/target.ts"
 import { pollUntil } from "../support/wait.ts"
 import { assertError } from "../support/assertions.ts"
+import { Readable } from "node:stream"
+import { request } from "undici"
 
 const FAR = "2099-01-01T00:00:00Z"
 const FAR_ISO = "2099-01-01T00:00:00.000Z"
@@ -169,12 +171,29 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
       })
     }
 
-    it.effect("body unreadable (over the 10 MB body limit) → 400 Failed to read request body, before the URL check", () =>
+    it.effect("a body over the 10 MiB limit → 413 naming the limit (declared or chunked), before the URL check; 10 MiB is taken", () =>
       Effect.gen(function*() {
-        const response = yield* schedule(valid(UNKNOWN_KEY, { "ttr-url": "relative", "ttr-scheduled-at": "x" }), {
-          body: new Uint8Array(10 * 1024 * 1024 + 1)
+        const limit = 10 * 1024 * 1024
+        const over = yield* schedule(valid(UNKNOWN_KEY, { "ttr-url": "relative", "ttr-scheduled-at": "x" }), { body: new Uint8Array(limit + 1) })
+        assertError(over, 413, "Request body larger than 10485760 bytes")
+        assert.strictEqual(over.headers["timewheel-error"], "request body over this endpoint's limit of 10 MiB (10485760 bytes)")
+        // without a Content-Length: read until it passes the limit
+        const server = yield* TestServer
+        const chunked = yield* Effect.promise(async () => {
+          const response = await request(`${server.baseUrl}/schedule`, {
+            method: "POST",
+            dispatcher: insecureAgent,
+            headers: { "ttr-api-key": UNKNOWN_KEY, "ttr-url": "relative" },
+            body: Readable.from((function*() {
+              for (let i = 0; i <= 10; i++) yield Buffer.alloc(1024 * 1024)
+            })())
+          })
+          return { status: response.statusCode, text: await response.body.text() }
         })
-        assertError(response, 400, "Failed to read request body")
+        assert.deepStrictEqual(chunked, { status: 413, text: `{"_tag":"ContentTooLarge","message":"Request body larger than 10485760 bytes"}` })
+        const key = yield* newKey()
+        const atLimit = yield* schedule(valid(key, { "ttr-url": "https://example.com/big", "ttr-scheduled-at": "2099-01-01T00:00:00Z" }), { body: new Uint8Array(limit) })
+        assert.strictEqual(atLimit.status, 200, atLimit.text)
       }))
   })
 

@@ -3,9 +3,9 @@
 // (created, outcomes by error kind and status class, lateness and duration histograms, gauges,
 // Node's event-loop delay), with bounded labels only. Then the listener alone with heartbeats the
 // test controls: /readyz turning 503 when the database was not reached or a loop went stale, HEAD,
-// 404s, and what happens when its port is taken.
+// 404s, and what happens when its port is taken (the default one: a free port, said by a warning).
 import { assert, layer } from "@effect/vitest"
-import { Context, Effect, Exit, Layer } from "effect"
+import { Context, Effect, Exit, Layer, Logger } from "effect"
 import * as net from "node:net"
 import { request } from "undici"
 import { NodeIdentity } from "../../src/cluster/node.ts"
@@ -201,11 +201,23 @@ layer(TestDatabase, { timeout: "60 seconds", excludeTestServices: true })("ops l
       assert.strictEqual(valueOf(samples, "timewheel_triggers_queued"), 0)
     })))
 
-  it.effect("the default port taken: no listener (a warning); OPS_PORT set to a taken port fails the start; off: none", () =>
+  it.effect("the default port taken: a free port instead, said by a warning naming it; OPS_PORT set to a taken port fails the start; off: none", () =>
     Effect.scoped(Effect.gen(function*() {
       const taken = yield* occupied
-      // OPS_PORT unset (the default port): not required
-      assert.isNull(yield* buildListener({}, controlledHeartbeats().layer, { opsPort: taken }))
+      // OPS_PORT unset (the default port): not required; this node's endpoints move to a free port, said loudly
+      const warnings: Array<string> = []
+      const collector = Logger.make((options) => {
+        if (options.logLevel === "Warn") warnings.push(String(Array.isArray(options.message) ? options.message.join(" ") : options.message))
+      })
+      const url = yield* buildListener({}, controlledHeartbeats().layer, { opsPort: taken }).pipe(Effect.provide(Logger.layer([collector])))
+      assert.isNotNull(url)
+      const port = Number(new URL(url!).port)
+      assert.notStrictEqual(port, taken)
+      assert.strictEqual((yield* get(`${url}/livez`)).status, 200)
+      assert.deepStrictEqual(warnings, [
+        `ops port ${taken} is taken by another process (another timewheel on this host?): this node's /livez, /readyz and /metrics ` +
+        `are on http://127.0.0.1:${port} instead, and http://127.0.0.1:${taken} is not this node; set OPS_PORT to choose the port`
+      ])
       const explicit = yield* Effect.exit(Effect.scoped(buildListener({ OPS_PORT: String(taken) }, controlledHeartbeats().layer)))
       assert.isTrue(Exit.isFailure(explicit), "an OPS_PORT that is taken fails the start")
       assert.isNull(yield* buildListener({ OPS_PORT: "off" }, controlledHeartbeats().layer))

@@ -2,7 +2,9 @@
 import { assert } from "@effect/vitest"
 import type { TestResponse } from "./server.ts"
 
-const TAGS: Record<number, string> = { 400: "BadRequest", 401: "Unauthorized", 402: "QuotaExceeded", 404: "NotFound", 410: "Gone" }
+const TAGS: Record<number, string> = {
+  400: "BadRequest", 401: "Unauthorized", 402: "QuotaExceeded", 404: "NotFound", 410: "Gone", 413: "ContentTooLarge"
+}
 
 /** `status` with `{"_tag","message"}` JSON, or with an empty body and no Content-Type when `message` is null. */
 export const assertError = (response: TestResponse, status: number, message: string | null) => {
