@@ -31,14 +31,16 @@ import { ScheduleRoutes } from "./schedule.ts"
 import { schedulePaths } from "./scheduleDocs.ts"
 import { TagPolicyRoutes } from "./tagPolicies.ts"
 import { tagPolicyPaths } from "./tagPoliciesOpenApi.ts"
+import { TargetPolicyRoutes } from "./targetPolicies.ts"
+import { targetPolicyPaths } from "./targetPoliciesOpenApi.ts"
 
 export const MAX_HEADER_BYTES = 16 * 1024
 
 /** The OpenAPI document of every endpoint the server mounts. */
 export const apiDocument = (prefix: string) =>
   openApiDocument(prefix, [
-    schedulePaths(prefix), declarePaths(), healthPaths(), logPaths(), actionPaths(), retryPolicyPaths(), tagPolicyPaths(), mcpPaths(),
-    dashboardPaths(),
+    schedulePaths(prefix), declarePaths(), healthPaths(), logPaths(), actionPaths(), retryPolicyPaths(), tagPolicyPaths(),
+    targetPolicyPaths(), mcpPaths(), dashboardPaths(),
     openApiPaths()
   ])
 
@@ -46,7 +48,8 @@ export const apiDocument = (prefix: string) =>
 export const apiRoutes = (prefix: string) => {
   const document = apiDocument(prefix)
   return Layer.mergeAll(
-    ScheduleRoutes, DeclareRoutes, HealthRoutes, LogRoutes, ActionRoutes, RetryPolicyRoutes, TagPolicyRoutes, McpRoutes(prefix),
+    ScheduleRoutes, DeclareRoutes, HealthRoutes, LogRoutes, ActionRoutes, RetryPolicyRoutes, TagPolicyRoutes, TargetPolicyRoutes,
+    McpRoutes(prefix),
     OpenApiRoutes(document), DocsRoutes(document), DashboardRoutes, ErrorHints(document.paths)
   )
 }

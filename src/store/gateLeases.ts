@@ -10,12 +10,12 @@
 // round that takes units nobody held waits for the WAL flush at its commit (RoundWrites.durable).
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
-import type { CircuitSettings, CircuitState } from "../domain/circuitBreaker.ts"
+import type { CircuitSettings } from "../domain/circuitBreaker.ts"
 import type { HoldState } from "../domain/gateHold.ts"
 import type { Throughput } from "../domain/throughput.ts"
 import { WAITING_SQL } from "./gates.ts"
 import { DRAINING_APPLICATION_PREFIX, NODE_APPLICATION_PREFIX } from "./nodePresence.ts"
-import { circuitStateOf, type CircuitRecord } from "./targetCircuits.ts"
+import { circuitStateOf, type CircuitRecord, type StoredCircuit } from "./targetCircuits.ts"
 
 /** First key of the gates' two-int advisory locks ("tg"); the second is hashtext(project/tag). */
 export const GATE_LOCK_NAMESPACE = 0x7467
@@ -54,7 +54,7 @@ export interface GateRoundRead extends GateKey {
   } | null
   readonly hold: HoldState | null
   /** An origin's circuit (null: a tag, or an origin that never failed). */
-  readonly circuit: CircuitState | null
+  readonly circuit: StoredCircuit | null
   /** Triggers waiting for the gate in PostgreSQL, taken by no node (counted up to 1,000). */
   readonly backlog: number
   readonly leases: ReadonlyArray<LeaseRow>
@@ -163,7 +163,7 @@ const readGates = Effect.fnUntraced(function*(input: {
         FROM gate_holds h WHERE h.project_id = g.project_id AND h.tag = g.tag) AS hold,
       (SELECT jsonb_build_object('failures', c.failures, 'last_failure_ms', ${ms("c.last_failure_at")}, 'opened_ms', ${ms("c.opened_at")},
           'reason', c.reason, 'open_until_ms', ${ms("c.open_until")}, 'cooldown_ms', c.cooldown_ms, 'probe_node', c.probe_node,
-          'probe_since_ms', ${ms("c.probe_since")})
+          'probe_since_ms', ${ms("c.probe_since")}, 'version', c.version)
         FROM target_circuits c WHERE c.project_id = g.project_id AND c.origin = g.tag) AS circuit,
       (SELECT count(*) FROM (SELECT 1 FROM gate_slots s JOIN triggers t ON t.id = s.trigger_id
         WHERE s.project_id = g.project_id AND s.tag = g.tag AND NOT s.running AND ${sql.unsafe(WAITING_SQL)} AND t.claimed_by IS NULL
@@ -192,7 +192,7 @@ const readGates = Effect.fnUntraced(function*(input: {
         circuitBreaker: row.policy.circuit ?? null
       },
       hold: row.hold === null ? null : { heldSinceMs: row.hold.since_ms, heldUntilMs: row.hold.until_ms, backoffMs: row.hold.backoff_ms },
-      circuit: row.circuit === null ? null : circuitStateOf(row.circuit),
+      circuit: row.circuit === null ? null : { state: circuitStateOf(row.circuit), version: row.circuit.version },
       backlog: row.backlog,
       leases: row.leases.map((lease): LeaseRow => ({
         node: lease.node, permits: lease.permits, tokens: lease.tokens, demand: lease.demand, inFlight: lease.in_flight,
@@ -255,18 +255,21 @@ export const gateLeasesRound = <A>(input: {
   })
 
 /**
- * How many live nodes' leases of these tags were granted under a policy older than `updatedAtMs`
+ * How many live nodes' leases of these gates were granted under a policy older than `updatedAtMs`
  * (nodes that have not yet applied the change): a pause waits for none to be left.
  */
 export const gateLeasesBehind = Effect.fnUntraced(function*(input: {
   readonly projectId: string
   readonly tags: ReadonlyArray<string>
   readonly updatedAtMs: number
+  /** Every origin's gate of the project too (a `*` target policy's). */
+  readonly anyOrigin?: boolean
 }) {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql<{ n: number }>`
     SELECT count(*)::int AS n FROM gate_leases l
-    WHERE l.project_id = ${input.projectId} AND l.tag = ANY(${input.tags}::text[]) AND l.gone_at IS NULL
+    WHERE l.project_id = ${input.projectId} AND l.gone_at IS NULL
+      AND (l.tag = ANY(${input.tags}::text[]) OR (${input.anyOrigin === true} AND l.tag LIKE '%://%'))
       AND (l.policy_seen IS NULL OR l.policy_seen < ${new Date(input.updatedAtMs)})
       AND EXISTS (SELECT FROM pg_stat_activity a WHERE a.datname = current_database()
         AND a.application_name IN (${NODE_APPLICATION_PREFIX} || l.node, ${DRAINING_APPLICATION_PREFIX} || l.node))`

@@ -566,7 +566,8 @@ CREATE TABLE target_policies (
 -- The circuit breaker of an origin, shared by every node (store/targetCircuits.ts): consecutive
 -- failures while closed; once open, the end of its cooldown (open_until: NULL while closed; probing
 -- once it has passed), the cooldown (doubled on each reopening), when and why it opened; and the node
--- sending the single probe. A row is made by the first failure: an origin without one is closed.
+-- sending the single probe; version counts its changes (a node applies a state newer than the one it
+-- knows). A row is made by the first failure: an origin without one is closed.
 CREATE TABLE target_circuits (
   project_id       uuid NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
   origin           text NOT NULL,
@@ -578,6 +579,7 @@ CREATE TABLE target_circuits (
   cooldown_ms      integer NOT NULL DEFAULT 0,
   probe_node       text,
   probe_since      timestamptz,
+  version          integer NOT NULL DEFAULT 0,
   PRIMARY KEY (project_id, origin)
 );
 

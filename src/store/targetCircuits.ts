@@ -22,6 +22,7 @@ export interface CircuitRecord {
   readonly cooldown_ms: number
   readonly probe_node: string | null
   readonly probe_since_ms: number | null
+  readonly version: number
 }
 
 export const circuitStateOf = (row: CircuitRecord): CircuitState => ({
@@ -34,11 +35,16 @@ export const circuitStateOf = (row: CircuitRecord): CircuitState => ({
   probe: row.probe_node === null ? null : { node: row.probe_node, sinceMs: row.probe_since_ms ?? 0 }
 })
 
+/** A circuit as stored: its state and how many changes it has had. */
+export interface StoredCircuit {
+  readonly state: CircuitState
+  readonly version: number
+}
+
 /** A circuit's change as every node hears of it. */
-export interface CircuitNotice {
+export interface CircuitNotice extends StoredCircuit {
   readonly projectId: string
   readonly origin: string
-  readonly state: CircuitState
 }
 
 const ms = (column: string) => `(extract(epoch FROM ${column}) * 1000)::float8`
@@ -59,28 +65,33 @@ const lockedCircuit = Effect.fnUntraced(function*(input: {
   const rows = yield* sql<CircuitRecord & { now_ms: number; holder_gone: boolean }>`
     SELECT c.failures, ${sql.unsafe(ms("c.last_failure_at"))} AS last_failure_ms, ${sql.unsafe(ms("c.opened_at"))} AS opened_ms, c.reason,
       ${sql.unsafe(ms("c.open_until"))} AS open_until_ms, c.cooldown_ms, c.probe_node, ${sql.unsafe(ms("c.probe_since"))} AS probe_since_ms,
+      c.version,
       ${sql.unsafe(NOW_MS)} AS now_ms,
       ${input.graceMs !== undefined} AND c.probe_node IS NOT NULL
         AND extract(epoch FROM now() - pg_postmaster_start_time()) * 1000 > ${input.graceMs ?? 0}
         AND NOT EXISTS (SELECT FROM pg_stat_activity a WHERE a.datname = current_database()
           AND a.application_name IN (${NODE_APPLICATION_PREFIX} || c.probe_node, ${DRAINING_APPLICATION_PREFIX} || c.probe_node)) AS holder_gone
     FROM target_circuits c WHERE c.project_id = ${input.projectId} AND c.origin = ${input.origin} FOR UPDATE`
-  if (rows[0] !== undefined) return { state: circuitStateOf(rows[0]), nowMs: rows[0].now_ms, holderGone: rows[0].holder_gone, exists: true }
+  const row = rows[0]
+  if (row !== undefined) return { state: circuitStateOf(row), version: row.version, nowMs: row.now_ms, holderGone: row.holder_gone, exists: true }
   const now = yield* sql<{ now_ms: number }>`SELECT ${sql.unsafe(NOW_MS)} AS now_ms`
-  return { state: CLOSED, nowMs: now[0]!.now_ms, holderGone: false, exists: false }
+  return { state: CLOSED, version: 0, nowMs: now[0]!.now_ms, holderGone: false, exists: false }
 })
 
 const at = (msValue: number | null) => (msValue === null ? null : new Date(msValue))
 
-/** Writes the origin's state and tells every node. */
+/** Writes the origin's state (its next version) and tells every node; returns the version. */
 const writeCircuit = Effect.fnUntraced(function*(projectId: string, origin: string, state: CircuitState) {
   const sql = yield* SqlClient.SqlClient
-  yield* sql`UPDATE target_circuits SET failures = ${state.failures}, last_failure_at = ${at(state.lastFailureAtMs)},
-      opened_at = ${at(state.openedAtMs)}, reason = ${state.reason}, open_until = ${at(state.openUntilMs)}, cooldown_ms = ${state.cooldownMs},
-      probe_node = ${state.probe?.node ?? null}, probe_since = ${at(state.probe?.sinceMs ?? null)}
-    WHERE project_id = ${projectId} AND origin = ${origin}`
-  const notice: CircuitNotice = { projectId, origin, state }
+  const rows = yield* sql<{ version: number }>`UPDATE target_circuits SET failures = ${state.failures},
+      last_failure_at = ${at(state.lastFailureAtMs)}, opened_at = ${at(state.openedAtMs)}, reason = ${state.reason},
+      open_until = ${at(state.openUntilMs)}, cooldown_ms = ${state.cooldownMs}, probe_node = ${state.probe?.node ?? null},
+      probe_since = ${at(state.probe?.sinceMs ?? null)}, version = version + 1
+    WHERE project_id = ${projectId} AND origin = ${origin} RETURNING version`
+  const version = rows[0]?.version ?? 0
+  const notice: CircuitNotice = { projectId, origin, state, version }
   yield* sql`SELECT pg_notify(${TARGET_CIRCUITS_CHANNEL}, ${JSON.stringify(notice)})`
+  return version
 })
 
 /** An opening in the project's failure alerts (when it has a target for them), the failing trigger named. */
@@ -113,11 +124,12 @@ export const targetCircuitsSettle = Effect.fnUntraced(function*(input: {
     const create = input.events.some((event) => event._tag === "Failure")
     const read = yield* lockedCircuit({ projectId: input.projectId, origin: input.origin, create })
     const { opened, state } = circuitAfterAll(read.state, input.events, input.settings, read.nowMs)
+    let version = read.version
     if (read.exists || create) {
-      if (!sameState(state, read.state)) yield* writeCircuit(input.projectId, input.origin, state)
+      if (!sameState(state, read.state)) version = yield* writeCircuit(input.projectId, input.origin, state)
       if (opened) yield* alertOpening(input.projectId, input.origin, state, input.triggerId)
     }
-    return { state, nowMs: read.nowMs, opened }
+    return { state, version, nowMs: read.nowMs, opened }
   }))
 })
 
@@ -135,8 +147,8 @@ export const targetCircuitsClaimProbe = Effect.fnUntraced(function*(input: {
   return yield* sql.withTransaction(Effect.gen(function*() {
     const read = yield* lockedCircuit({ projectId: input.projectId, origin: input.origin, create: false, graceMs: input.graceMs })
     const claimed = read.exists ? claimProbe(read.state, input.node, read.holderGone, read.nowMs) : null
-    if (claimed !== null && !sameState(claimed, read.state)) yield* writeCircuit(input.projectId, input.origin, claimed)
-    return { state: claimed ?? read.state, nowMs: read.nowMs, granted: claimed !== null }
+    const version = claimed !== null && !sameState(claimed, read.state) ? yield* writeCircuit(input.projectId, input.origin, claimed) : read.version
+    return { state: claimed ?? read.state, version, nowMs: read.nowMs, granted: claimed !== null }
   }))
 })
 

@@ -202,7 +202,7 @@ const originsLive = Effect.fnUntraced(function*(projectId: string, origins: Read
 const CIRCUIT_COLUMNS_OF_C = `coalesce(c.failures, 0) AS failures,
   (extract(epoch FROM c.last_failure_at) * 1000)::float8 AS last_failure_ms, (extract(epoch FROM c.opened_at) * 1000)::float8 AS opened_ms,
   c.reason, (extract(epoch FROM c.open_until) * 1000)::float8 AS open_until_ms, coalesce(c.cooldown_ms, 0) AS cooldown_ms,
-  c.probe_node, (extract(epoch FROM c.probe_since) * 1000)::float8 AS probe_since_ms`
+  c.probe_node, (extract(epoch FROM c.probe_since) * 1000)::float8 AS probe_since_ms, coalesce(c.version, 0) AS version`
 
 /** What waits for and is in flight to the origins a `*` policy covers (those without a policy of their own), summed. */
 const anyOriginTotals = Effect.fnUntraced(function*(projectId: string) {

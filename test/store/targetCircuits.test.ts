@@ -155,7 +155,7 @@ layer(TestDatabase, { timeout: "60 seconds", excludeTestServices: true })("circu
       const byTag = new Map(read.gates.map((gate) => [gate.tag, gate]))
       assert.deepStrictEqual(byTag.get(ORIGIN)!.policy?.circuitBreaker, { failures: 2, cooldownSeconds: 1 })
       assert.strictEqual(byTag.get(ORIGIN)!.policy?.maxConcurrent, 3)
-      assert.strictEqual(byTag.get(ORIGIN)!.circuit?.failures, 1)
+      assert.deepStrictEqual([byTag.get(ORIGIN)!.circuit?.state.failures, byTag.get(ORIGIN)!.circuit?.version], [1, 1])
       assert.deepStrictEqual([byTag.get(other)!.policy?.maxConcurrent, byTag.get(other)!.policy?.circuitBreaker, byTag.get(other)!.circuit],
         [10, null, null])
       assert.deepStrictEqual([byTag.get("billing")!.policy?.maxConcurrent, byTag.get("billing")!.circuit], [7, null])
