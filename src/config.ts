@@ -315,8 +315,9 @@ export interface SchedulerTimingShape {
    * Triggers are claimed up to this long before their time and handed to delivery at their time, so
    * the claim's round trip is not part of their lateness. From the claim on a trigger is `running`.
    * 30 ms: under load a claim (queued behind the batcher's statements, then committed) took over
-   * 10 ms at p99 even with its asynchronous commit; at 2,000 due/s on the shared 2-core machine the
-   * lateness p99 was 33–157 ms with 30 against 199–557 ms with 10 (four alternated pairs).
+   * 10 ms at p99; at 2,000 due/s on the shared 2-core machine the lateness p99 was 33–157 ms with
+   * 30 against 199–557 ms with 10 (four alternated pairs). The lead also covers the WAL flush a
+   * mark's move or a claim waits for (it is durable before anything it covers is sent).
    */
   readonly claimLeadMs: number
   /**

@@ -1,8 +1,11 @@
 // What a delivery costs, beside how fast deliveries go: the CPU time of the process doing the work
 // (timewheel's service, a peer's worker process), the CPU time of the PostgreSQL server (its
 // postmaster with every backend, exited ones included), and the WAL PostgreSQL wrote, between two
-// snapshots around the delivery window. CPU time is what a process used, not how long it waited:
-// far less moved by what else the machine runs than a rate is (issue 21's per-delivery breakdown).
+// snapshots around the delivery window; and how often the server flushed its WAL to disk (a
+// synchronous commit waits for one) and how many transactions the run's database committed. CPU
+// time is what a process used, not how long it waited: far less moved by what else the machine runs
+// than a rate is (issue 21's per-delivery breakdown). The flushes are the server's, every database's:
+// on a server of its own (the bench's embedded one) they are the run's.
 import * as fs from "node:fs"
 import { query } from "./database.ts"
 
@@ -42,6 +45,8 @@ export interface CostSnapshot {
   readonly workerCpuMs: number
   readonly postgresCpuMs: number
   readonly walLsn: string
+  readonly walSyncs: number
+  readonly commits: number
 }
 
 export interface Costs {
@@ -51,7 +56,19 @@ export interface Costs {
   readonly postgresCpuUs: number
   /** WAL written per operation (bytes). */
   readonly walBytes: number
+  /** WAL flushes to disk (fsync or fdatasync) per operation, the server's. */
+  readonly walSyncs: number
+  /** Transactions the database committed per operation. */
+  readonly commits: number
 }
+
+/**
+ * The server's WAL flushes so far: pg_stat_wal.wal_sync up to PostgreSQL 17, the `wal` rows of
+ * pg_stat_io from 18 on (where the counter moved).
+ */
+const WAL_SYNCS_SQL = `SELECT CASE WHEN current_setting('server_version_num')::int >= 180000
+    THEN (SELECT coalesce(sum(fsyncs), 0) FROM pg_stat_io WHERE object = 'wal')
+    ELSE (SELECT wal_sync FROM pg_stat_wal) END::bigint::text AS syncs`
 
 /** Snapshots of the worker `pid` and the server of `databaseUrl` (which must run on this machine). */
 export const costProbe = async (databaseUrl: string, pid: number) => {
@@ -62,16 +79,21 @@ export const costProbe = async (databaseUrl: string, pid: number) => {
   const snapshot = async (): Promise<CostSnapshot> => ({
     workerCpuMs: cpuMsOf(pid, false),
     postgresCpuMs: serverCpuMs(postmaster),
-    walLsn: (await query<{ lsn: string }>(databaseUrl, "SELECT pg_current_wal_lsn()::text AS lsn"))[0]!.lsn
+    walLsn: (await query<{ lsn: string }>(databaseUrl, "SELECT pg_current_wal_lsn()::text AS lsn"))[0]!.lsn,
+    walSyncs: Number((await query<{ syncs: string }>(databaseUrl, WAL_SYNCS_SQL))[0]!.syncs),
+    commits: Number((await query<{ commits: string }>(databaseUrl,
+      "SELECT xact_commit::text AS commits FROM pg_stat_database WHERE datname = current_database()"))[0]!.commits)
   })
   const perOperation = async (before: CostSnapshot, after: CostSnapshot, operations: number): Promise<Costs> => {
     const wal = await query<{ bytes: string }>(databaseUrl,
       `SELECT pg_wal_lsn_diff('${after.walLsn}', '${before.walLsn}')::bigint::text AS bytes`)
-    const per = (value: number) => Math.round((value / Math.max(1, operations)) * 10) / 10
+    const per = (value: number, digits = 1) => Math.round((value / Math.max(1, operations)) * 10 ** digits) / 10 ** digits
     return {
       workerCpuUs: per((after.workerCpuMs - before.workerCpuMs) * 1000),
       postgresCpuUs: per((after.postgresCpuMs - before.postgresCpuMs) * 1000),
-      walBytes: per(Number(wal[0]!.bytes))
+      walBytes: per(Number(wal[0]!.bytes)),
+      walSyncs: per(after.walSyncs - before.walSyncs, 3),
+      commits: per(after.commits - before.commits, 3)
     }
   }
   return { snapshot, perOperation }

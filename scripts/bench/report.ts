@@ -73,6 +73,10 @@ const PRECISION_ROWS: ReadonlyArray<Row> = [
   { label: "lateness p99 (ms)", key: "latenessP99Ms", better: "lower" },
   { label: "lateness max (ms)", key: "latenessMaxMs", better: "lower" },
   { label: "lateness min (ms)", key: "latenessMinMs" },
+  { label: "CPU of the working process per delivery (µs)", key: "costs.workerCpuUs", better: "lower" },
+  { label: "CPU of PostgreSQL per delivery (µs)", key: "costs.postgresCpuUs", better: "lower" },
+  { label: "WAL flushes per delivery", key: "costs.walSyncs", better: "lower" },
+  { label: "transactions per delivery", key: "costs.commits", better: "lower" },
   { label: "peak RSS (MiB)", key: "peakRssMiB", better: "lower" },
   { label: "missing", key: "missing" }
 ]
@@ -92,6 +96,8 @@ const ROWS: Record<WorkloadName, ReadonlyArray<Row>> = {
     { label: "CPU of the working process per delivery (µs)", key: "costs.workerCpuUs", better: "lower" },
     { label: "CPU of PostgreSQL per delivery (µs)", key: "costs.postgresCpuUs", better: "lower" },
     { label: "WAL per delivery (bytes)", key: "costs.walBytes", better: "lower" },
+    { label: "WAL flushes per delivery", key: "costs.walSyncs", better: "lower" },
+    { label: "transactions per delivery", key: "costs.commits", better: "lower" },
     { label: "peak RSS (MiB)", key: "peakRssMiB", better: "lower" },
     { label: "missing", key: "missing" }
   ],

@@ -92,6 +92,8 @@ export interface PrecisionMetrics extends TimedCommon {
   readonly latenessP50Ms: number
   readonly latenessP99Ms: number
   readonly latenessMaxMs: number
+  /** Per delivery, as in the delivery workload. */
+  readonly costs?: Costs
 }
 
 /** Loading did not finish before the first due instant: the run says nothing, retry with more lead. */
@@ -263,7 +265,7 @@ export const runDelivery = async (contender: Contender, databaseUrl: string, sin
 }
 
 export const runPrecision = async (contender: Contender, databaseUrl: string, sink: Sink, n: number, leadMs: number): Promise<PrecisionMetrics> => {
-  const timed = await runTimed(contender, databaseUrl, sink, n, leadMs, (i, t) => t + Math.round((i * PRECISION_SPREAD_MS) / n), 30_000)
+  const timed = await runTimed(contender, databaseUrl, sink, n, leadMs, (i, t) => t + Math.round((i * PRECISION_SPREAD_MS) / n), 30_000, { costs: true })
   const lateness: Array<number> = []
   timed.arrivals.forEach((at, i) => {
     if (!Number.isNaN(at)) lateness.push(at - timed.instants[i]!)
@@ -274,7 +276,8 @@ export const runPrecision = async (contender: Contender, databaseUrl: string, si
     latenessMinMs: round(sorted[0] ?? Number.NaN),
     latenessP50Ms: round(percentile(sorted, 50)),
     latenessP99Ms: round(percentile(sorted, 99)),
-    latenessMaxMs: round(sorted[sorted.length - 1] ?? Number.NaN)
+    latenessMaxMs: round(sorted[sorted.length - 1] ?? Number.NaN),
+    ...(timed.costs === undefined ? {} : { costs: timed.costs })
   }
 }
 

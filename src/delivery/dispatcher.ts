@@ -257,7 +257,7 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
     const batch = yield* Queue.takeBetween(completions, 1, COMPLETE_BATCH)
     const nowMs = yield* Clock.currentTimeMillis
     const gated = batch.filter((c) => c.row.gateTags.length > 0)
-    yield* retryUntilDone(
+    const recorded = yield* retryUntilDone(
       "recording executions",
       executionsRecord({
         executions: batch.map((c) => c.execution),
@@ -267,6 +267,13 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
         nowMs
       })
     )
+    if (recorded < batch.length) {
+      // recorded already (a retry after a lost answer), or taken over or recovered from this node
+      // meanwhile, which logged those attempts as interrupted (store/executions.ts)
+      yield* Effect.logInfo(`${batch.length - recorded} outcomes not recorded: their triggers' state had changed meanwhile`).pipe(
+        Effect.annotateLogs({ event: "outcomes_dropped", outcomes: batch.length - recorded })
+      )
+    }
     unrecorded -= batch.length
     for (const { row } of batch) if (row.fired !== null) fired.release(row.id)
     if (tracing !== null) for (const completion of batch) completion.recording?.recorded()

@@ -1,9 +1,11 @@
 // The overview's per-minute rollup of recorded attempts (schema.ts migration 6: delivery_minutes),
 // computed where the attempts are recorded instead of by a statement trigger that joined every
 // execution with its trigger. Per project and minute of the attempt's start: attempts by outcome,
-// and histograms of first attempts' lateness (start minus scheduled time): bucket i holds lateness
-// in [2^(i/4) - 1, 2^((i+1)/4) - 1) ms, i up to 127; the scheduler's own in one, that of triggers
-// admitted by a tag gate (time they waited for its limits) in another (migration 11). Pure.
+// and histograms of first attempts' lateness (start minus scheduled time, domain/lateness.ts
+// buckets); the scheduler's own in one, that of triggers admitted by a tag gate (time they waited
+// for its limits) in another (migration 11). Here what one attempt adds; the store sums the attempts
+// it records (store/executions.ts). Pure.
+import { latenessBucket } from "./lateness.ts"
 
 export interface RecordedAttempt {
   readonly projectId: string
@@ -35,38 +37,28 @@ export interface MinuteCounts {
   readonly gatedLateness: ReadonlyArray<number>
 }
 
-export interface MinuteRollup extends MinuteCounts {
+/** What one recorded attempt adds to its project's minute (the store sums them: store/executions.ts). */
+export interface AttemptRollup {
   readonly projectId: string
+  readonly minuteMs: number
+  readonly succeeded: boolean
+  /** Failed, and to be retried. */
+  readonly failed: boolean
+  readonly deadLetter: boolean
+  /** The lateness bucket of a first attempt the scheduler made; null for any other attempt. */
+  readonly latenessBucket: number | null
+  /** Its lateness goes to the histogram of gated attempts. */
+  readonly gated: boolean
 }
 
-const MAX_BUCKET = 127
-
-/** The histogram bucket of a lateness in milliseconds (negative counts as 0). */
-export const latenessBucket = (latenessMs: number): number =>
-  Math.min(MAX_BUCKET, Math.floor((4 * Math.log(1 + Math.max(0, latenessMs))) / Math.LN2))
-
-export const rollupOf = (attempts: ReadonlyArray<RecordedAttempt>): Array<MinuteRollup> => {
-  const groups = new Map<string, {
-    projectId: string; minuteMs: number; succeeded: number; failed: number; deadLetters: number
-    lateness: Array<number>; gatedLateness: Array<number>
-  }>()
-  for (const a of attempts) {
-    const minuteMs = Math.floor(a.startedAtMs / 60_000) * 60_000
-    const key = `${a.projectId}/${minuteMs}`
-    let group = groups.get(key)
-    if (group === undefined) {
-      group = { projectId: a.projectId, minuteMs, succeeded: 0, failed: 0, deadLetters: 0, lateness: [], gatedLateness: [] }
-      groups.set(key, group)
-    }
-    if (a.succeeded) group.succeeded++
-    if (a.isDeadLetter) group.deadLetters++
-    else if (!a.succeeded) group.failed++
-    if (a.attempt === 1 && a.triggeredBy === null && a.scheduledAtMs !== null) {
-      const bucket = latenessBucket(a.startedAtMs - a.scheduledAtMs)
-      const histogram = a.gated ? group.gatedLateness : group.lateness
-      while (histogram.length <= bucket) histogram.push(0)
-      histogram[bucket]!++
-    }
-  }
-  return [...groups.values()]
-}
+export const attemptRollup = (a: RecordedAttempt): AttemptRollup => ({
+  projectId: a.projectId,
+  minuteMs: Math.floor(a.startedAtMs / 60_000) * 60_000,
+  succeeded: a.succeeded,
+  failed: !a.succeeded && !a.isDeadLetter,
+  deadLetter: a.isDeadLetter,
+  latenessBucket: a.attempt === 1 && a.triggeredBy === null && a.scheduledAtMs !== null
+    ? latenessBucket(a.startedAtMs - a.scheduledAtMs)
+    : null,
+  gated: a.gated
+})

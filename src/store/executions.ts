@@ -1,17 +1,30 @@
 // Delivery results, one statement per batch (one round trip, committed synchronously): the
-// executions (one multi-row INSERT), the triggers' next states (one UPDATE … FROM a JSON record
-// set): completed, or retrying at a time; the places gated triggers held in their tag gates; and the
-// overview's per-minute rollup of the batch (domain/deliveryRollup.ts). Each state change is a
-// compare-and-set on the state the attempt was made from: a claimed trigger still running under
-// this node with that attempt counted (or still queued under it, taken from a gate's backlog and
-// not yet marked running: store/gates.ts), or a fired one (store/shardMarks.ts) still pending as it
-// was fetched. Idempotent: a batch is retried until the database takes it, and a commit whose answer was
-// lost is retried too, so an execution already recorded is skipped (its id is made once per
-// attempt) and a trigger no longer in that state is left alone.
+// triggers' next states (one UPDATE … FROM a JSON record set): completed, or retrying at a time;
+// the executions (one multi-row INSERT); the places gated triggers held in their tag gates; and the
+// overview's per-minute rollup of the batch (domain/deliveryRollup.ts).
+//
+// Each state change is a compare-and-set on the state the attempt was made from: a claimed trigger
+// still running under this node with that attempt counted (or still queued under it, taken from a
+// gate's backlog and not yet marked running: store/gates.ts), or a fired one (store/shardMarks.ts)
+// still pending as it was fetched. The execution, the rollup and the gate places go with the state
+// change: an outcome whose compare-and-set fails records nothing. That loses no attempt, because
+// the set fails only when someone else already accounted for it (docs/internals.md, "The delivery
+// engine", recording an outcome):
+// - the same batch was recorded before (a commit whose answer was lost, retried): its executions
+//   are there;
+// - a node that took the trigger's shard over, or crash recovery, found this node gone: it logged
+//   the attempt as interrupted, counted it, and sends the trigger again (this node, alive after all,
+//   is late: its result is dropped, the interrupted record stands for the attempt);
+// - a takeover that found this node alive made the fired trigger its claim: the set matches that
+//   claim (running, claimed by this node, the attempt counted), so it succeeds;
+// - a cancel, an edit or a release: none of them can act on a fired or claimed trigger (the mark
+//   and the claims commit durably before any send), so no attempt was made from that state.
+// Idempotent: a batch is retried until the database takes it, and a retry after a lost answer
+// finds every state already changed, so it writes nothing.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { Fragment } from "effect/sql/Statement"
-import { type MinuteRollup, rollupOf } from "../domain/deliveryRollup.ts"
+import { attemptRollup } from "../domain/deliveryRollup.ts"
 import { uuidv7 } from "../domain/ids.ts"
 
 export interface ExecutionRecord {
@@ -89,54 +102,74 @@ export const interruptedExecution = (attempt: {
 /** Postgres text columns cannot hold NUL characters. */
 const text = (value: string | null) => (value === null ? null : value.replace(/\u0000/g, "\uFFFD"))
 
-/** The executions as one JSON parameter (arrays of only NULLs cannot be typed by the driver). */
+/**
+ * The executions as one JSON parameter (arrays of only NULLs cannot be typed by the driver), each
+ * with what it adds to the rollup (`r_…`).
+ */
 const executionsJson = (executions: ReadonlyArray<ExecutionRecord>) =>
-  JSON.stringify(executions.map((x) => ({
-    id: x.id, trigger_id: x.triggerId, project_id: x.projectId, attempt: x.attempt,
-    status: x.succeeded ? "succeeded" : "failed",
-    started_at: new Date(x.startedAtMs).toISOString(), finished_at: new Date(x.finishedAtMs).toISOString(),
-    duration_ms: Math.round(x.durationMs), http_status: x.httpStatus,
-    response_headers: x.responseHeaders, response_body: text(x.responseBody), error_kind: x.errorKind,
-    error_code: text(x.errorCode), error_message: text(x.errorMessage), is_dead_letter: x.isDeadLetter,
-    connect_timeout_seconds: Math.round(x.connectTimeoutSeconds), timeout_seconds: Math.ceil(x.timeoutSeconds),
-    triggered_by: x.triggeredBy, url: x.url
-  }))).replace(/\\u0000/g, "\\uFFFD")
+  JSON.stringify(executions.map((x) => {
+    const rollup = attemptRollup(x)
+    return {
+      id: x.id, trigger_id: x.triggerId, project_id: x.projectId, attempt: x.attempt,
+      status: x.succeeded ? "succeeded" : "failed",
+      started_at: new Date(x.startedAtMs).toISOString(), finished_at: new Date(x.finishedAtMs).toISOString(),
+      duration_ms: Math.round(x.durationMs), http_status: x.httpStatus,
+      response_headers: x.responseHeaders, response_body: text(x.responseBody), error_kind: x.errorKind,
+      error_code: text(x.errorCode), error_message: text(x.errorMessage), is_dead_letter: x.isDeadLetter,
+      connect_timeout_seconds: Math.round(x.connectTimeoutSeconds), timeout_seconds: Math.ceil(x.timeoutSeconds),
+      triggered_by: x.triggeredBy, url: x.url,
+      r_minute: new Date(rollup.minuteMs).toISOString(), r_succeeded: rollup.succeeded, r_failed: rollup.failed,
+      r_dead_letter: rollup.deadLetter, r_bucket: rollup.latenessBucket, r_gated: rollup.gated
+    }
+  })).replace(/\\u0000/g, "\\uFFFD")
 
-/** INSERT of the executions (already recorded ones skipped), as a statement or a CTE body. */
-const insertExecutions = (sql: SqlClient.SqlClient, executions: ReadonlyArray<ExecutionRecord>): Fragment =>
-  sql`INSERT INTO executions (id, trigger_id, project_id, attempt, status, started_at, finished_at,
-      duration_ms, http_status, response_headers, response_body, error_kind, error_code, error_message,
-      is_dead_letter, connect_timeout_seconds, timeout_seconds, triggered_by, url)
-    SELECT * FROM jsonb_to_recordset(${executionsJson(executions)}::jsonb) AS x(id uuid, trigger_id uuid, project_id uuid,
+const EXECUTION_COLUMNS = `id, trigger_id, project_id, attempt, status, started_at, finished_at, duration_ms, http_status,
+  response_headers, response_body, error_kind, error_code, error_message, is_dead_letter, connect_timeout_seconds,
+  timeout_seconds, triggered_by, url`
+
+/** The executions as rows (a FROM item named `x`). */
+const executionRows = (sql: SqlClient.SqlClient, executions: ReadonlyArray<ExecutionRecord>): Fragment =>
+  sql`jsonb_to_recordset(${executionsJson(executions)}::jsonb) AS x(id uuid, trigger_id uuid, project_id uuid,
       attempt int, status text, started_at timestamptz, finished_at timestamptz, duration_ms int, http_status int,
       response_headers jsonb, response_body text, error_kind text, error_code text, error_message text,
-      is_dead_letter bool, connect_timeout_seconds int, timeout_seconds int, triggered_by text, url text)
+      is_dead_letter bool, connect_timeout_seconds int, timeout_seconds int, triggered_by text, url text,
+      r_minute timestamptz, r_succeeded bool, r_failed bool, r_dead_letter bool, r_bucket int, r_gated bool)`
+
+/** INSERT of the executions of the CTE `x` (already recorded ones skipped), as a CTE body. */
+const insertExecutions = (sql: SqlClient.SqlClient): Fragment =>
+  sql`INSERT INTO executions (${sql.unsafe(EXECUTION_COLUMNS)}) SELECT ${sql.unsafe(EXECUTION_COLUMNS)} FROM x
     ON CONFLICT (id) DO NOTHING`
 
-/** INSERT of the rollup of these executions into delivery_minutes_pending, as a statement or a CTE body. */
-const insertRollup = (sql: SqlClient.SqlClient, executions: ReadonlyArray<ExecutionRecord>): Fragment => {
-  const json = JSON.stringify(rollupOf(executions).map((r: MinuteRollup) => ({
-    project_id: r.projectId, minute: new Date(r.minuteMs).toISOString(), succeeded: r.succeeded, failed: r.failed,
-    dead_letters: r.deadLetters, lateness: r.lateness, gated_lateness: r.gatedLateness
-  })))
-  return sql`INSERT INTO delivery_minutes_pending (project_id, minute, succeeded, failed, dead_letters, lateness, gated_lateness)
-    SELECT r.project_id, r.minute, r.succeeded, r.failed, r.dead_letters,
-      ARRAY(SELECT jsonb_array_elements_text(r.lateness)::bigint), ARRAY(SELECT jsonb_array_elements_text(r.gated_lateness)::bigint)
-    FROM jsonb_to_recordset(${json}::jsonb) AS r(project_id uuid, minute timestamptz, succeeded bigint, failed bigint,
-      dead_letters bigint, lateness jsonb, gated_lateness jsonb)`
-}
+/** One lateness histogram of the group `g` of the CTE `x` (counts per bucket from 0 to its highest). */
+const histogramOf = (gated: boolean) => `ARRAY(
+    SELECT count(b.r_bucket) FROM generate_series(0, (SELECT max(r_bucket) FROM x
+        WHERE x.project_id = g.project_id AND x.r_minute = g.r_minute AND x.r_gated = ${gated})) AS i
+      LEFT JOIN x b ON b.project_id = g.project_id AND b.r_minute = g.r_minute AND b.r_gated = ${gated} AND b.r_bucket = i
+    GROUP BY i ORDER BY i)`
+
+/** INSERT of the rollup of the executions of the CTE `x` into delivery_minutes_pending, as a CTE body. */
+const insertRollup = (sql: SqlClient.SqlClient): Fragment =>
+  sql`INSERT INTO delivery_minutes_pending (project_id, minute, succeeded, failed, dead_letters, lateness, gated_lateness)
+    SELECT g.project_id, g.r_minute, g.succeeded, g.failed, g.dead_letters,
+      ${sql.unsafe(histogramOf(false))}, ${sql.unsafe(histogramOf(true))}
+    FROM (SELECT project_id, r_minute, count(*) FILTER (WHERE r_succeeded) AS succeeded,
+        count(*) FILTER (WHERE r_failed) AS failed, count(*) FILTER (WHERE r_dead_letter) AS dead_letters
+      FROM x GROUP BY project_id, r_minute) g`
 
 /**
- * Executions recorded outside delivery's batches (interrupted attempts found by recovery), with
- * their share of the rollup: two statements, for the caller's transaction.
+ * Executions recorded outside delivery's batches (interrupted attempts found by recovery or a
+ * takeover), with their share of the rollup: one statement, for the caller's transaction.
  */
 export const executionsInsert = Effect.fnUntraced(function*(executions: ReadonlyArray<ExecutionRecord>) {
   if (executions.length === 0) return
   const sql = yield* SqlClient.SqlClient
-  yield* sql`${insertExecutions(sql, executions)}`
-  yield* sql`${insertRollup(sql, executions)}`
+  yield* sql`WITH x AS (SELECT * FROM ${executionRows(sql, executions)}),
+    recorded AS (${insertExecutions(sql)}),
+    minutes AS (${insertRollup(sql)})
+    SELECT 1`
 })
 
+/** Records a batch of outcomes (see above); how many of them changed their trigger's state (and were recorded). */
 export const executionsRecord = Effect.fnUntraced(function*(input: {
   readonly executions: ReadonlyArray<ExecutionRecord>
   readonly outcomes: ReadonlyArray<TriggerOutcome>
@@ -146,12 +179,12 @@ export const executionsRecord = Effect.fnUntraced(function*(input: {
   readonly node: string
   readonly nowMs: number
 }) {
-  if (input.executions.length === 0) return
+  if (input.executions.length === 0) return 0
   const sql = yield* SqlClient.SqlClient
   const outcomes = JSON.stringify(input.outcomes.map((x) => ({
     id: x.id, attempt: x.attempt, seen_us: x.firedSeenUs, retry_at: x.retryAtMs === null ? null : new Date(x.retryAtMs).toISOString()
   })))
-  yield* sql`
+  const rows = yield* sql<{ changed: number }>`
     WITH outcome AS (
       UPDATE triggers t SET
         status = CASE WHEN v.retry_at IS NULL THEN 'completed' ELSE 'retrying' END, due_at = v.retry_at,
@@ -163,11 +196,15 @@ export const executionsRecord = Effect.fnUntraced(function*(input: {
         OR (t.status = 'queued' AND t.attempts = v.attempt - 1 AND t.claimed_by = ${input.node})
         OR (v.seen_us IS NOT NULL AND t.status IN ('registered', 'retrying') AND t.attempts = v.attempt - 1
           AND (extract(epoch FROM t.updated_at) * 1000000)::bigint = v.seen_us))
-      RETURNING t.id
-    ), recorded AS (${insertExecutions(sql, input.executions)}
-    ), minutes AS (${insertRollup(sql, input.executions)}
+      RETURNING t.id, t.attempts
+    ), x AS (
+      -- the attempts whose trigger changed state: only these are recorded (see above)
+      SELECT x.* FROM ${executionRows(sql, input.executions)} JOIN outcome o ON o.id = x.trigger_id AND o.attempts = x.attempt
+    ), recorded AS (${insertExecutions(sql)}
+    ), minutes AS (${insertRollup(sql)}
     ), gates AS (
-      DELETE FROM gate_slots WHERE trigger_id = ANY(${input.gated}::uuid[])
+      DELETE FROM gate_slots WHERE trigger_id = ANY(${input.gated}::uuid[]) AND trigger_id IN (SELECT id FROM outcome)
     )
     SELECT count(*)::int AS changed FROM outcome`
+  return rows[0]?.changed ?? 0
 })

@@ -51,17 +51,10 @@ export const triggersLoadDue = Effect.fnUntraced(function*(input: {
  * row per gated tag — and returned with its `gateTags` for the gates to admit. `untilMs` is the
  * latest due time claimed (the scheduler claims slightly ahead of time).
  *
- * The claim commits asynchronously (`synchronous_commit` off for its own transaction only, set by the
- * statement itself so it stays one round trip): the commit no longer waits for the WAL flush, which
- * under load was about half of a claim's time and put it past the claim lead (precision bench, 2,000
- * due/s: p99 69 → 35 ms with the setting server-wide). What it risks: a claim acknowledged in the
- * last few hundred milliseconds (3 × wal_writer_delay) before PostgreSQL itself crashes may be lost
- * with that crash. The trigger is then back to what it was (registered or retrying, its gate rows
- * gone with it), never lost: the crash ends every session, the shard locks with them, so every actor
- * restarts and loads its shard's pending triggers from the beginning, and claims it again — the node
- * may already have sent it, so it may be delivered twice, which at-least-once delivery allows (the
- * attempt was in flight from the database's point of view: an outcome recorded later is a synchronous
- * commit, which flushes the WAL and this claim with it, so a recorded delivery never loses its claim).
+ * The claim commits synchronously (it waits for the WAL flush) because the send depends on it: a
+ * claim lost with a crash of PostgreSQL itself would leave a trigger this node already sent pending
+ * again, cancellable (`204` for a delivered trigger) or editable in place. The claim lead covers the
+ * flush (claimLeadMs in config.ts).
  */
 export const triggersClaim = Effect.fnUntraced(function*(input: {
   readonly ids: ReadonlyArray<string>
@@ -73,13 +66,13 @@ export const triggersClaim = Effect.fnUntraced(function*(input: {
   const sql = yield* SqlClient.SqlClient
   const gated = sql.unsafe(GATED_SQL)
   const rows = yield* sql<DeliveryRecord & { due_ms: string; gate_tags: Array<string> }>`
-    WITH async_commit AS (SELECT set_config('synchronous_commit', 'off', true)), claimed AS (
+    WITH claimed AS (
       UPDATE triggers t SET
         status = CASE WHEN ${gated} THEN 'queued' ELSE 'running' END,
         attempts = CASE WHEN ${gated} THEN t.attempts ELSE t.attempts + 1 END,
         claimed_by = CASE WHEN ${gated} THEN NULL ELSE ${input.node} END,
         claimed_at = ${new Date(input.nowMs)}
-      FROM projects p, async_commit -- joined: every updated row comes through it, so it runs before any write
+      FROM projects p
       WHERE t.id = ANY(${input.ids}::uuid[]) AND t.status IN ${statusList(sql, DUE_STATUSES)}
         AND t.due_at <= ${new Date(input.untilMs)} AND p.id = t.project_id
       RETURNING ${deliveryColumns(sql, new Date(input.nowMs))}, ${sql.unsafe(GATED_TAGS_SQL)} AS gate_tags, t.scheduled_at, t.due_at

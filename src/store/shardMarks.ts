@@ -1,7 +1,7 @@
 // Each shard's fired mark (schema.ts migration 7): how the owner of a shard hands its keyless
 // one-shots to delivery without a write per trigger. Before it sends what comes due up to an
 // instant, the owner advances its shard's mark to that instant (one small HOT update for the shard,
-// committed asynchronously); from then on every trigger the mark covers — `fired`: still registered
+// committed durably before anything it covers is sent); from then on every trigger the mark covers — `fired`: still registered
 // or retrying, no custom key, not a generator's instance, due at or before the mark — is being sent
 // by that node and reads as `running` until its outcome is recorded (one write, store/executions.ts).
 // Triggers with a custom key, instances and gated triggers are still claimed one by one (their
@@ -91,10 +91,15 @@ export const triggerFiredLocked = Effect.fnUntraced(function*(id: string) {
 const markMs = (value: string | null) => (value === null ? -Infinity : Number(value))
 
 /**
- * Moves the marks of shards owned by `node` forward to each `untilMs` (never back), committed
- * asynchronously in one statement (a mark lost with a crash of PostgreSQL itself only means its
- * triggers are fired again, which at-least-once delivery allows). Returns the shards moved: a shard
- * missing from it is no longer this node's (another took it over) and must not be fired.
+ * Moves the marks of shards owned by `node` forward to each `untilMs` (never back), in one
+ * statement. Returns the shards moved: a shard missing from it is no longer this node's (another
+ * took it over) and must not be fired.
+ *
+ * The commit is synchronous (it waits for the WAL flush), because every send of a trigger the move
+ * covers depends on it: a move lost with a crash of PostgreSQL itself would make the triggers this
+ * node already sent read as pending again, so a cancel would answer `204` for a delivered trigger
+ * (docs/internals.md, "The delivery engine", faults). The flush is shared by the shards moved
+ * together, and it is paid once per fire window, not per trigger (BENCHMARKS.md says what it costs).
  */
 export const shardMarksAdvance = Effect.fnUntraced(function*(input: {
   readonly node: string
@@ -103,9 +108,8 @@ export const shardMarksAdvance = Effect.fnUntraced(function*(input: {
   if (input.marks.length === 0) return new Set<number>()
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql<{ shard: number }>`
-    WITH async_commit AS (SELECT set_config('synchronous_commit', 'off', true))
     UPDATE shard_marks m SET fired_at = GREATEST(m.fired_at, v.until)
-    FROM async_commit, unnest(${input.marks.map((m) => m.shard)}::int[],
+    FROM unnest(${input.marks.map((m) => m.shard)}::int[],
       ${input.marks.map((m) => new Date(m.untilMs).toISOString())}::timestamptz[]) AS v(shard, until)
     WHERE m.shard = v.shard AND m.node = ${input.node}
     RETURNING m.shard`

@@ -2,9 +2,10 @@
 // recorded twice (a commit whose answer was lost, then retried) leaves one execution per attempt and
 // the outcome it already wrote. Each trigger's next state is a compare-and-set on the state the
 // attempt was made from: a claimed trigger still running under the recording node with that attempt
-// counted, or a fired one (store/shardMarks.ts) still pending exactly as it was fetched; an attempt
-// whose trigger moved meanwhile is still logged, its trigger left alone. The batch also adds its
-// per-minute rollup (domain/deliveryRollup.ts).
+// counted, or a fired one (store/shardMarks.ts) still pending exactly as it was fetched. An attempt
+// whose trigger moved meanwhile (taken over, recovered, cancelled) records nothing at all: no
+// execution, no rollup, its trigger and gate places left alone. The batch also adds its per-minute
+// rollup (domain/deliveryRollup.ts), once however often it is retried.
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
@@ -71,26 +72,61 @@ layer(TestDatabase, { timeout: "60 seconds" })("executionsRecord", (it) => {
       assert.strictEqual((yield* triggerRow(id)).attempts, 1, "a completed trigger is not counted twice")
     }))
 
-  it.effect("an attempt whose trigger moved meanwhile is logged and its trigger left alone", () =>
+  it.effect("an outcome whose compare-and-set fails records nothing: no execution, no rollup, no gate place given up", () =>
     Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
       const projectId = nextId()
       yield* ensureProject(projectId)
       // fired, then changed before its outcome came (its updated_at moved): e.g. taken over by another node
       const moved = yield* insertTrigger({ projectId, status: "registered", dueAt: new Date(NOW - 10) })
       const seen = yield* updatedUs(moved)
-      yield* Effect.flatMap(SqlClient.SqlClient, (sql) => sql`UPDATE triggers SET updated_at = updated_at + interval '1 ms' WHERE id = ${moved}`)
-      // claimed by another node (recovered from this one)
+      yield* sql`UPDATE triggers SET updated_at = updated_at + interval '1 ms' WHERE id = ${moved}`
+      // fired, then cancelled (a cancel that should never have succeeded: the outcome must not log an attempt on it)
+      const cancelled = yield* insertTrigger({ projectId, status: "registered", dueAt: new Date(NOW - 10) })
+      const cancelledSeen = yield* updatedUs(cancelled)
+      yield* sql`UPDATE triggers SET status = 'cancelled', due_at = NULL WHERE id = ${cancelled}`
+      // claimed by another node (recovered from this one), and waiting at its gate again there
       const elsewhere = yield* insertTrigger({ projectId, status: "running", claimedBy: "other-node", attempts: 1 })
+      yield* sql`INSERT INTO gate_slots (trigger_id, tag, project_id, scheduled_at, not_before) VALUES (${elsewhere}, 'g', ${projectId}, now(), now())`
       // claimed by this node, but its attempt count is not the one the outcome is for
       const recounted = yield* insertTrigger({ projectId, status: "running", claimedBy: NODE, attempts: 2 })
-      yield* record(
-        [execution(moved, projectId), execution(elsewhere, projectId), execution(recounted, projectId)],
-        [{ id: moved, attempt: 1, firedSeenUs: seen, retryAtMs: null }, claimed(elsewhere), claimed(recounted)]
-      )
-      for (const id of [moved, elsewhere, recounted]) assert.strictEqual((yield* executionsOf(id)).length, 1)
+      const changed = yield* executionsRecord({
+        executions: [execution(moved, projectId), execution(cancelled, projectId), execution(elsewhere, projectId), execution(recounted, projectId)],
+        outcomes: [
+          { id: moved, attempt: 1, firedSeenUs: seen, retryAtMs: null },
+          { id: cancelled, attempt: 1, firedSeenUs: cancelledSeen, retryAtMs: null },
+          claimed(elsewhere),
+          claimed(recounted)
+        ],
+        gated: [elsewhere],
+        node: NODE,
+        nowMs: NOW
+      })
+      assert.strictEqual(changed, 0)
+      for (const id of [moved, cancelled, elsewhere, recounted]) assert.strictEqual((yield* executionsOf(id)).length, 0, id)
       assert.deepStrictEqual([(yield* triggerRow(moved)).status, (yield* triggerRow(moved)).attempts], ["registered", 0])
+      assert.deepStrictEqual([(yield* triggerRow(cancelled)).status, (yield* triggerRow(cancelled)).attempts], ["cancelled", 0])
       assert.strictEqual((yield* triggerRow(elsewhere)).status, "running")
       assert.strictEqual((yield* triggerRow(recounted)).status, "running")
+      assert.strictEqual((yield* sql`SELECT 1 FROM gate_slots WHERE trigger_id = ${elsewhere}`).length, 1, "the other node's gate place stays")
+      assert.deepStrictEqual(yield* sql`SELECT 1 FROM delivery_minutes_pending WHERE project_id = ${projectId}`, [])
+    }))
+
+  it.effect("in a batch, only the attempts whose trigger changed state are recorded and counted", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const projectId = nextId()
+      yield* ensureProject(projectId)
+      const ok = yield* insertTrigger({ projectId, status: "running", claimedBy: NODE, attempts: 1 })
+      const elsewhere = yield* insertTrigger({ projectId, status: "running", claimedBy: "other-node", attempts: 1 })
+      const batch = [execution(ok, projectId, 1, NOW - 20), execution(elsewhere, projectId, 1, NOW - 20)]
+      assert.strictEqual(yield* record(batch, [claimed(ok), claimed(elsewhere)]), 1)
+      assert.strictEqual(yield* record(batch, [claimed(ok), claimed(elsewhere)]), 0, "the retry of a commit whose answer was lost")
+      assert.deepStrictEqual([(yield* executionsOf(ok)).length, (yield* executionsOf(elsewhere)).length], [1, 0])
+      const rows = yield* sql<{ succeeded: string; lateness: Array<string> }>`
+        SELECT succeeded::text, lateness::text[] FROM delivery_minutes_pending WHERE project_id = ${projectId}`
+      assert.deepStrictEqual(rows.map((row) => [row.succeeded, row.lateness.reduce((sum, n) => sum + Number(n), 0)]), [["1", 1]],
+        "counted once, for the recorded attempt only")
     }))
 
   it.effect("the batch adds its rollup: outcomes per minute and the lateness of first attempts", () =>

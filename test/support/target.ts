@@ -1,6 +1,6 @@
 // A local delivery target for end-to-end tests: a node:http server on 127.0.0.1 that records every
 // request it receives (method, url, raw headers, body bytes, arrival time) and answers per path:
-// 200 (default), any status (with headers), never (hang), or a script of answers, one per request.
+// 200 (default), any status (with headers, after a delay), never (hang), or a script of answers, one per request.
 // Closed with the scope; loopback only.
 import * as http from "node:http"
 import * as net from "node:net"
@@ -19,8 +19,11 @@ export interface Arrival {
   readonly arrivedAtMs: number
 }
 
-/** How the target answers a path: a status (with a short text body and these headers), or never ("hang"). */
-export type Reply = { readonly status: number; readonly headers?: Readonly<Record<string, string>> } | "hang"
+/**
+ * How the target answers a path: a status (with a short text body and these headers, `delayMs` after
+ * the request arrived), or never ("hang").
+ */
+export type Reply = { readonly status: number; readonly headers?: Readonly<Record<string, string>>; readonly delayMs?: number } | "hang"
 
 export interface Target {
   readonly port: number
@@ -69,8 +72,12 @@ export const target: Effect.Effect<Target, never, Scope.Scope> = Effect.acquireR
         arrivals.push({ method: req.method!, url: req.url!, rawHeaders: req.rawHeaders, body: Buffer.concat(chunks), arrivedAtMs })
         const reply = scripts.get(pathOf(req.url!))?.shift() ?? replies.get(pathOf(req.url!)) ?? { status: 200 }
         if (reply === "hang") return
-        res.writeHead(reply.status, { "content-type": "text/plain", ...reply.headers })
-        res.end(`status ${reply.status}`)
+        const answer = () => {
+          res.writeHead(reply.status, { "content-type": "text/plain", ...reply.headers })
+          res.end(`status ${reply.status}`)
+        }
+        if (reply.delayMs === undefined) answer()
+        else setTimeout(answer, reply.delayMs)
       })
     })
     const port = await listen(server)
