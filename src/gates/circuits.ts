@@ -49,6 +49,8 @@ export const makeCircuits = <I>(input: {
   readonly graceMs: number
   /** Something changed: admission looks again. */
   readonly signal: () => void
+  /** The gate's lease round is due now (its circuit now lets starts through: it needs its budget). */
+  readonly roundNow: (gate: NodeGate<I>) => void
 }): Effect.Effect<{
   readonly finished: (triggerId: string, ticket: Ticket<I>, response: CircuitResponse) => void
   readonly maintain: (nowMs: number) => void
@@ -73,7 +75,11 @@ export const makeCircuits = <I>(input: {
 
     const applied = (gate: NodeGate<I>, stored: { readonly state: CircuitNotice["state"]; readonly version: number }, dbOffsetMs: number) => {
       const circuit = circuitOf(gate)
-      if (circuit === null || !circuit.apply(stored.state, stored.version, dbOffsetMs, node)) return
+      if (circuit === null) return
+      const admitted = circuit.admits(now())
+      if (!circuit.apply(stored.state, stored.version, dbOffsetMs, node)) return
+      // a gate that admits again (closed, or the probe this node's) leases its budget now, not at its next watch
+      if (!admitted && circuit.admits(now())) input.roundNow(gate)
       // a failure another node counted after this node's last answer is reset by that answer
       const { failures, lastFailureAtMs } = stored.state
       if (failures > 0 && circuit.phase(now()) === "closed" && lastFailureAtMs !== null && lastFailureAtMs <= circuit.lastAnswerAtMs) {

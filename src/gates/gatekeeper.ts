@@ -128,13 +128,13 @@ export class Gatekeeper extends Context.Service<Gatekeeper, {
     }
 
     const signal = () => void Queue.offerUnsafe(wake, undefined)
-    const circuits = yield* makeCircuits({
-      node, gates: gates.gates, now, dbOffsetMs: () => dbOffsetMs, graceMs: timing.restartGraceMs, signal
-    })
     const roundNow = (gate: NodeGate<GatedItem>) => {
       gate.roundAtMs = Math.min(gate.roundAtMs, now())
       Queue.offerUnsafe(roundDue, undefined)
     }
+    const circuits = yield* makeCircuits({
+      node, gates: gates.gates, now, dbOffsetMs: () => dbOffsetMs, graceMs: timing.restartGraceMs, signal, roundNow
+    })
 
     /** Brings the oldest triggers waiting for `gate` in PostgreSQL into memory. */
     const take = (gate: NodeGate<GatedItem>, limit: number) =>

@@ -201,6 +201,29 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
       assert.deepStrictEqual(jobs.slice(1).map((job) => job.attempts), [1, 1])
     })))
 
+  it.effect("maxConcurrent with a circuit breaker: the probe gets its budget at once, then the limit holds again", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const p = yield* project
+      const { origins: [o] } = yield* origins(1)
+      yield* p.policy({ origin: o!.origin, maxConcurrent: 2, circuitBreaker: { failures: 2, cooldownSeconds: 1 } })
+      o!.behave({ status: 500 })
+      for (let i = 0; i < 2; i++) yield* p.schedule(`${o!.origin}/fail?n=${i}`, NO_RETRY)
+      yield* waitUntil("two failures", () => o!.arrivals.length === 2)
+      yield* pollUntil("the open circuit", Effect.map(p.views, (views) => (views[0]!.circuit === "open" ? true : undefined)))
+      o!.behave({ delayMs: 300 })
+      for (let i = 0; i < 6; i++) yield* p.schedule(`${o!.origin}/later?n=${i}`, NO_RETRY)
+      const openedAt = o!.arrivals[1]!.atMs
+      yield* waitUntil("the probe", () => o!.arrivals.length === 3, 10_000)
+      // the probe leaves as the cooldown ends (its lease taken at once), and nothing beside it until it answers
+      const probedAt = o!.arrivals[2]!.atMs
+      assert.isBelow(probedAt - openedAt, 1_000 + 1_000)
+      yield* realSleep(200) // a window of silence: the probe (answered after 300 ms) is alone
+      assert.strictEqual(o!.arrivals.length, 3)
+      yield* waitUntil("the rest", () => o!.arrivals.length === 8 && o!.open === 0, 15_000)
+      const afterProbe = o!.openAt.filter(([atMs]) => atMs > probedAt).map(([, open]) => open)
+      assert.strictEqual(Math.max(...afterProbe), 2, "the limit, reached and held once closed")
+    })))
+
   it.effect("a paused origin's triggers wait queued, and go once its policy is deleted", () =>
     Effect.scoped(Effect.gen(function*() {
       const p = yield* project
