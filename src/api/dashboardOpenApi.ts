@@ -89,6 +89,20 @@ export const dashboardPaths = (): Paths => ({
   "/overview": {
     get: { operationId: "overview", security: SESSION_ONLY, summary: "The project's overview series (from the rollup)", description: sessionOnly, parameters: [projectHeader, { name: "hours", in: "query", required: false, schema: { type: "integer", enum: [1, 6, 24], default: 24 } }], responses: { 200: jsonResponseOf("Columns per minute, totals, tag policies.", { type: "object" }), ...common } }
   },
+  "/dead-letters": {
+    get: {
+      operationId: "listDeadLetters",
+      security: SESSION_ONLY,
+      summary: "The triggers that end in a dead letter now",
+      description: `${sessionOnly} Triggers whose latest attempt is a dead letter (the set of \`GET /jobs?deadLetter=true\`), newest dead letter first, each with that attempt; \`count\` is how many there are in all.`,
+      parameters: [
+        projectHeader,
+        { name: "limit", in: "query", required: false, schema: { type: "integer", minimum: 1, maximum: 500, default: 50 } },
+        { name: "cursor", in: "query", required: false, schema: { type: "string" } }
+      ],
+      responses: { 200: jsonResponseOf("`{count, triggers: [...], nextCursor}`.", { type: "object" }), ...common }
+    }
+  },
   "/jobs/{id}/cancel": {
     post: { operationId: "cancelFromDashboard", security: SESSION_ONLY, summary: "Cancel a trigger (the dashboard's button)", description: `${sessionOnly} The DELETE /cancel command by id, with its answers.`, parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }, projectHeader, originHeader], responses: { 204: emptyResponse("Cancelled."), 404: errorResponse("`Job not found`."), 410: errorResponse("`Job is no longer cancellable (status=…)`, `Generator already cancelled`."), ...common } }
   }

@@ -1,4 +1,6 @@
-// GET /docs: an interactive browser (Scalar) of the same OpenAPI document as GET /openapi/json.
+// GET /docs: an interactive browser (Scalar) of the OpenAPI document for client generators (the
+// credentials as security schemes, so its "Authorize" works; openapi.ts), its server the address
+// the browser used (`https://` and the Host header), so "Try it" calls this very service.
 // The Scalar bundle ships inside the `effect` package; it is inlined so the page needs no CDN.
 // Credentials as SPEC asks: a key (header or Bearer) or a signed-in dashboard session, which needs
 // no project here (the reference belongs to none). A browser without either (it asks for HTML) is
@@ -46,10 +48,14 @@ export const SIGN_IN = `/dashboard/sign-in?next=${encodeURIComponent("/docs")}`
 /** A browser's navigation: it asks for HTML first. */
 const wantsHtml = (request: HttpServerRequest.HttpServerRequest) => (request.headers["accept"] ?? "").includes("text/html")
 
-export const DocsRoutes = (document: { readonly info: { readonly title: string } }) =>
+/** A Host header naming a host (and port) this page may put in its document: `https://<host>`. */
+const HOST = /^(?:[A-Za-z0-9.-]+|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?$/
+
+/** `documentFor(server)`: the document, its server `server` (undefined: the configured one). */
+export const DocsRoutes = (documentFor: (server: string | undefined) => { readonly info: { readonly title: string } }) =>
   HttpRouter.use(Effect.fn(function*(router) {
     // the 3 MB bundle is loaded on the first request, not at start (most nodes never serve /docs)
-    const page = yield* Effect.cached(Effect.map(loadScalarBundle, (scalar) => docsPage(document, scalar)))
+    const scalar = yield* Effect.cached(loadScalarBundle)
     yield* router.add("GET", "/docs", handle(Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
       const allowed = yield* Effect.result(authenticateAnyProject(request))
@@ -57,7 +63,9 @@ export const DocsRoutes = (document: { readonly info: { readonly title: string }
         if (allowed.failure._tag === "Unauthorized" && wantsHtml(request)) return HttpServerResponse.redirect(SIGN_IN, { status: 303 })
         return yield* Effect.fail(allowed.failure)
       }
-      return HttpServerResponse.html(yield* page)
+      const host = request.headers["host"]
+      const document = documentFor(host !== undefined && HOST.test(host) ? `https://${host}` : undefined)
+      return HttpServerResponse.html(docsPage(document, yield* scalar))
     })))
   }))
 

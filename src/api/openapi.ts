@@ -1,17 +1,21 @@
-// GET /openapi/json: the OpenAPI 3.1 document, public, with `Access-Control-Allow-Origin: *`
-// (the only CORS header the service sends). Exact path only: a trailing slash or a query → 404.
-// The document is assembled from the path fragments of the mounted endpoint modules, so it lists
-// exactly what the server serves. The credentials are security schemes and every operation has its
-// own id, so client generators and "Authorize" buttons work (issue 24, where SPEC described the
-// reference's header parameters and shared id); the server is the one serving the document. Every
-// operation that needs the database (all but this document's) also lists the 503 of DECISIONS
-// "Faults", and every 4xx answer its `Timewheel-Error` header (DECISIONS "Error hints").
-// `npm test` lints it with Redocly's recommended rules (test/api/openapiClient.test.ts).
+// The OpenAPI 3.1 documents. Both are made from the path fragments of the mounted endpoint modules
+// (openapiDocuments.ts lists them), so they describe exactly what the server serves; every operation
+// that needs the database (all but GET /openapi/json) also lists the 503 of a database that cannot
+// be reached, and every 4xx answer its `Timewheel-Error` header. The fragments name each operation's
+// credentials as security requirements (openapiParts.ts) and give each operation its own id:
+// - `generatorDocument`, for client generators (`npm run --silent cli -- openapi`, and the /docs
+//   reference): the credentials as security schemes, a `servers` entry, the /schedule body as raw
+//   bytes; Redocly's recommended rules find nothing in it (test/api/openapiClient.test.ts);
+// - `specDocument`, served at GET /openapi/json, public, with `Access-Control-Allow-Origin: *` (the
+//   only CORS header the service sends), exact path only (a trailing slash or a query: 404): as
+//   the API's reference (docs/README.md, "Other public paths") describes it — no `servers`, the key
+//   as header parameters, /schedule's five methods sharing one operation id.
 import * as Effect from "effect/Effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { EmptyNotFound } from "./errors.ts"
 import { handle } from "./handle.ts"
 import { emptyResponse, errorSchema, type PathItem, type Paths, PUBLIC, securitySchemes } from "./openapiParts.ts"
+import { specPaths } from "./openapiSpecForm.ts"
 
 export interface OpenApiDocument {
   readonly openapi: "3.1.0"
@@ -21,24 +25,37 @@ export interface OpenApiDocument {
     readonly description: string
     readonly license: { readonly name: string; readonly identifier: string }
   }
-  readonly servers: ReadonlyArray<{ readonly url: string; readonly description: string }>
+  readonly servers?: ReadonlyArray<{ readonly url: string; readonly description: string }>
   readonly paths: Paths
-  readonly components: { readonly schemas: Record<string, unknown>; readonly securitySchemes: Record<string, unknown> }
+  readonly components: { readonly schemas: Record<string, unknown>; readonly securitySchemes?: Record<string, unknown> }
 }
 
-export const openApiDocument = (prefix: string, fragments: ReadonlyArray<Paths>): OpenApiDocument => ({
+const info = {
+  title: "timewheel",
+  version: "0.1.0",
+  description: "Stores HTTP requests and sends them later: once at a given time, or on a cron schedule. " +
+    "Every 4xx answer names what was wrong in its `Timewheel-Error` header; bodies are as the API's specification says.",
+  license: { name: "MIT", identifier: "MIT" }
+}
+
+/** The fragments' paths, each operation with its 503 and its 4xx hints. */
+export const assemblePaths = (fragments: ReadonlyArray<Paths>): Paths => withErrorHints(withDatabaseUnavailable(Object.assign({}, ...fragments)))
+
+/** The document for client generators, its server at `serverUrl` (e.g. https://localhost:8443). */
+export const generatorDocument = (prefix: string, paths: Paths, serverUrl: string): OpenApiDocument => ({
   openapi: "3.1.0",
-  info: {
-    title: "timewheel",
-    version: "0.1.0",
-    description: "Stores HTTP requests and sends them later: once at a given time, or on a cron schedule. " +
-      "Every 4xx answer names what was wrong in its `Timewheel-Error` header; bodies are as the API's specification says.",
-    license: { name: "MIT", identifier: "MIT" }
-  },
-  // relative: the service that serves this document (`npm start` listens on https://localhost:8443)
-  servers: [{ url: "/", description: "The timewheel service serving this document." }],
-  paths: withErrorHints(withDatabaseUnavailable(Object.assign({}, ...fragments))),
+  info,
+  servers: [{ url: serverUrl, description: "The timewheel service." }],
+  paths,
   components: { schemas: { Error: errorSchema }, securitySchemes: securitySchemes(prefix) }
+})
+
+/** The document GET /openapi/json serves. */
+export const specDocument = (prefix: string, paths: Paths): OpenApiDocument => ({
+  openapi: "3.1.0",
+  info,
+  paths: specPaths(prefix, paths),
+  components: { schemas: { Error: errorSchema } }
 })
 
 const errorHintHeader = {

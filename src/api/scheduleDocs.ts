@@ -1,6 +1,8 @@
 // OpenAPI description of /schedule (the same operation under GET, POST, PUT, PATCH and DELETE, each
-// with its own operationId, as client generators need) and DELETE /cancel. Their credentials are
-// the key header only.
+// with its own operationId, as client generators need; the served document gives them one,
+// openapiSpecForm.ts) and DELETE /cancel. Their credentials are the key header only. The body of
+// /schedule is raw bytes of any media type, described without a schema (OpenAPI 3.1's form for
+// content sent as it is), so a generated client has nothing to encode.
 import { emptyResponse, errorResponse, jsonResponseOf, KEY_ONLY, type Paths } from "./openapiParts.ts"
 
 const header = (name: string, description: string, required = false, schema: Record<string, unknown> = { type: "string" }) => ({
@@ -22,6 +24,14 @@ const scheduleResult = {
     },
     monthQuotaRemaining: { type: "integer" }
   }
+}
+
+const scheduleBody = {
+  required: false,
+  description: "What the target receives, byte for byte, with the Content-Type header of this request (none: " +
+    "`application/octet-stream`). Send it as it is: openapi-fetch, for one, JSON-encodes a body unless given " +
+    "`bodySerializer: (body) => body` (docs/README.md, \"Typed clients\").",
+  content: { "*/*": {} }
 }
 
 export const schedulePaths = (prefix: string): Paths => {
@@ -46,7 +56,7 @@ export const schedulePaths = (prefix: string): Paths => {
     description: "Works like a proxy: the method, every header without the prefix, and the body (POST, PUT, PATCH, DELETE) are what timewheel later sends to the target URL.",
     security: KEY_ONLY,
     parameters,
-    ...(body ? { requestBody: { required: false, content: { "*/*": { schema: { type: "string", format: "binary" } } } } } : {}),
+    ...(body ? { requestBody: scheduleBody } : {}),
     responses: {
       200: {
         ...jsonResponseOf("Scheduled.", scheduleResult),

@@ -12,45 +12,33 @@ import type { IncomingMessage, ServerResponse } from "node:http"
 import * as https from "node:https"
 import { AppConfig } from "../config.ts"
 import { ActionRoutes } from "./actions.ts"
-import { actionPaths } from "./actionsOpenApi.ts"
-import { dashboardPaths } from "./dashboardOpenApi.ts"
 import { DashboardRoutes } from "./dashboardRoutes.ts"
 import { DeclareRoutes } from "./declare.ts"
-import { declarePaths } from "./declareOpenApi.ts"
 import { DocsRoutes } from "./docs.ts"
 import { ErrorHints } from "./errorHints.ts"
 import { type FastLane, makeFastLane } from "./fastLane.ts"
-import { HealthRoutes, healthPaths } from "./health.ts"
+import { HealthRoutes } from "./health.ts"
 import { LogRoutes } from "./logs.ts"
-import { logPaths } from "./logsOpenApi.ts"
-import { mcpPaths } from "./mcpOpenApi.ts"
 import { McpRoutes } from "./mcpRoutes.ts"
-import { openApiDocument, OpenApiRoutes, openApiPaths } from "./openapi.ts"
-import { RetryPolicyRoutes, retryPolicyPaths } from "./retryPolicy.ts"
+import { OpenApiRoutes } from "./openapi.ts"
+import { clientDocument, servedDocument, serviceUrl } from "./openapiDocuments.ts"
+import { RetryPolicyRoutes } from "./retryPolicy.ts"
 import { ScheduleRoutes } from "./schedule.ts"
-import { schedulePaths } from "./scheduleDocs.ts"
 import { TagPolicyRoutes } from "./tagPolicies.ts"
-import { tagPolicyPaths } from "./tagPoliciesOpenApi.ts"
 import { TargetPolicyRoutes } from "./targetPolicies.ts"
-import { targetPolicyPaths } from "./targetPoliciesOpenApi.ts"
 
 export const MAX_HEADER_BYTES = 16 * 1024
 
-/** The OpenAPI document of every endpoint the server mounts. */
-export const apiDocument = (prefix: string) =>
-  openApiDocument(prefix, [
-    schedulePaths(prefix), declarePaths(), healthPaths(), logPaths(), actionPaths(), retryPolicyPaths(), tagPolicyPaths(),
-    targetPolicyPaths(), mcpPaths(), dashboardPaths(),
-    openApiPaths()
-  ])
-
-/** Every route of the API, and the OpenAPI document describing them. */
-export const apiRoutes = (prefix: string) => {
-  const document = apiDocument(prefix)
+/**
+ * Every route of the API, and the OpenAPI documents describing them: GET /openapi/json's, and the
+ * client generators' one that /docs shows (its server: the address the browser used, else `serviceUrl`).
+ */
+export const apiRoutes = (prefix: string, serviceUrl: string) => {
+  const document = servedDocument(prefix)
   return Layer.mergeAll(
     ScheduleRoutes, DeclareRoutes, HealthRoutes, LogRoutes, ActionRoutes, RetryPolicyRoutes, TagPolicyRoutes, TargetPolicyRoutes,
     McpRoutes(prefix),
-    OpenApiRoutes(document), DocsRoutes(document), DashboardRoutes, ErrorHints(document.paths)
+    OpenApiRoutes(document), DocsRoutes((server) => clientDocument(prefix, server ?? serviceUrl)), DashboardRoutes, ErrorHints(document.paths)
   )
 }
 
@@ -109,7 +97,7 @@ export const HttpsServerLive = (tls: { readonly cert: string; readonly key: stri
     const config = yield* AppConfig
     // with tracing on every call goes through the Effect server, which makes its span (docs/tracing.md)
     const fastLane = config.tracing === null ? yield* makeFastLane : undefined
-    return HttpRouter.serve(apiRoutes(config.prefix), { disableLogger: true, disableListenLog: true }).pipe(
+    return HttpRouter.serve(apiRoutes(config.prefix, serviceUrl(config.host, config.port)), { disableLogger: true, disableListenLog: true }).pipe(
       Layer.provideMerge(httpsListener({ host: config.host, port: config.port, ...tls, ...(fastLane === undefined ? {} : { fastLane }) }))
     )
   }))

@@ -27,7 +27,8 @@ export const USAGE = `usage: npm run --silent cli -- <command>
   key revoke <key-id>
   admin create <email> [--password P]      (at a terminal the password is asked twice; else read from stdin)
   keys rotate-encryption                   (seals every stored trigger with the first key of ENCRYPTION_KEYS)
-  cron next '<value>' [--from <ISO>] [--count N]`
+  cron next '<value>' [--from <ISO>] [--count N]
+  openapi [--server <url>]                 (the OpenAPI document for client generators, on stdout)`
 
 const usage = (message: string) => Effect.fail(new CliError({ message: `${message}\n${USAGE}` }))
 
@@ -138,6 +139,19 @@ export const runCli = async (args: ReadonlyArray<string>, env: Readonly<Record<s
     else err(result.stderr)
     return result.exitCode
   }
+  if (args[0] === "openapi") {
+    const { openApiCommand } = await import("./openapi.ts")
+    let result
+    try {
+      result = openApiCommand(args.slice(1), loadConfig(env))
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error
+      result = { exitCode: 1 as const, stderr: error.message }
+    }
+    if (result.exitCode === 0) out(result.stdout)
+    else err(result.stderr)
+    return result.exitCode
+  }
   const command = databaseCommand(args)
   if (command === undefined) {
     process.stderr.write((args.length === 0 ? "" : `unknown command: ${args.join(" ")}\n`) + USAGE + "\n")
@@ -175,5 +189,7 @@ export const runCli = async (args: ReadonlyArray<string>, env: Readonly<Record<s
 }
 
 if (import.meta.main) {
-  runCli(process.argv.slice(2), process.env).then((code) => process.exit(code))
+  // exits once stdout is written out: to a pipe it is written asynchronously, and a long answer
+  // (the OpenAPI document) was cut by an exit right after the write
+  runCli(process.argv.slice(2), process.env).then((code) => process.stdout.write("", () => process.exit(code)))
 }

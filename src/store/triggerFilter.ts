@@ -5,7 +5,9 @@
 // - status is the status a reader sees (a trigger its shard's mark fired is running: shardMarks.ts);
 // - outcome reads a completed trigger's latest execution (cancelled and skipped are statuses);
 // - deadLetter looks at the trigger's latest execution (highest attempt) through executions_trigger
-//   (trigger_id, attempt): one index probe per candidate row;
+//   (trigger_id, attempt): one index probe per candidate row; `true` (and the outcome dead_letter)
+//   also names the candidates, the triggers with a dead-letter execution (the partial index
+//   executions_dead_letters), so the planner need not probe every trigger of the project;
 // - the scheduled range reads a generator's time as GET /jobs shows it: its upcoming instance's,
 //   found through the unique partial index triggers_generator_upcoming.
 import type { SqlClient } from "effect/sql"
@@ -29,20 +31,25 @@ export const LATEST_IS_DEAD_LETTER_SQL = `(SELECT e.is_dead_letter FROM executio
 const LATEST_OUTCOME_SQL = `(SELECT CASE WHEN e.is_dead_letter THEN 'dead_letter' WHEN e.status = 'succeeded' THEN 'delivered' END
       FROM executions e WHERE e.trigger_id = t.id ORDER BY e.attempt DESC LIMIT 1)`
 
+/** The triggers of the project with a dead-letter execution: where a dead letter now can be. */
+const hasDeadLetter = (sql: SqlClient.SqlClient, projectId: string): Fragment =>
+  sql`t.id IN (SELECT d.trigger_id FROM executions d WHERE d.project_id = ${projectId} AND d.is_dead_letter)`
+
 /** The rows with this outcome (domain/trigger.ts outcomeOf, in SQL). */
-const outcomeIs = (sql: SqlClient.SqlClient, wanted: JobOutcome): Fragment =>
-  wanted === "cancelled" || wanted === "skipped"
-    ? sql`t.status = ${wanted}`
-    : sql`t.status = 'completed' AND ${sql.unsafe(LATEST_OUTCOME_SQL)} = ${wanted}`
+const outcomeIs = (sql: SqlClient.SqlClient, projectId: string, wanted: JobOutcome): Fragment =>
+  wanted === "cancelled" || wanted === "skipped" ? sql`t.status = ${wanted}`
+  : wanted === "dead_letter" ? sql`t.status = 'completed' AND ${hasDeadLetter(sql, projectId)} AND ${sql.unsafe(LATEST_OUTCOME_SQL)} = ${wanted}`
+  : sql`t.status = 'completed' AND ${sql.unsafe(LATEST_OUTCOME_SQL)} = ${wanted}`
 
 /** The conditions on `t` of the project's triggers that match `filter` (combine with `sql.and`). */
 export const triggerFilterClauses = (sql: SqlClient.SqlClient, projectId: string, filter: TriggerFilter): Array<Fragment> => {
   const clauses: Array<Fragment> = [sql`t.project_id = ${projectId}`]
   if (filter.status !== undefined) clauses.push(effectiveStatusIs(sql, "t", filter.status))
-  if (filter.outcome !== undefined) clauses.push(outcomeIs(sql, filter.outcome))
+  if (filter.outcome !== undefined) clauses.push(outcomeIs(sql, projectId, filter.outcome))
   if (filter.kind !== undefined) clauses.push(sql`t.kind = ${filter.kind}`)
   if (filter.tag !== undefined) clauses.push(sql`cardinality(t.tags) > 0 AND t.tags @> ARRAY[${filter.tag}]::text[]`)
   if (filter.customKey !== undefined) clauses.push(sql`t.custom_key = ${filter.customKey}`)
+  if (filter.deadLetter === true) clauses.push(hasDeadLetter(sql, projectId))
   if (filter.deadLetter !== undefined) {
     clauses.push(sql.unsafe(`${LATEST_IS_DEAD_LETTER_SQL} IS ${filter.deadLetter ? "TRUE" : "NOT TRUE"}`))
   }

@@ -8,8 +8,9 @@ import { KEY_OWNER_STATUSES, PENDING_STATUSES, type TriggerDefinition } from "..
 import { base64Field, jsonField, makeIsoOf } from "./jsonRecords.ts"
 import { grantFromUsageRow, type GrantRow } from "./quota.ts"
 import { EncryptionKeys, sealRequest } from "./sealedRequests.ts"
-import { NEAR_DUE_SQL, triggerFiredLocked, unfiredCompareAndSet, unfiredUnder } from "./shardMarks.ts"
+import { firedSql, markable, NEAR_DUE_SQL, shardMarksLockNear, unfiredCompareAndSet, unfiredUnder } from "./shardMarks.ts"
 import { statusList } from "./sqlLists.ts"
+import { TransactionRestart } from "./transaction.ts"
 
 export interface TriggerRef {
   readonly id: string
@@ -54,21 +55,28 @@ export const triggersFindKeyOwner = Effect.fnUntraced(function*(input: {
 
 /**
  * A trigger of the project by id, locked for update, with the status a reader sees: `running` when
- * its shard's mark fired it (shardMarks.ts; near its time, the mark is locked too, so the answer
- * holds until the caller's transaction ends).
+ * its shard's mark fired it (shardMarks.ts). Near its time the mark is locked first (FOR SHARE, so
+ * the answer holds until the caller's transaction ends), then the trigger: the order of every
+ * transaction that locks both (a takeover locks the mark, then the fired triggers); the other order
+ * deadlocked with takeovers. A trigger that became near its time between the two reads (another
+ * transaction moved it meanwhile) restarts the caller's transaction (transaction.ts).
  */
 export const triggersFindById = Effect.fnUntraced(function*(input: {
   readonly projectId: string
   readonly id: string
 }) {
   const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql<RefRow & { near: boolean }>`SELECT ${sql.unsafe(refColumns)},
-      (status IN ('registered', 'retrying') AND custom_key IS NULL AND generator_id IS NULL
-        AND due_at <= ${sql.unsafe(NEAR_DUE_SQL)}) AS near
-    FROM triggers WHERE id = ${input.id} AND project_id = ${input.projectId} FOR UPDATE`
+  const locked = yield* shardMarksLockNear([input.id])
+  const rows = yield* sql<RefRow & { near: boolean; fired: boolean }>`SELECT ${sql.unsafe(refColumns)},
+      (${sql.unsafe(markable("t"))} AND t.due_at <= ${sql.unsafe(NEAR_DUE_SQL)}
+        AND EXISTS (SELECT FROM shard_marks m WHERE m.shard = t.shard)) AS near, ${sql.unsafe(firedSql("t"))} AS fired
+    FROM triggers t WHERE t.id = ${input.id} AND t.project_id = ${input.projectId} FOR UPDATE`
   const row = rows[0]
   if (row === undefined) return undefined
-  return toRef(row.near && (yield* triggerFiredLocked(row.id)) ? { ...row, status: "running" } : row)
+  if (row.near && !locked.includes(row.shard)) {
+    return yield* Effect.fail(new TransactionRestart({ reason: `trigger ${row.id} came near its time while it was read` }))
+  }
+  return toRef(row.fired ? { ...row, status: "running" } : row)
 })
 
 /**

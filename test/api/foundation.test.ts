@@ -137,31 +137,40 @@ layer(testServerLayer(), { timeout: "60 seconds" })("foundation", (it) => {
   })
 
   describe("OpenAPI document", () => {
-    it.effect("is OpenAPI 3.1 with a server, the credentials as security schemes and one id per operation (issue 24)", () =>
+    it.effect("is OpenAPI 3.1 as the contract describes it: no servers, the key as header parameters, /schedule's five methods sharing one id", () =>
       Effect.gen(function*() {
         const server = yield* TestServer
         const document = (yield* server.call("GET", "/openapi/json")).json()
         assert.strictEqual(document.openapi, "3.1.0")
-        assert.deepStrictEqual(document.servers.map((s: { url: string }) => s.url), ["/"])
-        const schemes = document.components.securitySchemes
-        assert.deepStrictEqual([schemes.apiKey.type, schemes.apiKey.in, schemes.apiKey.name], ["apiKey", "header", "ttr-api-key"])
-        assert.deepStrictEqual([schemes.bearer.type, schemes.bearer.scheme], ["http", "bearer"])
-        assert.deepStrictEqual([schemes.session.in, schemes.session.name], ["cookie", "__Host-timewheel-session"])
-        const operations = Object.values(document.paths).flatMap((item) => Object.values(item as Record<string, { operationId: string; security: unknown; parameters?: Array<{ name: string }> }>))
-        const ids = operations.map((operation) => operation.operationId)
-        assert.strictEqual(new Set(ids).size, ids.length, `shared ids: ${ids.filter((id, i) => ids.indexOf(id) !== i)}`)
-        for (const operation of operations) {
-          assert.isArray(operation.security, operation.operationId)
-          assert.notInclude((operation.parameters ?? []).map((p) => p.name.toLowerCase()), "ttr-api-key", operation.operationId)
+        assert.notProperty(document, "servers")
+        assert.notProperty(document.components, "securitySchemes")
+        type Operation = { operationId: string; security?: unknown; parameters?: Array<{ name: string; in: string; required: boolean }> }
+        const operations = Object.values(document.paths).flatMap((item) => Object.values(item as Record<string, Operation>))
+        for (const operation of operations) assert.notProperty(operation, "security", operation.operationId)
+        const credentials = (operation: Operation) =>
+          (operation.parameters ?? []).filter((p) => ["ttr-api-key", "authorization", "__host-timewheel-session"].includes(p.name.toLowerCase()))
+            .map((p) => `${p.in}:${p.name}:${p.required}`)
+        const schedule = document.paths["/schedule"]
+        assert.deepStrictEqual(Object.keys(schedule), ["get", "post", "put", "patch", "delete"])
+        for (const method of Object.keys(schedule)) {
+          assert.strictEqual(schedule[method].operationId, "schedule", method)
+          assert.deepStrictEqual(credentials(schedule[method]), ["header:ttr-api-key:true"], method)
         }
-        assert.deepStrictEqual(document.paths["/schedule"].post.security, [{ apiKey: [] }])
-        assert.deepStrictEqual(document.paths["/health"].get.security, [{ apiKey: [] }, { bearer: [] }, { session: [] }])
-        assert.deepStrictEqual(document.paths["/openapi/json"].get.security, [])
+        assert.deepStrictEqual(credentials(document.paths["/cancel"].delete), ["header:ttr-api-key:true"])
+        assert.deepStrictEqual(credentials(document.paths["/health"].get), [
+          "header:ttr-api-key:false", "header:Authorization:false", "cookie:__Host-timewheel-session:false"
+        ])
+        assert.deepStrictEqual(credentials(document.paths["/mcp"].post), ["header:ttr-api-key:false", "header:Authorization:false"])
+        assert.deepStrictEqual(credentials(document.paths["/keys"].get), ["cookie:__Host-timewheel-session:true"])
+        assert.deepStrictEqual(credentials(document.paths["/openapi/json"].get), [])
+        // every other operation has an id of its own
+        const others = operations.filter((operation) => operation.operationId !== "schedule").map((operation) => operation.operationId)
+        assert.strictEqual(new Set(others).size, others.length)
         // every 4xx documents its hint
         assert.property(document.paths["/declare"].post.responses["400"].headers, "Timewheel-Error")
       }))
 
-    it.effect("GET /docs serves an interactive page embedding the same document", () =>
+    it.effect("GET /docs serves an interactive page embedding the generators' document, its server this one", () =>
       Effect.gen(function*() {
         const server = yield* TestServer
         const key = yield* server.newKey()
@@ -170,6 +179,8 @@ layer(testServerLayer(), { timeout: "60 seconds" })("foundation", (it) => {
         assert.match(String(docs.headers["content-type"]), /^text\/html/)
         assert.include(docs.text, "Scalar.createApiReference")
         assert.include(docs.text, '"openapi":"3.1.0"')
+        assert.include(docs.text, `"servers":[{"url":"https://127.0.0.1:${new URL(server.baseUrl).port}"`)
+        assert.include(docs.text, '"securitySchemes":{"apiKey"')
         const anonymous = yield* server.call("GET", "/docs")
         assert.strictEqual(anonymous.status, 401)
       }))

@@ -671,7 +671,7 @@ layer(testServerLayer(), { timeout: "60 seconds" })("logs and replay", (it) => {
     }
   })
 
-  it.effect("the OpenAPI document lists every log endpoint with its security schemes", () =>
+  it.effect("the OpenAPI document lists every log endpoint with its credentials", () =>
     Effect.gen(function*() {
       const server = yield* TestServer
       const document = (yield* server.call("GET", "/openapi/json")).json()
@@ -686,7 +686,7 @@ layer(testServerLayer(), { timeout: "60 seconds" })("logs and replay", (it) => {
       for (const [path, method, operationId] of operations) {
         const operation = document.paths[path][method]
         assert.strictEqual(operation.operationId, operationId)
-        assert.deepStrictEqual(operation.security, [{ apiKey: [] }, { bearer: [] }, { session: [] }])
+        assert.includeMembers(operation.parameters.map((p: { name: string }) => p.name), ["ttr-api-key", "Authorization", "__Host-timewheel-session"])
         assert.property(operation.responses, "401")
       }
       assert.includeMembers(Object.keys(document.paths["/jobs/{id}/executions"].post.responses), ["202", "400", "404", "410", "415"])

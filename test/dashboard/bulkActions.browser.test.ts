@@ -78,7 +78,7 @@ layer(Env, { timeout: "240 seconds", excludeTestServices: true })("bulk actions 
 
       // dead letters: select all, replay them to another URL
       yield* step(() => page.goto(`${base}/dashboard/p/${projectId}/dead-letters`))
-      yield* step(() => page.getByText("5 triggers end in a dead letter (its latest attempt).").waitFor())
+      yield* step(() => page.getByText("5 triggers end in a dead letter now.").waitFor())
       yield* step(() => page.getByRole("button", { name: "Select all 5 that match this filter" }).click())
       yield* step(() => page.getByRole("button", { name: "Replay dead letters" }).click())
       yield* step(() => dialog.getByText("Replay 5 dead letters?").waitFor())
@@ -96,7 +96,7 @@ layer(Env, { timeout: "240 seconds", excludeTestServices: true })("bulk actions 
         yield* step(() => page.reload())
         yield* step(() => page.locator(".bulk-count", { hasNotText: "Counting" }).waitFor())
         const text = yield* step(() => page.locator(".bulk-count").textContent())
-        return text === "0 triggers end in a dead letter (its latest attempt)." ? true : undefined
+        return text === "0 triggers end in a dead letter now." ? true : undefined
       }), { everyMs: 300 })
       assert.isTrue(yield* step(() => page.getByRole("button", { name: /^Select all/ }).isDisabled()))
       yield* screenshot(page, "bulk-06-no-dead-letter-left")

@@ -9,7 +9,7 @@
 // its status (a dead letter is `completed` too) and the list filtered by it, rows as links (a new
 // tab, the keyboard), a retry policy in words, every overview chart on the chosen range, an alert
 // test whose e-mail failed while its webhook arrived shown as partly failed, the API reference opened
-// from the sidebar with the session, and every page photographed at 1,366 and 420 px into
+// from the sidebar with the session, and every page photographed at 1,280 and 420 px into
 // .tmp/screenshots/, failing when one is wider than the screen.
 import { assert, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
@@ -104,7 +104,13 @@ layer(Env, { timeout: "240 seconds", excludeTestServices: true })("dashboard in 
       yield* step(() => page.locator(".response-body", { hasText: "status 200" }).waitFor())
       yield* step(() => page.getByText(`{"order":42}`).waitFor())
       yield* layout(page, "05-trigger-delivered")
+      // a replay asks first, naming where it goes
+      const asked = new Promise<string>((resolve) => page.once("dialog", (dialog) => {
+        resolve(dialog.message())
+        void dialog.accept()
+      }))
       yield* step(() => page.getByRole("button", { name: "Replay" }).click())
+      assert.strictEqual(yield* step(() => asked), `Replay this trigger? Attempt 2 is sent to ${hooks.origin}/ok.`)
       yield* step(() => page.getByText("Replay queued").waitFor())
       yield* step(() => page.locator(`details[data-attempt="2"]`).waitFor())
       yield* pollUntil("the replay", Effect.sync(() => (hooks.at("/ok").length === 2 ? true : undefined)))
@@ -231,10 +237,10 @@ layer(Env, { timeout: "240 seconds", excludeTestServices: true })("dashboard in 
       yield* sql`INSERT INTO tag_policy_samples (project_id, tag, minute, queued, in_flight)
         VALUES (${projectId}, 'orders', date_trunc('minute', now()), 4, 1) ON CONFLICT DO NOTHING`
       yield* go("overview")
-      yield* step(() => page.locator(".stat", { hasText: "dead letters (24 h)" }).locator(".value", { hasText: "1" }).waitFor())
+      yield* step(() => page.locator(".stat", { hasText: "triggers ending in a dead letter now" }).locator(".value", { hasText: "1" }).waitFor())
       yield* step(() => page.locator(".chart canvas").first().waitFor())
       const ranges = () => step(() => page.locator("figure.chart[data-x-min]").evaluateAll((figures) =>
-        figures.filter((figure) => !figure.textContent!.startsWith("Dead letters per hour"))
+        figures.filter((figure) => !figure.textContent!.startsWith("Dead-letter attempts per hour"))
           .map((figure) => [figure.querySelector("figcaption")!.textContent, Number(figure.getAttribute("data-x-min")), Number(figure.getAttribute("data-x-max"))] as const)))
       for (const [hours, caption] of [[1, "Tag orders: queued and in flight (peak per minute)"], [24, "Tag orders: queued and in flight (peak per 15 minutes)"]] as const) {
         yield* step(() => page.getByRole("button", { name: `${hours} h` }).click())

@@ -9,13 +9,14 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Context, Effect, Fiber, Layer, Queue, Semaphore } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
-import { SCHEDULER_TIMING } from "../../src/config.ts"
+import { SCHEDULER_TIMING, SchedulerTiming } from "../../src/config.ts"
 import { runShardActor, type ShardActorEvent } from "../../src/scheduler/shardActor.ts"
 import { type ShardMessage, type WakeItem, Wakeups } from "../../src/cluster/wakeups.ts"
 import { Gatekeeper } from "../../src/gates/gatekeeper.ts"
 import { TagPolicyCache } from "../../src/gates/tagPolicyCache.ts"
 import { ShardCount } from "../../src/store/db.ts"
 import { Notifications } from "../../src/store/notifications.ts"
+import { shardLocksOpen } from "../../src/store/shardLocks.ts"
 import { ClaimBatcher } from "../../src/scheduler/claimBatcher.ts"
 import { MarkBatcher } from "../../src/scheduler/markBatcher.ts"
 import { Heartbeats } from "../../src/scheduler/heartbeats.ts"
@@ -78,6 +79,9 @@ const startActor = Effect.gen(function*() {
       laterPages: yield* Semaphore.make(2),
       onEvent: (event) => Queue.offer(events, event).pipe(Effect.asVoid)
     }).pipe(
+      // the test's database server may have started seconds ago: no grace after its start (a takeover
+      // reads the server's uptime itself)
+      Effect.provideService(SchedulerTiming, { ...SCHEDULER_TIMING, restartGraceMs: 0 }),
       Effect.provide(Layer.mergeAll(
         dispatcher,
         Heartbeats.layer,
@@ -292,10 +296,27 @@ layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
         const now = yield* clockNow
         const left = yield* trigger("registered", now - 2_000)
         yield* setMark("node-b", now - 1_000)
+        // node-b's shard-lock session, holding its presence lock (it gave the shard up, it did not die)
+        yield* shardLocksOpen("node-b")
         const actor = yield* startActor.pipe(Effect.provideService(LiveNodes, ["node-a", "node-b"]))
         const row = yield* triggerRow(left)
         assert.deepStrictEqual([row.status, row.claimed_by, row.attempts], ["running", "node-b", 1])
         assert.strictEqual(yield* Queue.size(actor.submitted), 0)
+        yield* Fiber.interrupt(actor.fiber)
+      }))
+
+    it.effect("a node killed a moment ago, still on the list of live nodes, is gone: its session's presence lock is", () =>
+      Effect.gen(function*() {
+        yield* setup
+        const now = yield* clockNow
+        const left = yield* trigger("registered", now - 2_000)
+        yield* setMark("killed-node", now - 1_000)
+        // the list of connected nodes (read a second ago) still names it; its presence lock went with its session
+        const actor = yield* startActor.pipe(Effect.provideService(LiveNodes, ["node-a", "killed-node"]))
+        assert.strictEqual(yield* Queue.take(actor.submitted), left, "sent again at once, not left for crash recovery")
+        const sql = yield* SqlClient.SqlClient
+        const executions = yield* sql<{ attempt: number; error_code: string }>`SELECT attempt, error_code FROM executions WHERE trigger_id = ${left}`
+        assert.deepStrictEqual(executions.map((x) => [x.attempt, x.error_code]), [[1, "INTERRUPTED"]])
         yield* Fiber.interrupt(actor.fiber)
       }))
 

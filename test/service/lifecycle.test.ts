@@ -1,10 +1,15 @@
 // `npm start` as an operator runs it (child processes, bounded times): a fresh embedded DATA_DIR,
 // a key made with the CLI, HTTPS, graceful SIGTERM that also stops the embedded PostgreSQL, and a
-// restart on the same DATA_DIR that keeps the data and the generated certificate. Then two
-// processes started at once on one database (a cluster's first start: migrations serialise).
+// restart on the same DATA_DIR that keeps the data and the generated certificate. Ctrl-C at the
+// terminal of npm start (SIGINT to its whole process group, npm and the embedded PostgreSQL
+// included): the node drains, records the delivery in flight, and only then stops the database — no
+// FATAL line, no error. Then two processes started at once on one database (a cluster's first
+// start: migrations serialise).
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Scope } from "effect"
 import * as fs from "node:fs"
+import * as http from "node:http"
+import type { AddressInfo } from "node:net"
 import * as path from "node:path"
 import { request } from "undici"
 import {
@@ -108,6 +113,60 @@ describe("npm start on an embedded DATA_DIR", () => {
       )
     } finally {
       for (const service of services) service.kill()
+      fs.rmSync(dataDir, { recursive: true, force: true })
+    }
+  })
+})
+
+describe("Ctrl-C at the terminal of npm start on an embedded DATA_DIR", () => {
+  it("drains the node first (the delivery in flight recorded), then stops PostgreSQL: no FATAL line, no error, exit 0", { timeout: 240_000 }, async () => {
+    const dataDir = makeTempDir("ctrl-c")
+    const env = { DATA_DIR: dataDir, PORT: "0", HOST: "127.0.0.1", SHARDS: "8", OPS_PORT: "off" }
+    const services: Array<RunningService> = []
+    // a target that answers 1.5 s after a request arrives: the delivery is in flight at the Ctrl-C
+    let arrived = 0
+    const target = http.createServer((request, response) => {
+      arrived++
+      request.resume()
+      setTimeout(() => response.end("late but fine"), 1_500)
+    })
+    await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve))
+    const targetUrl = `http://127.0.0.1:${(target.address() as AddressInfo).port}/slow`
+    try {
+      const service = await startService(env)
+      services.push(service)
+      output(await runCli(["project", "create", "ctrl-c"], { env: { DATA_DIR: dataDir } }))
+      const key = output(await runCli(["key", "create", "ctrl-c"], { env: { DATA_DIR: dataDir } }))
+      const scheduled = await request(`${service.baseUrl}/schedule`, {
+        method: "POST",
+        dispatcher: insecureAgent,
+        headers: { "ttr-api-key": key, "ttr-url": targetUrl, "ttr-scheduled-at": "now" }
+      })
+      assert.strictEqual(scheduled.statusCode, 200)
+      const { triggerId } = await scheduled.body.json() as { triggerId: string }
+      await waitUntil(() => arrived === 1, 30_000, "the delivery to reach the target")
+
+      // Ctrl-C: the terminal sends SIGINT to every process of the foreground group
+      process.kill(-service.npmPid, "SIGINT")
+      const code = await service.exited(60_000)
+      assertStopped(code, dataDir)
+      const log = service.output()
+      const lines = log.split("\n")
+      assert.deepStrictEqual(lines.filter((line) => /FATAL|PANIC|level=ERROR|level=WARN/.test(line)), [], log)
+      assert.isTrue(lines.some((line) => /event=stop$/.test(line)), log)
+      assert.match(lines.filter((line) => line.trim() !== "").at(-1)!, /event=stopped/, log)
+
+      // the attempt in flight was finished and recorded before the database stopped
+      const restarted = await startService(env)
+      services.push(restarted)
+      const job = await request(`${restarted.baseUrl}/jobs/${triggerId}`, { dispatcher: insecureAgent, headers: { "ttr-api-key": key } })
+      const view = await job.body.json() as { status: string; outcome: string; attempts: number }
+      assert.deepStrictEqual([view.status, view.outcome, view.attempts], ["completed", "delivered", 1])
+      assert.strictEqual(arrived, 1, "sent once")
+      assertStopped(await restarted.stop(), dataDir)
+    } finally {
+      for (const service of services) service.kill()
+      target.close()
       fs.rmSync(dataDir, { recursive: true, force: true })
     }
   })

@@ -160,6 +160,8 @@ export interface RunningService {
   readonly output: () => string
   /** SIGTERM to the service process; resolves with npm's exit code once every process of it is gone. */
   readonly stop: (timeoutMs?: number) => Promise<number | null>
+  /** Resolves with npm's exit code once every process of it is gone (a signal was sent otherwise: Ctrl-C). */
+  readonly exited: (timeoutMs?: number) => Promise<number | null>
   /** SIGKILL to the whole process group (npm, node, embedded PostgreSQL); safe to call twice. */
   readonly kill: () => void
 }
@@ -208,6 +210,18 @@ export const startService = (env: ChildEnv, timeoutMs = 90_000): Promise<Running
       // not the `sh -c "node dist/main.js"` between npm and node: its command line names the file too
       const servicePid = descendants(npmPid).find((pid) => /^\S*node (?:--\S+ )*dist\/main\.js$/.test(commandLine(pid) ?? ""))
       if (servicePid === undefined) return fail("found no `node dist/main.js` process under npm start")
+      const ended = async (stopTimeoutMs: number, what: string) => {
+        const code = await Promise.race([
+          exited,
+          new Promise<"timeout">((done) => setTimeout(() => done("timeout"), stopTimeoutMs))
+        ])
+        if (code === "timeout") {
+          kill()
+          throw new Error(`npm start did not exit within ${stopTimeoutMs} ms of ${what}\n${output}`)
+        }
+        await waitUntil(() => commandLine(servicePid) === undefined, stopTimeoutMs, `pid ${servicePid} to exit`)
+        return code
+      }
       resolve({
         npmPid,
         servicePid,
@@ -221,17 +235,9 @@ export const startService = (env: ChildEnv, timeoutMs = 90_000): Promise<Running
           } catch {
             // already gone
           }
-          const code = await Promise.race([
-            exited,
-            new Promise<"timeout">((done) => setTimeout(() => done("timeout"), stopTimeoutMs))
-          ])
-          if (code === "timeout") {
-            kill()
-            throw new Error(`npm start did not exit within ${stopTimeoutMs} ms of SIGTERM\n${output}`)
-          }
-          await waitUntil(() => commandLine(servicePid) === undefined, stopTimeoutMs, `pid ${servicePid} to exit`)
-          return code
+          return ended(stopTimeoutMs, "SIGTERM")
         },
+        exited: (stopTimeoutMs = 30_000) => ended(stopTimeoutMs, "its signal"),
         kill
       })
     }

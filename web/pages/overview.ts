@@ -1,5 +1,6 @@
 // Overview of the project: deliveries by outcome, first attempts' lateness — the scheduler's own
-// apart from the wait of triggers held by their tags' limits — dead letters per hour over 24 h, and
+// apart from the wait of triggers held by their tags' limits — how many triggers end in a dead letter
+// now (the Dead letters page's count, linked), dead-letter attempts per hour over 24 h, and
 // queued / in-flight triggers per tag policy, all from the service's rollup (GET /overview),
 // refreshed every 15 s. Every chart's axis is the chosen range (1, 6 or 24 h); bars are buckets of
 // 1, 5 or 15 minutes.
@@ -7,7 +8,7 @@ import { useState } from "preact/hooks"
 import { api } from "../api.ts"
 import { Chart } from "../chart.ts"
 import { bucketName } from "../timeAxis.ts"
-import { Empty, formatMs, html, Notice, PageHeader, useLoad } from "../ui.ts"
+import { Empty, formatMs, html, Link, Notice, PageHeader, useLoad } from "../ui.ts"
 
 interface Overview {
   readonly bucketSeconds: number
@@ -19,6 +20,8 @@ interface Overview {
     gatedLatenessP50: number | null; gatedLatenessP99: number | null
   }
   readonly deadLetters24h: number
+  /** Triggers whose latest attempt is a dead letter, now: the Dead letters page lists them. */
+  readonly deadLetterTriggers: number
   readonly deadLettersByHour: { t: Array<number>; count: Array<number> }
   readonly tagPolicies: Array<{
     id: string; tag: string; queued: number; inFlight: number; sampled: boolean
@@ -28,12 +31,14 @@ interface Overview {
 
 const RANGES = [1, 6, 24] as const
 
-const Stat = ({ label, value, tone }: { label: string; value: string; tone?: string }) =>
-  html`<div class=${`stat ${tone ?? ""}`}><div class="value">${value}</div><div class="label">${label}</div></div>`
+const Stat = ({ label, value, tone, href }: { label: string; value: string; tone?: string; href?: string }) => {
+  const inner = html`<div class="value">${value}</div><div class="label">${label}</div>`
+  return html`<div class=${`stat ${tone ?? ""}`}>${href === undefined ? inner : html`<${Link} href=${href} class="stat-link">${inner}</${Link}>`}</div>`
+}
 
 const count = (n: number) => n.toLocaleString("en-US")
 
-export const OverviewPage = () => {
+export const OverviewPage = ({ projectId }: { projectId: string }) => {
   const [hours, setHours] = useState<number>(1)
   const { data, error } = useLoad(() => api<Overview>("GET", `/overview?hours=${hours}`), [hours], 15_000)
   const per = data === undefined ? "" : bucketName(data.bucketSeconds)
@@ -48,7 +53,8 @@ export const OverviewPage = () => {
       <div class="stats">
         <${Stat} label=${`delivered (${hours} h)`} value=${count(data.totals.succeeded)} tone="green" />
         <${Stat} label=${`failed, retried (${hours} h)`} value=${count(data.totals.failed)} tone="amber" />
-        <${Stat} label="dead letters (24 h)" value=${count(data.deadLetters24h)} tone=${data.deadLetters24h > 0 ? "red" : ""} />
+        <${Stat} label="triggers ending in a dead letter now" value=${count(data.deadLetterTriggers)}
+          tone=${data.deadLetterTriggers > 0 ? "red" : ""} href=${`/dashboard/p/${projectId}/dead-letters`} />
         <${Stat} label=${`scheduler lateness p50 / p99 (${hours} h)`} value=${`${formatMs(data.totals.latenessP50)} / ${formatMs(data.totals.latenessP99)}`} />
         <${Stat} label=${`held by tag limits p99 (${hours} h)`} value=${formatMs(data.totals.gatedLatenessP99)} />
       </div>
@@ -56,15 +62,16 @@ export const OverviewPage = () => {
         <div class="card"><${Chart} title=${`Deliveries per ${per}`} t=${data.deliveries.t} range=${data.range} stacked=${true}
           values=${[data.deliveries.succeeded, data.deliveries.failed, data.deliveries.deadLetters]}
           series=${[{ label: "delivered", color: "#12a150", bars: true }, { label: "failed, retried", color: "#e59a0b", bars: true },
-            { label: "dead letters", color: "#d92d20", bars: true }]} /></div>
+            { label: "dead-letter attempts", color: "#d92d20", bars: true }]} /></div>
         <div class="card"><${Chart} title="Scheduler lateness of first attempts (start − scheduled time; triggers without tag limits)"
           t=${data.lateness.t} range=${data.range} values=${[data.lateness.p50, data.lateness.p99]} format=${formatMs}
           series=${[{ label: "p50", color: "#2563eb" }, { label: "p99", color: "#7c3aed" }]} /></div>
         <div class="card"><${Chart} title="Wait of triggers with tag limits (lateness and time held by concurrency or throughput)"
           t=${data.lateness.t} range=${data.range} values=${[data.lateness.gatedP50, data.lateness.gatedP99]} format=${formatMs}
           series=${[{ label: "p50", color: "#0ea5e9" }, { label: "p99", color: "#c2410c" }]} /></div>
-        <div class="card"><${Chart} title="Dead letters per hour, last 24 h" t=${data.deadLettersByHour.t}
-          values=${[data.deadLettersByHour.count]} series=${[{ label: "dead letters", color: "#d92d20", bars: true }]} /></div>
+        <div class="card"><${Chart} title=${`Dead-letter attempts per hour, last 24 h (${count(data.deadLetters24h)} in all; a trigger replayed and failed again counts again)`}
+          t=${data.deadLettersByHour.t} values=${[data.deadLettersByHour.count]}
+          series=${[{ label: "dead-letter attempts", color: "#d92d20", bars: true }]} /></div>
         <div class="card">
           <h2 class="card-title">Tag policies: queued and in flight</h2>
           ${data.tagPolicies.length === 0 ? html`<${Empty}>No tag policy in this project.</${Empty}>` : html`

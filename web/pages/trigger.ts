@@ -104,18 +104,22 @@ const BodyView = ({ body, contentType }: { body: FullJob["body"]; contentType: s
   </div>`
 }
 
-const ExecutionRow = ({ execution, open }: { execution: Execution; open: boolean }) => html`
+/** An execution: its summary line, then its error, where it went (marked when not the trigger's URL: a replay's override), and the response. */
+const ExecutionRow = ({ execution, open, triggerUrl }: { execution: Execution; open: boolean; triggerUrl: string }) => html`
   <details class="execution" open=${open} data-attempt=${execution.attempt}>
     <summary>
       <span class="attempt">#${execution.attempt}</span>
       <${Badge} text=${execution.status} />
       ${execution.isDeadLetter ? html`<${Badge} text="dead letter" />` : null}
       ${execution.triggeredBy === null ? null : html`<span class="tag">replay</span>`}
+      ${execution.url === triggerUrl ? null : html`<span class="tag override" title=${execution.url}>other URL</span>`}
       <span class="http">${execution.httpStatus === null ? (execution.errorKind ?? "no response") : `HTTP ${execution.httpStatus}`}</span>
       <${Time} iso=${execution.startedAt} />
       <span class="muted">${formatMs(execution.durationMs)}</span>
     </summary>
     <div class="execution-body">
+      <p class="sent-to"><span class="muted small">Sent to</span> <span class="mono break">${execution.url}</span>${execution.url === triggerUrl
+        ? null : html` <span class="muted small">(the replay's URL, not the trigger's)</span>`}</p>
       ${execution.errorKind === undefined && execution.errorMessage === undefined ? null : html`
         <p class="error-line"><strong>${execution.errorKind ?? "error"}</strong>${execution.errorCode === undefined ? "" : ` (${execution.errorCode})`}: ${execution.errorMessage ?? ""}</p>`}
       <div class="muted small">Response body</div>
@@ -131,6 +135,7 @@ export const TriggerPage = ({ id, projectId }: { id: string; projectId: string }
   const executions = useLoad(() => api<{ executions: Array<Execution> }>("GET", `/jobs/${id}/executions`), [id], 3_000)
   const act = async (what: "cancel" | "replay") => {
     if (what === "cancel" && !confirm("Cancel this trigger?")) return
+    if (what === "replay" && !confirm(`Replay this trigger? Attempt ${(job.data?.attempts ?? 0) + 1} is sent to ${job.data?.url ?? "its URL"}.`)) return
     try {
       if (what === "cancel") await api("POST", `/jobs/${id}/cancel`)
       else await api("POST", `/jobs/${id}/executions`, { triggeredBy: "retry" })
@@ -184,7 +189,7 @@ export const TriggerPage = ({ id, projectId }: { id: string; projectId: string }
     <section class="card">
       <h2 class="card-title">Executions</h2>
       ${list.length === 0 ? html`<${Empty}>No attempt yet.</${Empty}>` : list.map((execution, i) =>
-        html`<${ExecutionRow} key=${execution.id} execution=${execution} open=${i === list.length - 1} />`)}
+        html`<${ExecutionRow} key=${execution.id} execution=${execution} open=${i === list.length - 1} triggerUrl=${data.url} />`)}
     </section>
     ${SETTLING.has(data.status) ? html`<p class="muted small">Refreshing every 3 s while it settles.</p>` : null}
   </div>`
