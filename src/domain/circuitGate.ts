@@ -2,8 +2,9 @@
 // the shared state as last heard (store/targetCircuits.ts; a newer version only, so a read that
 // started before a change never undoes it), the end of its cooldown on this node's clock, and this
 // node's part in the probe — none, claiming it, holding it (`mine`: one start may go), or having
-// sent it (its outcome settles the circuit). It admits while closed, nothing while open, and while
-// probing only the one start of the node holding the probe. Pure: the caller passes the time.
+// sent it (its outcome settles the circuit). It admits while closed (but not while this node's
+// failures that may open it are being settled), nothing while open, and while probing only the one
+// start of the node holding the probe. Pure: the caller passes the time.
 import { circuitPhase, CLOSED, type CircuitPhase, type CircuitSettings, type CircuitState } from "./circuitBreaker.ts"
 
 export type ProbePart = "none" | "claiming" | "mine" | "sent"
@@ -22,6 +23,8 @@ export class CircuitGate {
   claimAfterMs = -Infinity
   /** The last answer this node saw (database clock): failures counted before it are reset. */
   lastAnswerAtMs = -Infinity
+  /** This node's failures not settled yet: while they may open the circuit, nothing more starts. */
+  pendingFailures = 0
 
   constructor(settings: CircuitSettings) {
     this.settings = settings
@@ -54,10 +57,15 @@ export class CircuitGate {
     return this.state.openUntilMs === null ? null : this.state.openUntilMs - this.#offsetMs
   }
 
-  /** Whether a start may go now: closed, or probing with the probe this node's to send. */
+  /**
+   * Whether a start may go now: closed (and not about to open by this node's failures being settled:
+   * a failed trigger's retry due at once must not slip out before the opening is known), or probing
+   * with the probe this node's to send.
+   */
   admits(nowMs: number): boolean {
     const phase = this.phase(nowMs)
-    return phase === "closed" || (phase === "probing" && this.probe === "mine")
+    if (phase === "closed") return this.state.failures + this.pendingFailures < this.settings.failures
+    return phase === "probing" && this.probe === "mine"
   }
 
   /** One start admitted now: whether it is the probe. */

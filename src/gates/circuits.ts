@@ -102,7 +102,10 @@ export const makeCircuits = <I>(input: {
           triggerId: failing?.triggerId ?? list[0]!.triggerId
         }))
         if (settled.opened) metrics.circuitOpened()
+        const circuit = circuitOf(gate)
+        if (circuit !== null) circuit.pendingFailures = Math.max(0, circuit.pendingFailures - list.filter((o) => o.event._tag === "Failure").length)
         applied(gate, settled, settled.nowMs - now())
+        signal()
       }
     })
 
@@ -153,7 +156,10 @@ export const makeCircuits = <I>(input: {
             if (verdict === "unsent") circuit.probe = "none"
             Queue.offerUnsafe(outcomes, { gate, event: { _tag: "Probed", node, verdict, reason }, triggerId })
           } else if (verdict === "failure") {
-            if (circuit.phase(nowMs) === "closed") Queue.offerUnsafe(outcomes, { gate, event: { _tag: "Failure", atMs, reason }, triggerId })
+            if (circuit.phase(nowMs) === "closed") {
+              circuit.pendingFailures++
+              Queue.offerUnsafe(outcomes, { gate, event: { _tag: "Failure", atMs, reason }, triggerId })
+            }
           } else if (verdict === "answer") {
             circuit.lastAnswerAtMs = Math.max(circuit.lastAnswerAtMs, atMs)
             if (circuit.state.failures > 0 && circuit.phase(nowMs) === "closed") {
