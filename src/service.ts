@@ -24,6 +24,7 @@ import { Heartbeats } from "./scheduler/heartbeats.ts"
 import { HousekeepingLive } from "./scheduler/housekeeping.ts"
 import { Gatekeeper } from "./gates/gatekeeper.ts"
 import { TagPolicyCache } from "./gates/tagPolicyCache.ts"
+import { TargetPolicyCache } from "./gates/targetPolicyCache.ts"
 import { ShardManagerLive } from "./scheduler/shardManager.ts"
 import { WakeRouterLive } from "./scheduler/wakeRouter.ts"
 import { Metrics, makeMetrics } from "./ops/metrics.ts"
@@ -93,6 +94,7 @@ export const ServiceLive = (
     DashboardJobs.layer,
     ApiKeyCache.layer,
     TagPolicyCache.layer,
+    TargetPolicyCache.layer,
     Layer.succeed(NodeIdentity)({ id: node }),
     Layer.succeed(Metrics)(makeMetrics()),
     QuotaBatcher.layer,

@@ -12,6 +12,7 @@ import { OverviewPage } from "./pages/overview.ts"
 import { RetryPolicyPage } from "./pages/retryPolicy.ts"
 import { SignInPage } from "./pages/signIn.ts"
 import { TagPoliciesPage } from "./pages/tagPolicies.ts"
+import { TargetsPage } from "./pages/targets.ts"
 import { TriggerPage } from "./pages/trigger.ts"
 import { TriggersPage } from "./pages/triggers.ts"
 import { linkHandler, navigate, useLocation } from "./router.ts"
@@ -31,6 +32,7 @@ const SECTIONS = [
   ["triggers", "Triggers"],
   ["dead-letters", "Dead letters"],
   ["tag-policies", "Tag policies"],
+  ["targets", "Targets"],
   ["retry-policy", "Retry policy"],
   ["keys", "API keys"],
   ["alerts", "Alerts"]
@@ -48,6 +50,8 @@ const Page = ({ section, id, projectId }: { section: string; id: string | undefi
       return html`<${DeadLettersPage} key=${projectId} projectId=${projectId} />`
     case "tag-policies":
       return html`<${TagPoliciesPage} key=${projectId} />`
+    case "targets":
+      return html`<${TargetsPage} key=${projectId} />`
     case "retry-policy":
       return html`<${RetryPolicyPage} key=${projectId} />`
     case "keys":

@@ -13,7 +13,7 @@ import { query } from "./database.ts"
 const TICKS_PER_S = 100
 
 /** utime + stime (and, with `children`, cutime + cstime of reaped children) of a process, in ms. */
-const cpuMsOf = (pid: number, children: boolean): number => {
+export const cpuMsOf = (pid: number, children: boolean): number => {
   const stat = fs.readFileSync(`/proc/${pid}/stat`, "utf8")
   // the fields after the command name (which may hold spaces) start after its closing parenthesis
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")

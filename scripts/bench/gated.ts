@@ -12,7 +12,9 @@
 //   rate), and the rate over whole windows (goal ≥ 0.95×);
 // - hold: jobs due over 6 s on a tag whose target answers 429 with `Retry-After: 2` for a second:
 //   starts the sink saw while the tag was held (goal 0), how soon they resumed, how long the
-//   refused ones waited to be retried (at least Retry-After).
+//   refused ones waited to be retried (at least Retry-After);
+// - targets: the target-policy runs (gatedTargets.ts): `*` maxConcurrent 10 over 200 and 1,000
+//   origins against ungated, and an origin down for 10 s with and without a circuit breaker.
 // Every run reports how late the sink's own event loop ran (its stamps may be that late).
 import * as crypto from "node:crypto"
 import { nowMs, sleep, sortedCopy } from "./common.ts"
@@ -20,6 +22,7 @@ import type { JobSpec } from "./common.ts"
 import { query } from "./database.ts"
 import type { Arrivals, ExpectOptions, Sink } from "./sink.ts"
 import type { Contender, StartedSystem } from "./system.ts"
+import { runTargetCases, type TargetFigures } from "./gatedTargets.ts"
 import { LoadOverrun, type TimedCommon } from "./workloads.ts"
 
 export const GATED_DEFAULT_N = 10_000
@@ -103,6 +106,7 @@ export interface GatedMetrics {
     /** When each start seen during the hold came, from the first refusal (ms; JSON only). */
     readonly startsDuringHoldAtMs: ReadonlyArray<number>
   }
+  readonly targets: TargetFigures
 }
 
 /** How much of maxConcurrent the run used, as the service timed its attempts. */
@@ -124,7 +128,7 @@ export interface BackgroundFigures {
   readonly skipped: number
 }
 
-const round = (x: number, digits = 1) => (Number.isFinite(x) ? Math.round(x * 10 ** digits) / 10 ** digits : x)
+export const round = (x: number, digits = 1) => (Number.isFinite(x) ? Math.round(x * 10 ** digits) / 10 ** digits : x)
 const mib = (kib: number) => Math.round((kib / 1024) * 10) / 10
 const newRun = () => crypto.randomBytes(4).toString("hex")
 
@@ -154,7 +158,7 @@ const overWindows = (sorted: ArrayLike<number>, windowMs: number, limit: number,
   return out
 }
 
-interface SinkRun extends Arrivals {
+export interface SinkRun extends Arrivals {
   readonly run: string
   readonly t: number
   readonly loadMs: number
@@ -165,13 +169,15 @@ interface SinkRun extends Arrivals {
  * Loads n jobs due at T + offsetOf(i) (T = now + lead) with these tags, arms the sink, waits for
  * every id (at most `waitMs` after the last instant), then `settleMs` more, and collects.
  */
-const timedRun = async (
+export const timedRun = async (
   system: StartedSystem,
   sink: Sink,
   input: {
     readonly n: number
     readonly leadMs: number
     readonly offsetOf?: (i: number) => number
+    /** Where job i goes (default: the sink's main port). */
+    readonly urlOf?: (run: string, i: number) => string
     readonly tags?: ReadonlyArray<string>
     readonly sink?: (t: number) => ExpectOptions
     readonly during?: (t: number) => Promise<() => Promise<void>>
@@ -184,7 +190,7 @@ const timedRun = async (
   const offsetOf = input.offsetOf ?? (() => 0)
   const tags = input.tags === undefined ? {} : { tags: input.tags }
   const jobs: Array<JobSpec> = Array.from({ length: input.n }, (_, i) => ({
-    id: i, url: sink.url(run, i), runAtMs: t + offsetOf(i), body: JSON.stringify({ n: i }), ...tags
+    id: i, url: (input.urlOf ?? sink.url)(run, i), runAtMs: t + offsetOf(i), body: JSON.stringify({ n: i }), ...tags
   }))
   const loadStart = nowMs()
   await system.load(jobs, t)
@@ -201,7 +207,7 @@ const timedRun = async (
 }
 
 /** What every run reports, from what the sink saw. */
-const common = (n: number, result: SinkRun): { readonly run: GatedRun; readonly sorted: Float64Array } => {
+export const common = (n: number, result: SinkRun): { readonly run: GatedRun; readonly sorted: Float64Array } => {
   const sorted = sortedCopy([...result.arrivals.filter((at) => !Number.isNaN(at)), ...result.repeatArrivals])
   const arrived = result.arrivals.reduce((count, at) => (Number.isNaN(at) ? count : count + 1), 0)
   const first = sorted[0] ?? Number.NaN
@@ -359,6 +365,8 @@ const runAll = async (system: StartedSystem, sink: Sink, n: number, leadMs: numb
   const firstAfter = starts.find((at) => at >= holdEnd)
   const retryWaits = [...holdResult.repeatIds].map((id, i) => holdResult.repeatArrivals[i]! - holdResult.arrivals[id]!)
 
+  const targets = await runTargetCases(system, sink, n, lead, databaseUrl, ungated)
+
   return {
     ungated,
     concurrency: {
@@ -392,7 +400,8 @@ const runAll = async (system: StartedSystem, sink: Sink, n: number, leadMs: numb
       resumedAfterMs: round((firstAfter ?? Number.NaN) - holdEnd),
       retryWaitMinMs: round(retryWaits.length === 0 ? Number.NaN : Math.min(...retryWaits)),
       startsDuringHoldAtMs: [...starts].filter((at) => at > firstRefusal + GATED.holdGraceMs && at < holdEnd).map((at) => round(at - firstRefusal))
-    }
+    },
+    targets
   }
 }
 
@@ -407,7 +416,9 @@ export const runGated = async (contender: Contender, databaseUrl: string, sink: 
     throw error
   }
   const peakRssMiB = mib(await system.stop())
-  const all = [runs.ungated, runs.concurrency, runs.binding, runs.throughput, runs.hold]
+  const all = [
+    runs.ungated, runs.concurrency, runs.binding, runs.throughput, runs.hold, ...runs.targets.manyOrigins.flatMap((many) => [many.ungated, many.star])
+  ]
   return {
     n,
     nodes: contender.nodes ?? 1,

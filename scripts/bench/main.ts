@@ -19,7 +19,7 @@ import { startSink } from "./sink.ts"
 import { WRK_SETTINGS } from "./wrk.ts"
 import type { Sink } from "./sink.ts"
 import type { Contender } from "./system.ts"
-import { GATED_DEFAULT_N, runGated } from "./gated.ts"
+import { GATED_DEFAULT_N, type GatedMetrics, runGated } from "./gated.ts"
 import { BATCH_SIZE, LoadOverrun, runBatch, runDelivery, runIngest, runPrecision } from "./workloads.ts"
 
 const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,precision-fast,batch,gated,redrive] [--systems timewheel,graphile-worker,pg-boss]
@@ -106,6 +106,13 @@ let dropCurrent: (() => Promise<void>) | undefined
 
 const say = (line: string) => process.stderr.write(`${line}\n`)
 
+/** The gated workload's target-policy runs in a line. */
+const targetsSummary = (g: GatedMetrics): string =>
+  g.targets.manyOrigins.map((many) => `${many.origins} origins under *: ${many.star.ratePerS}/s (${many.star.vsUngated}× ungated, ` +
+    `peak ${many.star.peakInFlightPerOrigin} per origin)`).join("; ") +
+  `; origin down 10 s: ${g.targets.outage.withoutBreaker.receivedWhileDown} requests, ${g.targets.outage.withoutBreaker.deadLetters} dead letters ` +
+  `without a circuit breaker, ${g.targets.outage.withBreaker.receivedWhileDown} and ${g.targets.outage.withBreaker.deadLetters} with`
+
 const summary = (workload: WorkloadName, m: Metrics): string => {
   const r = m as unknown as Record<string, number>
   if (workload === "ingest" && r.triggers !== undefined) {
@@ -123,7 +130,7 @@ const summary = (workload: WorkloadName, m: Metrics): string => {
       `(${g.binding!.ofIdeal}× of ${g.binding!.idealPerS}, peak ${g.binding!.peakInFlight}); throughput: most in a window ` +
       `${Object.entries(windows).map(([label, w]) => `${label} ${w.maxInWindow}`).join(", ")}, ${g.throughput!.wholeWindowsRatePerS}/s ` +
       `(${g.throughput!.ofRate}×); hold: ${g.hold!.startsDuringHold} starts during it, resumed after ${g.hold!.resumedAfterMs} ms; ` +
-      `${r.missing} missing, ${r.peakRssMiB} MiB`
+      `${targetsSummary(m as unknown as GatedMetrics)}; ${r.missing} missing, ${r.peakRssMiB} MiB`
   }
   if (workload === "redrive") {
     return `${r.matched} matched, POST ${r.startMs} ms, action ${r.actionMs} ms (${r.ratePerS}/s), longest claim wait ${r.lockWaitMs} ms ` +

@@ -12,6 +12,7 @@ import type { BareCeilingMetrics, IngestWrkMetrics } from "./ingestWrk.ts"
 import type { RedriveMetrics } from "./redrive.ts"
 import { WRK_TITLE } from "./ingestWrk.ts"
 import { GATED, type GatedMetrics } from "./gated.ts"
+import { TARGETS } from "./gatedTargets.ts"
 import type { BatchMetrics, DeliveryMetrics, IngestMetrics, PrecisionMetrics } from "./workloads.ts"
 import { BATCH_CONCURRENCY, BATCH_SIZE } from "./workloads.ts"
 
@@ -166,8 +167,35 @@ function gatedRows(): ReadonlyArray<Row> {
     { label: `— starts in the ${GATED.holdGraceMs} ms after the first refusal (already on their way)`, key: "hold.startsInGrace" },
     { label: "— first start after the hold's end (ms)", key: "hold.resumedAfterMs", better: "lower" },
     { label: `— shortest wait of a refused trigger's retry (ms, ≥ ${h.retryAfterSeconds * 1000})`, key: "hold.retryWaitMinMs" },
+    ...targetRows(),
     { label: "peak RSS (MiB), the largest node", key: "peakRssMiB", better: "lower" },
     { label: "missing", key: "missing" }
+  ]
+}
+
+/** The target-policy runs of the gated workload (gatedTargets.ts). */
+function targetRows(): ReadonlyArray<Row> {
+  const o = TARGETS.outage
+  const many = TARGETS.origins.flatMap((count, i): Array<Row> => [
+    { label: `${count} origins, ungated, sink answering after ${TARGETS.sinkDelayMs} ms: deliveries/s`, key: `targets.manyOrigins.${i}.ungated.ratePerS`, better: "higher" },
+    { label: "— CPU of the node per delivery (ms)", key: `targets.manyOrigins.${i}.ungated.cpuMsPerDelivery`, better: "lower" },
+    { label: `${count} origins under \`*\` maxConcurrent ${TARGETS.maxConcurrent}: deliveries/s`, key: `targets.manyOrigins.${i}.star.ratePerS`, better: "higher" },
+    { label: `— against ungated over the same ${count} origins`, key: `targets.manyOrigins.${i}.star.vsUngated`, better: "higher" },
+    { label: "— against ungated to one origin", key: `targets.manyOrigins.${i}.star.vsOneOrigin`, better: "higher" },
+    { label: `— most in flight at one origin (≤ ${TARGETS.maxConcurrent})`, key: `targets.manyOrigins.${i}.star.peakInFlightPerOrigin` },
+    { label: "— CPU of the node per delivery (ms)", key: `targets.manyOrigins.${i}.star.cpuMsPerDelivery`, better: "lower" }
+  ])
+  const outage = (which: "withoutBreaker" | "withBreaker", name: string): Array<Row> => [
+    { label: `origin down ${o.downForMs / 1000} s (${o.status}), ${o.jobs} jobs over ${o.spreadMs / 1000} s, ${name}: requests it received while down`, key: `targets.outage.${which}.receivedWhileDown`, better: "lower" },
+    { label: "— dead letters", key: `targets.outage.${which}.deadLetters`, better: "lower" },
+    { label: "— attempts in all", key: `targets.outage.${which}.attempts`, better: "lower" },
+    { label: "— first request after it recovered (ms)", key: `targets.outage.${which}.resumedAfterMs`, better: "lower" },
+    { label: "— last request after it recovered (ms)", key: `targets.outage.${which}.drainedAfterMs`, better: "lower" }
+  ]
+  return [
+    ...many,
+    ...outage("withoutBreaker", `retries fixed ${o.retry.retryInitialDelaySeconds} s × ${o.retry.retryMaxAttempts}, no circuit breaker`),
+    ...outage("withBreaker", `circuit breaker ${o.circuitBreaker.failures} failures, ${o.circuitBreaker.cooldownSeconds} s cooldown`)
   ]
 }
 

@@ -4,7 +4,8 @@
 // arrived, and collects the arrival times. Requests of another run (a late straggler) are counted apart.
 // A run may ask the sink to answer each request `delayMs` after reading it (the gated workload: a
 // target that takes 10 ms), and to refuse the requests arriving between two instants with `429` and
-// a `Retry-After` (the gated workload's hold); the sink also keeps the largest number of requests it
+// a `Retry-After` (the gated workload's hold) or with another status (`500`: an origin that is down);
+// it listens on more ports when asked (more origins, for target policies); the sink also keeps the largest number of requests it
 // held unanswered at once, the arrival times (and ids) of repeated ids (every start the target saw),
 // the instants it refused, and how late its own event loop ran (its stamps are that late at most).
 // Requests of the run `bg` (a background load) are counted apart and answered at once. With no
@@ -17,19 +18,25 @@ import { monitorEventLoopDelay } from "node:perf_hooks"
 import { childMessage } from "./childMessage.ts"
 import { trackChild, waitForExit } from "./common.ts"
 
-/** Requests arriving between these wall-clock instants are answered `429` with this Retry-After. */
+/**
+ * Requests arriving between these wall-clock instants are answered `status` (default `429`) with
+ * this Retry-After (none: a target that is down, e.g. `500`).
+ */
 export interface Refusal {
   readonly fromMs: number
   readonly untilMs: number
-  readonly retryAfterSeconds: number
+  readonly retryAfterSeconds?: number
+  readonly status?: number
 }
 
 type ToSink =
   | { readonly type: "expect"; readonly run: string; readonly count: number; readonly delayMs: number; readonly refuse: Refusal | null }
   | { readonly type: "collect" }
+  | { readonly type: "ports"; readonly count: number }
 
 type FromSink =
   | { readonly type: "listening"; readonly port: number }
+  | { readonly type: "ports"; readonly ports: ReadonlyArray<number> }
   | { readonly type: "armed"; readonly anchorMs: number }
   | { readonly type: "complete" }
   | {
@@ -40,6 +47,7 @@ type FromSink =
     readonly repeatArrivals: Float64Array
     readonly repeatIds: Int32Array
     readonly peakInFlight: number
+    readonly peakInFlightPerOrigin: number
     readonly meanInFlight: number
     readonly refusedAt: Float64Array
     readonly background: number
@@ -58,6 +66,8 @@ export interface Arrivals {
   readonly repeatIds: Int32Array
   /** The most requests the sink held at once (arrived, not yet answered) since the run was armed. */
   readonly peakInFlight: number
+  /** The most requests one of its ports (one origin) held at once since the run was armed. */
+  readonly peakInFlightPerOrigin: number
   /** The requests it held on average from the run's first arrival to its last answer. */
   readonly meanInFlight: number
   /** When the sink answered 429 (same clock), in order. */
@@ -79,6 +89,13 @@ export interface ExpectOptions {
 export interface Sink {
   readonly port: number
   readonly url: (run: string, id: number) => string
+  /**
+   * `count` more ports of the sink (each another origin for a target policy, all on loopback,
+   * answering as the main one), made when first asked.
+   */
+  readonly originPorts: (count: number) => Promise<ReadonlyArray<number>>
+  /** The url of an id on one of those ports. */
+  readonly urlAt: (port: number, run: string, id: number) => string
   /** Where the background load's requests go (counted apart). */
   readonly backgroundUrl: string
   /** Arms the sink for a run of `count` ids (0..count-1), forgetting the previous run. */
@@ -132,8 +149,11 @@ const runSink = () => {
     inFlight += by
   }
   const loopDelay = monitorEventLoopDelay({ resolution: 5 })
+  /** Requests held per port (one origin each), and the most one port held. */
+  const heldByPort = new Map<number, number>()
+  let peakPerOrigin = 0
 
-  const server = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 0 }, (req, res) => {
+  const handle = (req: http.IncomingMessage, res: http.ServerResponse) => {
     const at = performance.timeOrigin + performance.now()
     const query = req.url === undefined ? "" : req.url.slice(req.url.indexOf("?") + 1)
     const params = new URLSearchParams(query)
@@ -145,6 +165,10 @@ const runSink = () => {
     }
     inFlightChange(at, 1)
     if (inFlight > peakInFlight) peakInFlight = inFlight
+    const port = req.socket.localPort ?? 0
+    const held = (heldByPort.get(port) ?? 0) + 1
+    heldByPort.set(port, held)
+    if (held > peakPerOrigin) peakPerOrigin = held
     const id = Number(params.get("id"))
     if (params.get("run") !== run || !Number.isInteger(id) || id < 0 || id >= arrivals.length) strays++
     else if (Number.isNaN(arrivals[id]!)) {
@@ -159,9 +183,11 @@ const runSink = () => {
     const answer = () => {
       lastAnswerAt = performance.timeOrigin + performance.now()
       inFlightChange(lastAnswerAt, -1)
+      heldByPort.set(port, heldByPort.get(port)! - 1)
       if (refused) {
         refusedAt.push(performance.timeOrigin + performance.now())
-        res.writeHead(429, { "content-type": "text/plain", "content-length": "4", "retry-after": String(refuse!.retryAfterSeconds) })
+        const retryAfter = refuse!.retryAfterSeconds === undefined ? {} : { "retry-after": String(refuse!.retryAfterSeconds) }
+        res.writeHead(refuse!.status ?? 429, { "content-type": "text/plain", "content-length": "4", ...retryAfter })
         res.end("busy")
         return
       }
@@ -174,9 +200,15 @@ const runSink = () => {
       if (delay > 0) setTimeout(answer, delay)
       else answer()
     })
-  })
-  server.maxRequestsPerSocket = 0
-  server.headersTimeout = 60_000
+  }
+  const makeServer = () => {
+    const made = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 0 }, handle)
+    made.maxRequestsPerSocket = 0
+    made.headersTimeout = 60_000
+    return made
+  }
+  const server = makeServer()
+  const extraPorts: Array<number> = []
 
   process.on("message", (message: ToSink) => {
     if (message.type === "expect") {
@@ -189,6 +221,7 @@ const runSink = () => {
       repeatIds = []
       refusedAt = []
       peakInFlight = inFlight
+      peakPerOrigin = Math.max(0, ...heldByPort.values())
       inFlightArea = 0
       inFlightSince = lastChangeAt = lastAnswerAt = Number.NaN
       anchorMs = wallClockAnchor()
@@ -197,10 +230,20 @@ const runSink = () => {
       loopDelay.enable()
       send({ type: "armed", anchorMs })
       if (message.count === 0) send({ type: "complete" })
+    } else if (message.type === "ports") {
+      const more = Array.from({ length: Math.max(0, message.count - extraPorts.length) }, () =>
+        new Promise<number>((resolve) => {
+          const extra = makeServer()
+          extra.listen(0, "127.0.0.1", () => resolve((extra.address() as AddressInfo).port))
+        }))
+      void Promise.all(more).then((ports) => {
+        extraPorts.push(...ports)
+        send({ type: "ports", ports: extraPorts.slice(0, message.count) })
+      })
     } else if (message.type === "collect") {
       send({
         type: "arrivals", arrivals, duplicates, strays, repeatArrivals: Float64Array.from(repeatArrivals),
-        repeatIds: Int32Array.from(repeatIds), peakInFlight, refusedAt: Float64Array.from(refusedAt), background,
+        repeatIds: Int32Array.from(repeatIds), peakInFlight, peakInFlightPerOrigin: peakPerOrigin, refusedAt: Float64Array.from(refusedAt), background,
         meanInFlight: inFlightArea / (lastAnswerAt - inFlightSince),
         loopDelayP99Ms: loopDelay.percentile(99) / 1e6, loopDelayMaxMs: loopDelay.max / 1e6
       })
@@ -232,6 +275,12 @@ export const startSink = async (): Promise<Sink> => {
   return {
     port,
     url: (run, id) => `http://127.0.0.1:${port}/hit?run=${run}&id=${id}`,
+    originPorts: async (count) => {
+      const reply = nextMessage(child, "ports", 30_000)
+      send({ type: "ports", count })
+      return (await reply).ports
+    },
+    urlAt: (at, run, id) => `http://127.0.0.1:${at}/hit?run=${run}&id=${id}`,
     backgroundUrl: `http://127.0.0.1:${port}/hit?run=bg`,
     expect: async (run, count, options) => {
       complete = false

@@ -31,6 +31,12 @@ export interface StartedSystem {
   readonly declare?: (jobs: ReadonlyArray<JobSpec>, deadlineMs: number) => Promise<DeclareFigures>
   /** timewheel only: creates a tag policy of the project (`POST /tag-policies` with this body); rejects unless 201. */
   readonly tagPolicy?: (policy: Readonly<Record<string, unknown>>) => Promise<void>
+  /**
+   * timewheel only: creates a target policy (`POST /target-policies` with this body), resolving its
+   * id, and deletes one by id. Reject unless 201 / 204.
+   */
+  readonly targetPolicy?: (policy: Readonly<Record<string, unknown>>) => Promise<string>
+  readonly deleteTargetPolicy?: (id: string) => Promise<void>
   /** timewheel only: schedules one job with one call (the nodes of a cluster in turn), for a background load. */
   readonly scheduleOne?: (job: JobSpec) => Promise<void>
   /** timewheel only: where its HTTPS API answers, for a client of another kind (wrk) to call it. */

@@ -195,6 +195,18 @@ export const startTimewheel = async (
   const scheduleOf = (i: number) => schedules[i % schedules.length]!
   const post = postJson(origin, agent, key)
   let calls = 0
+  /** A call of the policy endpoints; its body, or a rejection unless it answered `status`. */
+  const policyCall = async (method: string, path: string, body: unknown, status: number) => {
+    const response = await request(`${origin}${path}`, {
+      method,
+      dispatcher: agent,
+      headers: { [`${PREFIX}-api-key`]: key, "content-type": "application/json" },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) })
+    })
+    const text = await response.body.text()
+    if (response.statusCode !== status) throw new Error(`${method} ${path} answered ${response.statusCode}: ${text.slice(0, 200)}`)
+    return text
+  }
   return {
     ingest: (jobs, concurrency, deadlineMs) => runCalls(jobs.length, concurrency, deadlineMs, (i) => scheduleOf(i)(jobs[i]!)),
     load: async (jobs, deadlineMs) => {
@@ -241,14 +253,11 @@ export const startTimewheel = async (
       }
     },
     tagPolicy: async (policy) => {
-      const response = await request(`${origin}/tag-policies`, {
-        method: "POST",
-        dispatcher: agent,
-        headers: { [`${PREFIX}-api-key`]: key, "content-type": "application/json" },
-        body: JSON.stringify(policy)
-      })
-      const text = await response.body.text()
-      if (response.statusCode !== 201) throw new Error(`/tag-policies answered ${response.statusCode}: ${text.slice(0, 200)}`)
+      await policyCall("POST", "/tag-policies", policy, 201)
+    },
+    targetPolicy: async (policy) => (JSON.parse(await policyCall("POST", "/target-policies", policy, 201)) as { id: string }).id,
+    deleteTargetPolicy: async (id) => {
+      await policyCall("DELETE", `/target-policies/${id}`, undefined, 204)
     },
     scheduleOne: (job) => scheduleOf(calls++)(job),
     endpoint: { origin, apiKey: key, headerPrefix: PREFIX },

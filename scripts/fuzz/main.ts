@@ -98,6 +98,10 @@ try {
     method: "POST", path: "/tag-policies", headers: [["ttr-api-key", service.key], ["content-type", "application/json"]],
     body: JSON.stringify({ tag: "billing", maxConcurrent: 2 })
   })
+  const targetPolicy = await send({
+    method: "POST", path: "/target-policies", headers: [["ttr-api-key", service.key], ["content-type", "application/json"]],
+    body: JSON.stringify({ origin: "https://api.example.com", maxConcurrent: 2 })
+  })
   await service.cli("admin", "create", ADMIN.email, "--password", ADMIN.password)
   const signIn = await send({
     method: "POST", path: "/session", headers: [["content-type", "application/json"], ["origin", service.origin]], body: JSON.stringify(ADMIN)
@@ -111,6 +115,7 @@ try {
     key: service.key,
     jobIds,
     policyIds: [JSON.parse(policy.text).id],
+    targetPolicyIds: [JSON.parse(targetPolicy.text).id],
     session: { cookie, projectId: projects.find((project) => project.name === "probe")!.id, origin: service.origin }
   }
 

@@ -17,6 +17,9 @@ import { getProjectRetryPolicy, patchProjectRetryPolicy } from "../commands/proj
 import { replayTrigger } from "../commands/replay.ts"
 import { scheduleTrigger } from "../commands/schedule.ts"
 import { createTagPolicy, deleteTagPolicy, listTagPolicies, updateTagPolicy } from "../commands/tagPolicies.ts"
+import {
+  createTargetPolicy, deleteTargetPolicy, listTargetPolicies, listTargets, updateTargetPolicy
+} from "../commands/targetPolicies.ts"
 import { AppConfig } from "../config.ts"
 import { decodeBulkBody } from "../domain/bulk.ts"
 import { decodeActionBody } from "../domain/bulkAction.ts"
@@ -29,6 +32,7 @@ import { parseDateValue, skippedWarning } from "../domain/scheduledAt.ts"
 import { cancelTargetOf, checkScheduleTarget, scheduleCommandOf } from "../domain/scheduleInput.ts"
 import { unstorableCharacter, unstorableMessage } from "../domain/storableText.ts"
 import { decodeTagPolicyBody } from "../domain/tagPolicy.ts"
+import { decodeTargetPolicyBody } from "../domain/targetPolicy.ts"
 import { decodeTriggerFilter } from "../domain/triggerFilter.ts"
 import { withListedBody } from "../domain/views.ts"
 import { executionSummary, jobSummary, malformedArguments, toolCall } from "./mcpResults.ts"
@@ -54,6 +58,11 @@ type CommandServices =
   | Effect.Services<ReturnType<typeof createTagPolicy>>
   | Effect.Services<ReturnType<typeof updateTagPolicy>>
   | Effect.Services<ReturnType<typeof deleteTagPolicy>>
+  | Effect.Services<ReturnType<typeof listTargetPolicies>>
+  | Effect.Services<ReturnType<typeof createTargetPolicy>>
+  | Effect.Services<ReturnType<typeof updateTargetPolicy>>
+  | Effect.Services<ReturnType<typeof deleteTargetPolicy>>
+  | Effect.Services<ReturnType<typeof listTargets>>
   | Effect.Services<ReturnType<typeof getProjectRetryPolicy>>
   | Effect.Services<ReturnType<typeof patchProjectRetryPolicy>>
 
@@ -235,6 +244,33 @@ export const mcpHandlers = (tools: McpTools) =>
           yield* deleteTagPolicy(yield* caller, args.id)
           return { deleted: true, id: args.id }
         })),
+
+      list_target_policies: () =>
+        call(Effect.map(Effect.flatMap(caller, listTargetPolicies), (policies) => ({ policies }))),
+
+      create_target_policy: (args) =>
+        call(Effect.gen(function*() {
+          const projectId = yield* caller
+          const body = decodeTargetPolicyBody(args, "create")
+          if (body._tag === "Shape") return yield* Effect.fail(malformedArguments(body.reason))
+          return yield* createTargetPolicy(projectId, body.body)
+        })),
+
+      update_target_policy: ({ id, ...fields }) =>
+        call(Effect.gen(function*() {
+          const projectId = yield* caller
+          const body = decodeTargetPolicyBody(fields, "update")
+          if (body._tag === "Shape") return yield* Effect.fail(malformedArguments(body.reason))
+          return yield* updateTargetPolicy(projectId, id, body.body)
+        })),
+
+      delete_target_policy: (args) =>
+        call(Effect.gen(function*() {
+          yield* deleteTargetPolicy(yield* caller, args.id)
+          return { deleted: true, id: args.id }
+        })),
+
+      list_targets: () => call(Effect.map(Effect.flatMap(caller, listTargets), (targets) => ({ targets }))),
 
       get_retry_policy: () => call(Effect.flatMap(caller, getProjectRetryPolicy)),
 

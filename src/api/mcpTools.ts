@@ -9,6 +9,7 @@ import { Tool, Toolkit } from "effect/ai"
 import { EXECUTION_STATUSES } from "../commands/logs.ts"
 import { RETRY_ONS, RETRY_STRATEGIES } from "../domain/retry.ts"
 import { bulkActionTools, FILTER_ARGUMENTS } from "./mcpBulkTools.ts"
+import { targetPolicyTools } from "./mcpTargetTools.ts"
 import { ToolError } from "./mcpResults.ts"
 import { dependencies, described, optional, readOnly, titled, writes } from "./mcpToolParts.ts"
 
@@ -389,7 +390,8 @@ export const mcpToolkit = (prefix: string) =>
       failure: ToolError
     })), "Preview cron times"),
 
-    ...bulkActionTools
+    ...bulkActionTools,
+    ...targetPolicyTools
   )
 
 export type McpTools = ReturnType<typeof mcpToolkit>

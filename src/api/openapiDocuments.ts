@@ -14,12 +14,13 @@ import type { Paths } from "./openapiParts.ts"
 import { retryPolicyPaths } from "./retryPolicy.ts"
 import { schedulePaths } from "./scheduleDocs.ts"
 import { tagPolicyPaths } from "./tagPoliciesOpenApi.ts"
+import { targetPolicyPaths } from "./targetPoliciesOpenApi.ts"
 
 /** Every path of the API, with its hints and 503s. */
 export const apiPaths = (prefix: string): Paths =>
   assemblePaths([
-    schedulePaths(prefix), declarePaths(), healthPaths(), logPaths(), actionPaths(), retryPolicyPaths(), tagPolicyPaths(), mcpPaths(),
-    dashboardPaths(),
+    schedulePaths(prefix), declarePaths(), healthPaths(), logPaths(), actionPaths(), retryPolicyPaths(), tagPolicyPaths(),
+    targetPolicyPaths(), mcpPaths(), dashboardPaths(),
     openApiPaths()
   ])
 

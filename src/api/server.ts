@@ -26,6 +26,7 @@ import { clientDocument, servedDocument, serviceUrl } from "./openapiDocuments.t
 import { RetryPolicyRoutes } from "./retryPolicy.ts"
 import { ScheduleRoutes } from "./schedule.ts"
 import { TagPolicyRoutes } from "./tagPolicies.ts"
+import { TargetPolicyRoutes } from "./targetPolicies.ts"
 
 export const MAX_HEADER_BYTES = 16 * 1024
 
@@ -36,7 +37,8 @@ export const MAX_HEADER_BYTES = 16 * 1024
 export const apiRoutes = (prefix: string, serviceUrl: string) => {
   const document = servedDocument(prefix)
   return Layer.mergeAll(
-    ScheduleRoutes, DeclareRoutes, HealthRoutes, LogRoutes, ActionRoutes, RetryPolicyRoutes, TagPolicyRoutes, McpRoutes(prefix),
+    ScheduleRoutes, DeclareRoutes, HealthRoutes, LogRoutes, ActionRoutes, RetryPolicyRoutes, TagPolicyRoutes, TargetPolicyRoutes,
+    McpRoutes(prefix),
     OpenApiRoutes(document), DocsRoutes((server) => clientDocument(prefix, server ?? serviceUrl)), DashboardRoutes, ErrorHints(document.paths)
   )
 }

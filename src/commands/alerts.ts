@@ -41,6 +41,7 @@ export const sendToTargets = (input: {
   readonly alert: AlertSettings
   readonly message: AlertMessage
   readonly deadLetters: number
+  readonly circuitOpenings?: number
 }) =>
   Effect.gen(function*() {
     const senders = yield* AlertSenders
@@ -55,7 +56,8 @@ export const sendToTargets = (input: {
     const nowMs = yield* Clock.currentTimeMillis
     yield* alertsRecordSends(outcomes.map((outcome) => ({
       id: uuidv7(nowMs), projectId: input.projectId, channel: outcome.channel, sentAt: new Date(nowMs),
-      deadLetters: input.deadLetters, test: input.deadLetters === 0, error: outcome.error
+      deadLetters: input.deadLetters, circuitOpenings: input.circuitOpenings ?? 0,
+      test: input.deadLetters === 0 && (input.circuitOpenings ?? 0) === 0, error: outcome.error
     })))
     return outcomes
   })

@@ -1,5 +1,5 @@
 // The dashboard's background work on every node (issue 15), off the delivery path:
-// - alerts: every ALERT_TICK_MS, the projects whose dead letters wait and whose alert may send now
+// - alerts: every ALERT_TICK_MS, the projects whose dead letters (or circuit openings) wait and whose alert may send now
 //   (at most one message a minute each, store/alerts.ts) get one message per target; a failing
 //   target is recorded (alert_sends), never retried;
 // - the rollup: pending rows folded every few seconds, tag policies sampled once a minute, rows past
@@ -12,7 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { sendToTargets } from "../commands/alerts.ts"
 import { purgeSessions } from "../commands/sessions.ts"
-import { ALERT_GROUP_MS, deadLetterMessage, LISTED_DEAD_LETTERS } from "../domain/alerts.ts"
+import { ALERT_GROUP_MS, alertMessage, LISTED_DEAD_LETTERS } from "../domain/alerts.ts"
 import { forkLoop } from "../lib/backgroundLoop.ts"
 import { alertsPurge, alertsTakeDue } from "../store/alerts.ts"
 import { statsFold, statsPurge, statsSampleTagPolicies } from "../store/deliveryStats.ts"
@@ -35,8 +35,9 @@ export const sendDueAlerts = Effect.gen(function*() {
     sendToTargets({
       projectId: alert.projectId,
       alert,
-      message: deadLetterMessage(alert.projectName, alert.total, alert.listed),
-      deadLetters: alert.total
+      message: alertMessage(alert.projectName, { total: alert.total, listed: alert.listed }, { total: alert.circuitOpenings, listed: alert.openings }),
+      deadLetters: alert.total,
+      circuitOpenings: alert.circuitOpenings
     }), { concurrency: "unbounded", discard: true })
 })
 

@@ -1,5 +1,5 @@
 // The live Dispatcher: claimed rows (already running) go straight to the sender pool (at most
-// MAX_IN_FLIGHT requests at once), and rows with gated tags through this node's gates first
+// MAX_IN_FLIGHT requests at once), and rows with gated tags or a gated origin through this node's gates first
 // (gates/gatekeeper.ts: admitted in memory, told when each request leaves and ends);
 // triggers submitted by id (replayed or recovered) are first started in batches (queued → running,
 // one statement returning what to send). The Executor sends them, and the completer records the
@@ -20,6 +20,7 @@ import { requestTimeoutFor, type StoredTagPolicy, tagRetryPolicies } from "../do
 import { Gatekeeper } from "../gates/gatekeeper.ts"
 import { Metrics } from "../ops/metrics.ts"
 import { TagPolicyCache } from "../gates/tagPolicyCache.ts"
+import { TargetPolicyCache } from "../gates/targetPolicyCache.ts"
 import type { ClaimedRow, DeliveryRow } from "../domain/trigger.ts"
 import { forkLoop, retryUntilDone } from "../lib/backgroundLoop.ts"
 import type { Database } from "../store/db.ts"
@@ -141,6 +142,7 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
   const config = yield* AppConfig
   const wakeups = yield* Wakeups
   const policyCache = yield* TagPolicyCache
+  const targetPolicies = yield* TargetPolicyCache
   const gatekeeper = yield* Gatekeeper
   const node = (yield* NodeIdentity).id
   const random = yield* Random.Random
@@ -202,8 +204,9 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
   /** The rows with what their tags' policies say (a cache read per project, none untagged). */
   const prepare = (claimed: ReadonlyArray<DeliveryRow>): Effect.Effect<Array<Outgoing>> =>
     Effect.gen(function*() {
-      // a bulk replay's attempts go where its `replay` says (a read only when replays are among them)
-      const rows = yield* Effect.provideContext(withReplayOverrides(claimed), services)
+      // a bulk replay's attempts go where its `replay` says (a read only when replays are among them),
+      // and an origin under a target policy is one more gate (no lookup for a project without one)
+      const rows = yield* targetPolicies.withOriginGates(yield* Effect.provideContext(withReplayOverrides(claimed), services))
       if (rows.every((row) => row.tags.length === 0)) return rows.map((row) => outgoing(row, []))
       const ready: Array<Outgoing> = []
       for (const row of rows) {

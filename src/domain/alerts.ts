@@ -1,6 +1,7 @@
 // Failure alerts (issue 15), pure: the settings of a project's alert (a Slack-compatible webhook
 // taking `{"text": …}`, e-mail recipients) with their checks and messages, and the text of one alert
-// message, which reports every dead letter of the last minute (a burst gives one message).
+// message, which reports every dead letter of the last minute (a burst gives one message), and every
+// circuit of an origin that opened meanwhile.
 import { BadRequest } from "./errors.ts"
 
 export const MAX_RECIPIENTS = 20
@@ -67,6 +68,40 @@ export const deadLetterMessage = (projectName: string, total: number, listed: Re
     `${subject}: no further attempt will be made for ${total === 1 ? "this trigger" : "these triggers"}.`,
     ...lines,
     ...(more > 0 ? [`… and ${more} more (see Dead letters in the dashboard).`] : [])
+  ].join("\n")
+  return { subject, text }
+}
+
+/** A circuit of an origin that opened (docs/protecting-targets.md "Circuit breaker"). */
+export interface CircuitOpeningNote {
+  readonly origin: string
+  /** `circuit opened for <n> s after <failure>`. */
+  readonly error: string | null
+  readonly openedAt: Date
+}
+
+/**
+ * The message of a project's alert: its dead letters (as deadLetterMessage), with the circuits of
+ * origins that opened since the last message listed first; `openings` of them in all.
+ */
+export const alertMessage = (
+  projectName: string,
+  deadLetters: { readonly total: number; readonly listed: ReadonlyArray<DeadLetterNote> },
+  openings: { readonly total: number; readonly listed: ReadonlyArray<CircuitOpeningNote> }
+): AlertMessage => {
+  if (openings.total === 0) return deadLetterMessage(projectName, deadLetters.total, deadLetters.listed)
+  const circuits = `${openings.total} circuit${openings.total === 1 ? "" : "s"} opened`
+  const subject = deadLetters.total === 0
+    ? `[timewheel] ${circuits} in project ${projectName}`
+    : `[timewheel] ${circuits} and ${deadLetters.total} dead letter${deadLetters.total === 1 ? "" : "s"} in project ${projectName}`
+  const lines = openings.listed.slice(0, LISTED_DEAD_LETTERS).map((note) =>
+    `• ${note.openedAt.toISOString()} ${note.origin}: ${note.error ?? "circuit opened"}`)
+  const more = openings.total - lines.length
+  const text = [
+    `${subject}: nothing is sent to ${openings.total === 1 ? "this origin" : "these origins"} until ${openings.total === 1 ? "its" : "each"} cooldown ends and a probe succeeds.`,
+    ...lines,
+    ...(more > 0 ? [`… and ${more} more (see Targets in the dashboard).`] : []),
+    ...(deadLetters.total === 0 ? [] : ["", deadLetterMessage(projectName, deadLetters.total, deadLetters.listed).text])
   ].join("\n")
   return { subject, text }
 }

@@ -1,5 +1,6 @@
-// The limits of a tag gate (SPEC "Tag policy", "Recurring behaviour" 3; DECISIONS "Tag policies"):
-// what a policy's maxConcurrent and throughput windows allow, read the same way by every node.
+// The limits of a gate (SPEC "Tag policy", "Recurring behaviour" 3; DECISIONS "Tag policies"): what
+// a policy's maxConcurrent and throughput windows allow, read the same way by every node. A gate is
+// a tag's (its tag policy) or an origin's (its target policy: docs/protecting-targets.md).
 // Where a gate's budget lives and how a node spends it: gateLease.ts (shares leased from PostgreSQL)
 // and gateBook.ts (a node's permits and window tokens in memory).
 
@@ -52,6 +53,12 @@ export const policyLimits = (policy: { readonly maxConcurrent: number | null; re
 
 /** Whether the limits need a budget at all (a policy of timeouts or retries only holds nothing back but holds). */
 export const limitsSomething = (limits: GatePolicyLimits): boolean => limits.maxConcurrent !== null || limits.windows.length > 0
+
+/**
+ * Whether a gate's name is an origin (docs/protecting-targets.md): a gate is named by its tag, or by
+ * the origin whose target policy it keeps — `https://api.example.com`, with `://`, which no tag has.
+ */
+export const isOriginGate = (name: string): boolean => name.includes("://")
 
 /**
  * The shard whose owner is told first when triggers come to wait at a gate: a stable hash (FNV-1a)

@@ -8,6 +8,7 @@
 // target ever sees more starts than the tokens there are; and the starts of a short window are paced
 // over it (bursts of at most PACE_BURST of the tokens). Pure: the caller passes the time.
 
+import type { CircuitGate } from "./circuitGate.ts"
 import type { GatePolicyLimits, GateWindow } from "./gate.ts"
 import { limitsSomething } from "./gate.ts"
 
@@ -150,6 +151,8 @@ export class GateBook {
   leaseUntilMs = -Infinity
   /** The tag is held (a refusal of the target) until then. */
   heldUntilMs = -Infinity
+  /** An origin's circuit breaker (null: none; docs/protecting-targets.md). */
+  circuit: CircuitGate | null = null
 
   constructor(limits: GatePolicyLimits) {
     this.#limits = limits
@@ -181,9 +184,14 @@ export class GateBook {
     return nowMs < this.heldUntilMs
   }
 
-  /** Whether one more start may happen now: not paused, not held, and a permit and a token of every window free. */
+  /** Nothing of the gate starts now: paused, held, or its circuit open (or probing, the probe not this node's to send). */
+  stopped(nowMs: number): boolean {
+    return this.#limits.paused || this.held(nowMs) || (this.circuit !== null && !this.circuit.admits(nowMs))
+  }
+
+  /** Whether one more start may happen now: not stopped, and a permit and a token of every window free. */
   admits(nowMs: number): boolean {
-    if (this.#limits.paused || this.held(nowMs)) return false
+    if (this.stopped(nowMs)) return false
     if (!this.leased) return true
     if (nowMs >= this.leaseUntilMs) return false
     const { maxConcurrent } = this.#limits
@@ -243,10 +251,10 @@ export class GateBook {
 
   /**
    * Units wanted per limit: those in use and `wanted` more (the starts waiting), at most the limit;
-   * none while paused or held.
+   * none while stopped.
    */
   demand(wanted: number, nowMs: number): Record<string, number> {
-    const stopped = this.#limits.paused || this.held(nowMs)
+    const stopped = this.stopped(nowMs)
     const out: Record<string, number> = {}
     const { maxConcurrent } = this.#limits
     if (maxConcurrent !== null) out[CONCURRENCY] = Math.min(maxConcurrent, this.inUse + (stopped ? 0 : wanted))

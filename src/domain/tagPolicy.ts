@@ -5,7 +5,7 @@
 
 import { RETRY_ONS, RETRY_STRATEGIES, TRIGGER_DEFAULT_RETRY } from "./retry.ts"
 import type { RetryOn, RetryPolicy, RetryStrategy } from "./retry.ts"
-import { windowLabelMs } from "./throughput.ts"
+import { decodeThroughput, type FieldDecoder, integer, isPlainObject, nullable, oneOf, valid, wrong } from "./policyDecoding.ts"
 import type { Throughput } from "./throughput.ts"
 
 /**
@@ -57,10 +57,6 @@ export type TagPolicyMode = "create" | "update"
 export const DEFAULT_TAG_RETRY_MAX_ATTEMPTS = 3
 export const DEFAULT_TAG_RETRY_ON: RetryOn = "5xx_and_network"
 
-/** Largest integer a field accepts as an integer: the range of a PostgreSQL `integer` column. */
-const MAX_INT32 = 2_147_483_647
-const MIN_INT32 = -2_147_483_648
-
 // ---------------------------------------------------------------------------------------------
 // Shape (400 with an empty body)
 
@@ -69,47 +65,7 @@ export type DecodedTagPolicyBody<B> =
   | { readonly _tag: "Ok"; readonly body: B }
   | { readonly _tag: "Shape"; readonly reason: string }
 
-type FieldResult<A> = { readonly ok: true; readonly value: A } | { readonly ok: false; readonly reason: string }
-type FieldDecoder<A> = (value: unknown) => FieldResult<A>
-
-const valid = <A>(value: A): FieldResult<A> => ({ ok: true, value })
-const wrong = (reason: string): FieldResult<never> => ({ ok: false, reason })
-
-const isPlainObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value)
-
-/** A whole JSON number a PostgreSQL `integer` holds. Negative values pass: ranges are validation's. */
-const isInteger32 = (value: unknown): value is number =>
-  Number.isInteger(value) && (value as number) >= MIN_INT32 && (value as number) <= MAX_INT32
-
-const nullable = <A>(decode: FieldDecoder<A>): FieldDecoder<A | null> => (value) =>
-  value === null ? valid(null) : decode(value)
-
-/** An integer field; `-0` (valid JSON) is stored as 0. */
-const integer = (field: string): FieldDecoder<number> => (value) =>
-  isInteger32(value) ? valid(value + 0) : wrong(`${field} must be an integer`)
-
-const oneOf = <A extends string>(field: string, values: ReadonlyArray<A>): FieldDecoder<A> => (value) =>
-  (values as ReadonlyArray<unknown>).includes(value) ? valid(value as A) : wrong(`${field} must be one of ${values.join(", ")}`)
-
 const decodeTag: FieldDecoder<string> = (value) => (typeof value === "string" ? valid(value) : wrong("tag must be a string"))
-
-/**
- * Throughput: an object of well-formed window labels to JSON numbers, or null (unset). `{}` has no
- * window and is decoded as null. The rate's range (finite, ≥ 0) is validation's; JSON's `1e400`
- * arrives as Infinity, still a number.
- */
-const decodeThroughput: FieldDecoder<Throughput | null> = (value) => {
-  if (value === null) return valid(null)
-  if (!isPlainObject(value)) return wrong("throughput must be an object")
-  const throughput: Record<string, number> = {}
-  for (const [label, rate] of Object.entries(value)) {
-    if (windowLabelMs(label) === undefined) return wrong(`throughput window "${label}": a whole number followed by s, m, h or d`)
-    if (typeof rate !== "number") return wrong(`throughput rate for '${label}' must be a number`)
-    throughput[label] = rate
-  }
-  return valid(Object.keys(throughput).length === 0 ? null : throughput)
-}
 
 const FIELD_DECODERS: { readonly [K in keyof TagPolicyFields]: FieldDecoder<TagPolicyFields[K]> } = {
   tag: decodeTag,

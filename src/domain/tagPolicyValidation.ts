@@ -14,6 +14,7 @@ import {
   MAX_THROUGHPUT_WINDOWS,
   windowLabelMs
 } from "./throughput.ts"
+import type { Throughput } from "./throughput.ts"
 
 export type TagPolicyValidation = { readonly _tag: "Ok" } | { readonly _tag: "Err"; readonly message: string }
 
@@ -22,7 +23,14 @@ export const STRETCH_NOTE = " (rates below 1 stretch the window by 1/rate)"
 
 type Rule = (policy: TagPolicyFields, mode: TagPolicyMode) => string | undefined
 
-const windowsOf = (policy: TagPolicyFields): ReadonlyArray<readonly [string, number]> =>
+/** The limits a tag policy and a target policy share, validated alike. */
+export interface LimitFields {
+  readonly maxConcurrent: number | null
+  readonly throughput: Throughput | null
+}
+type LimitRule = (policy: LimitFields) => string | undefined
+
+const windowsOf = (policy: LimitFields): ReadonlyArray<readonly [string, number]> =>
   Object.entries(policy.throughput ?? {})
 
 const needsInitialDelay = (strategy: RetryStrategy | null): boolean => strategy === "fixed" || strategy === "exponential"
@@ -41,14 +49,14 @@ const requestTimeoutRule: Rule = (p) =>
     ? "requestTimeoutSeconds must be between 1 and 3600"
     : undefined
 
-const maxConcurrentRule: Rule = (p) =>
+const maxConcurrentRule: LimitRule = (p) =>
   p.maxConcurrent !== null && p.maxConcurrent < 1 ? "maxConcurrent must be ≥ 1" : undefined
 
-const windowCountRule: Rule = (p) =>
+const windowCountRule: LimitRule = (p) =>
   windowsOf(p).length > MAX_THROUGHPUT_WINDOWS ? `At most ${MAX_THROUGHPUT_WINDOWS} throughput windows per policy` : undefined
 
 /** Every window's rate is checked before any window's effective length (SPEC lists them in this order). */
-const ratesRule: Rule = (p) => {
+const ratesRule: LimitRule = (p) => {
   const bad = windowsOf(p).find(([, rate]) => !isValidRate(rate))
   return bad === undefined ? undefined : `Throughput rate for '${bad[0]}' must be a finite number ≥ 0`
 }
@@ -57,7 +65,7 @@ const ratesRule: Rule = (p) => {
  * The 30-day limit holds for every window: stretched by 1/rate below 1 (then the note follows), as
  * written for a rate ≥ 1 or a pause (`{"31d": 5}` fails too, without the note).
  */
-const effectiveWindowRule: Rule = (p) => {
+const effectiveWindowRule: LimitRule = (p) => {
   for (const [label, rate] of windowsOf(p)) {
     const windowMs = windowLabelMs(label) ?? Infinity
     if (effectiveWindowMs(windowMs, rate) > MAX_EFFECTIVE_WINDOW_MS) {
@@ -67,6 +75,9 @@ const effectiveWindowRule: Rule = (p) => {
   }
   return undefined
 }
+
+/** maxConcurrent, then the throughput windows: their count, every rate, every effective length. */
+export const LIMIT_RULES: ReadonlyArray<LimitRule> = [maxConcurrentRule, windowCountRule, ratesRule, effectiveWindowRule]
 
 const maxAttemptsRule: Rule = (p) =>
   p.retryMaxAttempts !== null && p.retryMaxAttempts < 1 ? "retryMaxAttempts must be ≥ 1 (or null for unlimited)" : undefined
@@ -98,10 +109,7 @@ const RULES: ReadonlyArray<Rule> = [
   tagRule,
   somethingSpecifiedRule,
   requestTimeoutRule,
-  maxConcurrentRule,
-  windowCountRule,
-  ratesRule,
-  effectiveWindowRule,
+  ...LIMIT_RULES,
   maxAttemptsRule,
   initialDelayRequiredRule,
   maxDelayNonNegativeRule,

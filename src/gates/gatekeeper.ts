@@ -11,7 +11,9 @@
 // - refusals (429, 503) hold the trigger's gated tags here at once, then cluster-wide through the
 //   database and a notification every node applies (store/gateHolds.ts); a 2xx clears the backoff;
 // - every second, the gates with triggers waiting in PostgreSQL are looked up (a kick lost, a node
-//   gone).
+//   gone);
+// - an origin's gate (its target policy: docs/protecting-targets.md) is the same machinery, keyed by
+//   the origin; its circuit breaker's outcomes, probe and notifications are circuits.ts's.
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -21,6 +23,7 @@ import * as Queue from "effect/Queue"
 import { NodeIdentity } from "../cluster/node.ts"
 import type { GateRef } from "../cluster/wakeups.ts"
 import { SchedulerTiming } from "../config.ts"
+import { isOriginGate } from "../domain/gate.ts"
 import { isRefusal, type Refusal, refusalRetryAfterMs } from "../domain/gateHold.ts"
 import type { DeliveryRow } from "../domain/trigger.ts"
 import { forkLoop } from "../lib/backgroundLoop.ts"
@@ -29,7 +32,8 @@ import type { Database } from "../store/db.ts"
 import { gateHoldsRefused, gateHoldsSucceeded } from "../store/gateHolds.ts"
 import { gateLeasesLeave, gateLeasesRound } from "../store/gateLeases.ts"
 import { gateBacklogRelease, gateBacklogStart, gateBacklogTake, gateSlotsPrune, gatesWaiting } from "../store/gates.ts"
-import { GATE_HOLDS_CHANNEL, Notifications, TAG_POLICIES_CHANGED_CHANNEL } from "../store/notifications.ts"
+import { GATE_HOLDS_CHANNEL, Notifications, TAG_POLICIES_CHANGED_CHANNEL, TARGET_POLICIES_CHANGED_CHANNEL } from "../store/notifications.ts"
+import { type CircuitResponse, makeCircuits } from "./circuits.ts"
 import { decideRound } from "./leaseRound.ts"
 import { gateKey, type NodeGate, NodeGates, type Waiter } from "./nodeGates.ts"
 
@@ -50,8 +54,8 @@ export interface GateSink {
   readonly roomChanged: () => void
 }
 
-/** What a refusal needs of an attempt's response. */
-export interface AttemptResponse {
+/** What a refusal and a circuit breaker need of an attempt's response. */
+export interface AttemptResponse extends CircuitResponse {
   readonly httpStatus: number | null
   readonly responseHeaders: Readonly<Record<string, string>> | null
 }
@@ -109,7 +113,10 @@ export class Gatekeeper extends Context.Service<Gatekeeper, {
     const starts = yield* Queue.unbounded<string>()
     const holds = yield* Queue.unbounded<HoldEvent>()
     const now = () => clock.currentTimeMillisUnsafe()
-    metrics.watch("gatesHeld", () => [...gates.gates.values()].filter((gate) => gate.book?.held(now()) === true).length)
+    const heldCount = (origins: boolean) => () =>
+      [...gates.gates.values()].filter((gate) => isOriginGate(gate.ref.tag) === origins && gate.book?.stopped(now()) === true && !gate.book.limits.paused).length
+    metrics.watch("gatesHeld", heldCount(false))
+    metrics.watch("targetsHeld", heldCount(true))
 
     /** Starts what the gates admit now and hands it to delivery. */
     const pump = () => {
@@ -125,6 +132,9 @@ export class Gatekeeper extends Context.Service<Gatekeeper, {
       gate.roundAtMs = Math.min(gate.roundAtMs, now())
       Queue.offerUnsafe(roundDue, undefined)
     }
+    const circuits = yield* makeCircuits({
+      node, gates: gates.gates, now, dbOffsetMs: () => dbOffsetMs, graceMs: timing.restartGraceMs, signal, roundNow
+    })
 
     /** Brings the oldest triggers waiting for `gate` in PostgreSQL into memory. */
     const take = (gate: NodeGate<GatedItem>, limit: number) =>
@@ -165,6 +175,7 @@ export class Gatekeeper extends Context.Service<Gatekeeper, {
           break
         }
       }
+      circuits.maintain(nowMs)
       const due = gates.takes(nowMs)
       for (const { gate } of due) gate.taking = true
       return due
@@ -206,7 +217,9 @@ export class Gatekeeper extends Context.Service<Gatekeeper, {
     const nextRoundMs = (gate: NodeGate<GatedItem>, nowMs: number): number => {
       const book = gate.book
       if (gate.open || book === null) return nowMs + WATCH_EVERY_MS
-      if (gate.stopped(nowMs)) return Math.min(nowMs + WATCH_EVERY_MS, book.held(nowMs) ? book.heldUntilMs : Infinity)
+      if (gate.stopped(nowMs)) {
+        return Math.min(nowMs + WATCH_EVERY_MS, book.held(nowMs) ? book.heldUntilMs : Infinity, book.circuit?.openUntilMs() ?? Infinity)
+      }
       if (!book.leased) return nowMs + WATCH_EVERY_MS
       // waiting for units, or holding more than its share (others wait for it to give them back): soon
       const holding = book.holding()
@@ -306,7 +319,7 @@ export class Gatekeeper extends Context.Service<Gatekeeper, {
         const moved = yield* gateHoldsRefused({ projectId: gate.ref.projectId, tags: [gate.ref.tag], refusal: chosen.refusal })
         for (const { hold } of moved) {
           gate.hold = hold
-          metrics.gateHeld(chosen.reason)
+          metrics.gateHeld(chosen.reason, isOriginGate(gate.ref.tag))
           if (gate.book !== null) gate.book.heldUntilMs = Math.max(gate.book.heldUntilMs, hold.heldUntilMs - dbOffsetMs)
         }
       }
@@ -314,15 +327,20 @@ export class Gatekeeper extends Context.Service<Gatekeeper, {
     }).pipe(Effect.catchCause((cause) => Effect.logWarning("recording a hold of a tag failed", cause)))
 
     /** Every node hears of a policy change (its project's gates get a round now) and of a hold (applied now). */
-    const listen = (channel: typeof TAG_POLICIES_CHANGED_CHANNEL | typeof GATE_HOLDS_CHANNEL, onPayload: (payload: string) => void) =>
+    const listen = (
+      channel: typeof TAG_POLICIES_CHANGED_CHANNEL | typeof TARGET_POLICIES_CHANGED_CHANNEL | typeof GATE_HOLDS_CHANNEL,
+      onPayload: (payload: string) => void
+    ) =>
       forkLoop(`gate ${channel} listener`, Effect.scoped(Effect.gen(function*() {
         const next = yield* notifications.listen(channel)
         for (;;) onPayload(yield* next)
       })))
 
-    yield* listen(TAG_POLICIES_CHANGED_CHANNEL, (projectId) => {
+    const policiesChanged = (projectId: string) => {
       for (const gate of gates.gates.values()) if (gate.ref.projectId === projectId) roundNow(gate)
-    })
+    }
+    yield* listen(TAG_POLICIES_CHANGED_CHANNEL, policiesChanged)
+    yield* listen(TARGET_POLICIES_CHANGED_CHANNEL, policiesChanged)
     yield* listen(GATE_HOLDS_CHANNEL, (payload) => {
       const [projectId, tag, untilMs] = payload.split(" ")
       const gate = gates.gates.get(gateKey({ projectId: projectId ?? "", tag: tag ?? "" }))
@@ -367,6 +385,7 @@ export class Gatekeeper extends Context.Service<Gatekeeper, {
         const nowMs = now()
         const ticket = gates.finished(triggerId, nowMs)
         if (ticket === undefined) return
+        circuits.finished(triggerId, ticket, response)
         if (isRefusal(response.httpStatus)) {
           const untilMs = refusalRetryAfterMs(response, nowMs)
           // on the database's clock, which settles holds for every node
@@ -408,8 +427,8 @@ export class Gatekeeper extends Context.Service<Gatekeeper, {
         for (let i = 0; i < 100 && (yield* Queue.size(releases)) > 0; i++) yield* Effect.sleep(50)
         yield* Effect.sleep(50)
       }),
-      leave: Effect.provideContext(gateLeasesLeave(node), services).pipe(
-        Effect.catchCause((cause) => Effect.logWarning("ending this node's gate leases failed; they expire", cause))
+      leave: Effect.provideContext(Effect.andThen(gateLeasesLeave(node), circuits.leave), services).pipe(
+        Effect.catchCause((cause) => Effect.logWarning("ending this node's gate leases and probes failed; they expire", cause))
       )
     })
   }))

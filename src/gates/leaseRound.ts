@@ -1,11 +1,12 @@
 // What one lease round of this node decides for its gates (issue 22), from what the round read
-// (store/gateLeases.ts): each gate's policy and hold applied to its book, this node's share of every
+// (store/gateLeases.ts): each gate's policy, hold and circuit applied to its book, this node's share of every
 // limit (domain/gateLease.ts planUnits, by the demands of the live nodes), the rows of gone nodes to
 // reclaim and those to purge, and this node's rows to write. Units given back leave the book at
 // once; units taken join it when the round has committed (`commit`). The lease is then valid until
 // the round's start (this node's clock) plus the lease time: a node that cannot renew stops
 // admitting before any other node may take its share.
-import { policyLimits } from "../domain/gate.ts"
+import { CircuitGate } from "../domain/circuitGate.ts"
+import { isOriginGate, policyLimits } from "../domain/gate.ts"
 import { CONCURRENCY, GateBook, tokenMarginMs } from "../domain/gateBook.ts"
 import { planUnits, type UnitHolding } from "../domain/gateLease.ts"
 import type { GateKey, GateRoundRead, LeaseRow, OwnLease, RoundRead, RoundWrites } from "../store/gateLeases.ts"
@@ -67,6 +68,13 @@ const decideGate = <I>(
   gate.hold = read.hold
   gate.backlog = read.backlog
   if (read.hold !== null) book.heldUntilMs = Math.max(book.heldUntilMs, toLocalMs(read.hold.heldUntilMs))
+  const breaker = read.policy.circuitBreaker
+  if (breaker === null) book.circuit = null
+  else {
+    book.circuit ??= new CircuitGate(breaker)
+    book.circuit.settings = breaker
+    if (read.circuit !== null) book.circuit.apply(read.circuit.state, read.circuit.version, dbNowMs - toLocalMs(dbNowMs), node)
+  }
 
   const reclaim = read.leases.filter((row) => row.reclaimable).map((row) => row.node)
   const gone = read.leases.filter((row) => row.goneAtMs !== null || row.reclaimable)
@@ -77,6 +85,15 @@ const decideGate = <I>(
   if (mineRow === undefined && gate.rowWritten) book.lease({ permits: 0, tokens: {} }, book.leaseUntilMs, { permits: 0, tokens: {} })
 
   if (!book.leased) {
+    // an origin's gate without limits still reports its requests in flight (GET /targets)
+    if (isOriginGate(gate.ref.tag) && book.inUse > 0) {
+      gate.rowWritten = true
+      const own: OwnLease = {
+        projectId: gate.ref.projectId, tag: gate.ref.tag, permits: 0, tokens: {}, demand: {}, inFlight: book.inUse,
+        policySeenMs: read.policy.updatedAtMs
+      }
+      return { own, reclaim, purge }
+    }
     gate.rowWritten = false
     return { own: null, reclaim, purge }
   }

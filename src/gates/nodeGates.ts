@@ -24,6 +24,8 @@ export interface Waiter<I> {
 /** A start in flight: its gates, when it was admitted, when its request was written (null: not yet). */
 export interface Ticket<I> {
   readonly gates: ReadonlyArray<NodeGate<I>>
+  /** The gates whose circuit this start probes (docs/protecting-targets.md "Circuit breaker"). */
+  readonly probes: ReadonlyArray<NodeGate<I>>
   readonly admittedAtMs: number
   writtenAtMs: number | null
 }
@@ -113,9 +115,9 @@ export class NodeGate<I> {
     return this.open || (this.book !== null && this.book.admits(nowMs))
   }
 
-  /** Paused or held: nothing starts, what waits goes to PostgreSQL. */
+  /** Paused, held, or its circuit open: nothing starts, what waits goes to PostgreSQL. */
   stopped(nowMs: number): boolean {
-    return !this.open && this.book !== null && (this.book.limits.paused || this.book.held(nowMs))
+    return !this.open && this.book !== null && this.book.stopped(nowMs)
   }
 
   /** One admission at `nowMs`, for the measured rate. */
@@ -162,7 +164,8 @@ export class NodeGate<I> {
     if (this.waiting > 0 || this.backlog > 0 || this.taking) return false
     if (this.book === null) return true
     const holding = this.book.holding()
-    return this.book.inUse === 0 && holding.permits === 0 && Object.values(holding.tokens).every((n) => n === 0) && !this.book.held(nowMs)
+    return this.book.inUse === 0 && holding.permits === 0 && Object.values(holding.tokens).every((n) => n === 0) && !this.book.held(nowMs) &&
+      (this.book.circuit === null || this.book.circuit.probe === "none")
   }
 }
 
@@ -223,11 +226,13 @@ export class NodeGates<I> {
         }
         if (next === undefined) break
         this.#finish(next)
+        const probes: Array<NodeGate<I>> = []
         for (const other of next.gates) {
+          if (other.book?.circuit?.take(nowMs) === true) probes.push(other)
           other.book?.take()
           other.admitted(nowMs)
         }
-        this.#tickets.set(next.row.id, { gates: next.gates, admittedAtMs: nowMs, writtenAtMs: null })
+        this.#tickets.set(next.row.id, { gates: next.gates, probes, admittedAtMs: nowMs, writtenAtMs: null })
         admitted.push(next)
       }
     }
@@ -299,7 +304,7 @@ export class NodeGates<I> {
     return out
   }
 
-  /** The earliest time something may change by itself: a token comes free, a hold ends, a waiter is due for release. */
+  /** The earliest time something may change by itself: a token comes free, a hold or a cooldown ends, a waiter is due for release. */
   nextWakeMs(nowMs: number): number | null {
     let next: number | null = null
     const at = (ms: number | null) => {
@@ -308,6 +313,7 @@ export class NodeGates<I> {
     for (const gate of this.gates.values()) {
       if (gate.book !== null) {
         if (gate.book.held(nowMs)) at(gate.book.heldUntilMs)
+        if (gate.book.circuit !== null) at(gate.book.circuit.openUntilMs())
         if (gate.waiting > 0) at(gate.book.nextTokenAtMs(nowMs))
       }
       if (gate.waiting > 0) {

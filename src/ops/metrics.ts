@@ -1,7 +1,7 @@
 // The service's metrics in the Prometheus format (prom-client), served on the ops listener
 // (ops/opsServer.ts). One registry per running service; the code that does the work records into it
 // through the `Metrics` reference (a default instance when none is provided: tests, the CLI).
-// Labels are bounded sets (no trigger ids, URLs, project ids or tags). The delivery hot path records
+// Labels are bounded sets (no trigger ids, URLs, origins, project ids or tags). The delivery hot path records
 // into plain arrays of counts read at scrape time, and observes two histograms; nothing else.
 import * as Context from "effect/Context"
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client"
@@ -22,7 +22,7 @@ const LATENESS_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300]
 
 /** Values read when scraped from the parts of the service that hold them. */
-export type Probe = "inFlight" | "waiting" | "shardsOwned" | "gatesHeld"
+export type Probe = "inFlight" | "waiting" | "shardsOwned" | "gatesHeld" | "targetsHeld" | "circuitsOpen" | "circuitsProbing"
 
 /** Why a tag was held: the target named a time (Retry-After), or the backoff without one. */
 export const HOLD_REASONS = ["retry_after", "backoff"] as const
@@ -43,8 +43,10 @@ export interface MetricsShape {
    * (api/mcpStateless.ts): none stays open once the exchanges are answered.
    */
   readonly mcpSession: (event: "opened" | "ended") => void
-  /** A refusal of the target (429, 503) held a tag, or held it longer, cluster-wide. */
-  readonly gateHeld: (reason: HoldReason) => void
+  /** A refusal of the target (429, 503) held a tag (or an origin: `target`), or held it longer, cluster-wide. */
+  readonly gateHeld: (reason: HoldReason, target: boolean) => void
+  /** An origin's circuit opened, settled by this node. */
+  readonly circuitOpened: () => void
   /** Registers what a probe reads when scraped (the last registration wins). */
   readonly watch: (probe: Probe, read: () => number) => void
   /** Gauges the ops listener sets before each scrape. */
@@ -146,6 +148,26 @@ export const makeMetrics = (): MetricsShape => {
   const holds = tableCounter(registry, "timewheel_tag_holds_total",
     "Holds of a tag after a refusal of its target (429, 503) settled by this node: a new hold, or one made longer; by whether the target named the time (retry_after) or the backoff applied (backoff).",
     [["reason", HOLD_REASONS]])
+  // origins are never labels (unbounded): per-origin state is in GET /targets and the dashboard
+  probeGauge("timewheel_targets_held", "Origins under a target policy held now (a refusal of the target, or an open circuit), among the gates this node looks after.", "targetsHeld")
+  const targetHolds = tableCounter(registry, "timewheel_target_holds_total",
+    "Holds of an origin under a target policy after a refusal (429, 503) settled by this node, by reason (retry_after, backoff).",
+    [["reason", HOLD_REASONS]])
+  new Gauge({
+    name: "timewheel_target_circuits",
+    help: "Circuits of origins not closed now, by state (open, probing), among the gates this node looks after.",
+    labelNames: ["state"] as const,
+    registers: [registry],
+    collect() {
+      this.set({ state: "open" }, probed("circuitsOpen")())
+      this.set({ state: "probing" }, probed("circuitsProbing")())
+    }
+  })
+  const circuitOpenings = new Counter({
+    name: "timewheel_target_circuit_openings_total",
+    help: "Circuits of origins opened (from closed, or again after a failed probe), settled by this node.",
+    registers: [registry]
+  })
   const gauges = {
     queued: new Gauge({
       name: "timewheel_triggers_queued",
@@ -203,9 +225,10 @@ export const makeMetrics = (): MetricsShape => {
         mcpSessions.dec()
       }
     },
-    gateHeld: (reason) => {
-      holds[HOLD_REASONS.indexOf(reason)]! += 1
+    gateHeld: (reason, target) => {
+      ;(target ? targetHolds : holds)[HOLD_REASONS.indexOf(reason)]! += 1
     },
+    circuitOpened: () => circuitOpenings.inc(),
     watch: (probe, read) => void probes.set(probe, read),
     gauges
   }

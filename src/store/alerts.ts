@@ -1,10 +1,11 @@
 // Failure alerts (schema migration 6): each project's alert settings, the outbox of dead letters the
-// executions trigger fills for projects with an alert, what each message did (alert_sends), and the
+// executions trigger fills for projects with an alert (and of circuits of origins that opened:
+// store/targetCircuits.ts), what each message did (alert_sends), and the
 // grouping: a project's outbox is taken whole at most once per minute (next_send_at), by one node
 // (the settings row locked, SKIP LOCKED), and the message sent after the commit.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
-import type { DeadLetterNote } from "../domain/alerts.ts"
+import type { CircuitOpeningNote, DeadLetterNote } from "../domain/alerts.ts"
 
 export interface StoredAlert {
   readonly webhookUrl: string | null
@@ -15,6 +16,8 @@ export interface AlertSend {
   readonly channel: "webhook" | "email"
   readonly sentAt: Date
   readonly deadLetters: number
+  /** Circuits of origins the message reported opened. */
+  readonly circuitOpenings: number
   readonly test: boolean
   readonly error: string | null
 }
@@ -38,10 +41,14 @@ export const alertsPut = Effect.fnUntraced(function*(input: { readonly projectId
 /** The project's latest alert messages, newest first. */
 export const alertsRecentSends = Effect.fnUntraced(function*(input: { readonly projectId: string; readonly limit: number }) {
   const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql<{ channel: "webhook" | "email"; sent_at: Date; dead_letters: number; test: boolean; error: string | null }>`
-    SELECT channel, sent_at, dead_letters, test, error FROM alert_sends WHERE project_id = ${input.projectId}
+  const rows = yield* sql<{
+    channel: "webhook" | "email"; sent_at: Date; dead_letters: number; circuit_openings: number; test: boolean; error: string | null
+  }>`
+    SELECT channel, sent_at, dead_letters, circuit_openings, test, error FROM alert_sends WHERE project_id = ${input.projectId}
     ORDER BY sent_at DESC, id DESC LIMIT ${input.limit}`
-  return rows.map((row): AlertSend => ({ channel: row.channel, sentAt: row.sent_at, deadLetters: row.dead_letters, test: row.test, error: row.error }))
+  return rows.map((row): AlertSend => ({
+    channel: row.channel, sentAt: row.sent_at, deadLetters: row.dead_letters, circuitOpenings: row.circuit_openings, test: row.test, error: row.error
+  }))
 })
 
 export const alertsRecordSends = Effect.fnUntraced(function*(sends: ReadonlyArray<AlertSend & { readonly id: string; readonly projectId: string }>) {
@@ -49,11 +56,12 @@ export const alertsRecordSends = Effect.fnUntraced(function*(sends: ReadonlyArra
   const sql = yield* SqlClient.SqlClient
   const rows = JSON.stringify(sends.map((send) => ({
     id: send.id, project_id: send.projectId, channel: send.channel, sent_at: send.sentAt.toISOString(),
-    dead_letters: send.deadLetters, test: send.test, error: send.error
+    dead_letters: send.deadLetters, circuit_openings: send.circuitOpenings, test: send.test, error: send.error
   })))
-  yield* sql`INSERT INTO alert_sends (id, project_id, channel, sent_at, dead_letters, test, error)
-    SELECT * FROM jsonb_to_recordset(${rows}::jsonb) AS x(id uuid, project_id uuid, channel text, sent_at timestamptz,
-      dead_letters int, test boolean, error text)`
+  yield* sql`INSERT INTO alert_sends (id, project_id, channel, sent_at, dead_letters, circuit_openings, test, error)
+    SELECT id, project_id, channel, sent_at, dead_letters, circuit_openings, test, error
+    FROM jsonb_to_recordset(${rows}::jsonb) AS x(id uuid, project_id uuid, channel text, sent_at timestamptz,
+      dead_letters int, circuit_openings int, test boolean, error text)`
 })
 
 export interface DueAlert extends StoredAlert {
@@ -62,6 +70,9 @@ export interface DueAlert extends StoredAlert {
   readonly total: number
   /** The oldest dead letters of the message, oldest first. */
   readonly listed: ReadonlyArray<DeadLetterNote>
+  /** Circuits of origins opened (outbox rows of kind circuit_open), and the oldest of them. */
+  readonly circuitOpenings: number
+  readonly openings: ReadonlyArray<CircuitOpeningNote>
 }
 
 /**
@@ -84,11 +95,15 @@ export const alertsTakeDue = Effect.fnUntraced(function*(input: {
       ORDER BY a.next_send_at LIMIT ${input.limit} FOR UPDATE OF a SKIP LOCKED`
     if (due.length === 0) return []
     const ids = due.map((row) => row.project_id)
-    const taken = yield* sql<{ project_id: string; total: number; listed: Array<{ trigger_id: string; url: string; error: string | null; failed_at: string }> }>`
+    type Note = { trigger_id: string; url: string; error: string | null; failed_at: string }
+    const taken = yield* sql<{ project_id: string; total: number; listed: Array<Note> | null; openings: number; opened: Array<Note> | null }>`
       WITH taken AS (DELETE FROM alert_outbox WHERE project_id = ANY(${ids}::uuid[]) RETURNING *)
-      SELECT project_id, count(*)::int AS total,
+      SELECT project_id, (count(*) FILTER (WHERE kind = 'dead_letter'))::int AS total,
         (array_agg(json_build_object('trigger_id', trigger_id, 'url', url, 'error', error, 'failed_at', failed_at)
-          ORDER BY failed_at, execution_id))[1:${input.listed}] AS listed
+          ORDER BY failed_at, execution_id) FILTER (WHERE kind = 'dead_letter'))[1:${input.listed}] AS listed,
+        (count(*) FILTER (WHERE kind = 'circuit_open'))::int AS openings,
+        (array_agg(json_build_object('trigger_id', trigger_id, 'url', url, 'error', error, 'failed_at', failed_at)
+          ORDER BY failed_at, execution_id) FILTER (WHERE kind = 'circuit_open'))[1:${input.listed}] AS opened
       FROM taken GROUP BY project_id`
     yield* sql`UPDATE project_alerts SET next_send_at = ${new Date(input.nowMs + input.groupMs)} WHERE project_id = ANY(${ids}::uuid[])`
     return due.flatMap((row): Array<DueAlert> => {
@@ -100,7 +115,9 @@ export const alertsTakeDue = Effect.fnUntraced(function*(input: {
         webhookUrl: row.webhook_url,
         emailRecipients: row.email_recipients,
         total: batch.total,
-        listed: batch.listed.map((note) => ({ triggerId: note.trigger_id, url: note.url, error: note.error, failedAt: new Date(note.failed_at) }))
+        listed: (batch.listed ?? []).map((note) => ({ triggerId: note.trigger_id, url: note.url, error: note.error, failedAt: new Date(note.failed_at) })),
+        circuitOpenings: batch.openings,
+        openings: (batch.opened ?? []).map((note) => ({ origin: note.url, error: note.error, openedAt: new Date(note.failed_at) }))
       }]
     })
   }))

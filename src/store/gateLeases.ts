@@ -1,7 +1,8 @@
 // Leases of the tag gates' budgets (migration 10; domain/gateLease.ts decides the shares): a node's
 // lease round is one transaction holding the advisory locks of its gates (so rounds of one gate
 // never overlap, whichever nodes run them). It reads, per gate, the policy (FOR SHARE: a policy
-// change waits for the round, and the round after it sees the change), the tag's hold, how many
+// change waits for the round, and the round after it sees the change; an origin's gate reads its
+// target policy and its circuit), the tag's hold, how many
 // triggers wait for the gate in PostgreSQL, and every node's lease row; the caller decides what
 // this node holds from it; then its rows are written (renewed_at = the round's start), the rows of
 // nodes found gone are renamed and keep only their window tokens, and gone rows whose tokens no
@@ -9,10 +10,12 @@
 // round that takes units nobody held waits for the WAL flush at its commit (RoundWrites.durable).
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
+import type { CircuitSettings } from "../domain/circuitBreaker.ts"
 import type { HoldState } from "../domain/gateHold.ts"
 import type { Throughput } from "../domain/throughput.ts"
 import { WAITING_SQL } from "./gates.ts"
 import { DRAINING_APPLICATION_PREFIX, NODE_APPLICATION_PREFIX } from "./nodePresence.ts"
+import { circuitStateOf, type CircuitRecord, type StoredCircuit } from "./targetCircuits.ts"
 
 /** First key of the gates' two-int advisory locks ("tg"); the second is hashtext(project/tag). */
 export const GATE_LOCK_NAMESPACE = 0x7467
@@ -39,9 +42,19 @@ export interface LeaseRow {
 }
 
 export interface GateRoundRead extends GateKey {
-  /** The policy of the tag (null: it has none now). */
-  readonly policy: { readonly maxConcurrent: number | null; readonly throughput: Throughput | null; readonly updatedAtMs: number } | null
+  /**
+   * The policy of the tag, or of the origin (its own, else the project's `*`); null: none now. Only
+   * a target policy has a circuit breaker.
+   */
+  readonly policy: {
+    readonly maxConcurrent: number | null
+    readonly throughput: Throughput | null
+    readonly updatedAtMs: number
+    readonly circuitBreaker: CircuitSettings | null
+  } | null
   readonly hold: HoldState | null
+  /** An origin's circuit (null: a tag, or an origin that never failed). */
+  readonly circuit: StoredCircuit | null
   /** Triggers waiting for the gate in PostgreSQL, taken by no node (counted up to 1,000). */
   readonly backlog: number
   readonly leases: ReadonlyArray<LeaseRow>
@@ -99,8 +112,9 @@ const lockGates = Effect.fnUntraced(function*(gates: ReadonlyArray<GateKey>) {
 interface ReadRecord {
   project_id: string
   tag: string
-  policy: { max_concurrent: number | null; throughput: Throughput | null; updated_ms: number } | null
+  policy: { max_concurrent: number | null; throughput: Throughput | null; updated_ms: number; circuit: CircuitSettings | null } | null
   hold: { since_ms: number; until_ms: number; backoff_ms: number } | null
+  circuit: CircuitRecord | null
   backlog: number
   leases: Array<{
     node: string; permits: number; tokens: Record<string, number>; demand: Record<string, number>; in_flight: number
@@ -128,12 +142,29 @@ const readGates = Effect.fnUntraced(function*(input: {
       SELECT tp.project_id, tp.tag, tp.max_concurrent, tp.throughput, tp.updated_at
       FROM tag_policies tp JOIN g ON g.project_id = tp.project_id AND g.tag = tp.tag
       FOR SHARE OF tp
+    ),
+    -- an origin's gate (its name has '://'): the origin's own target policy, else the project's '*'
+    targets AS (
+      SELECT tp.project_id, g.tag, tp.origin, tp.max_concurrent, tp.throughput, tp.updated_at, tp.circuit_failures, tp.circuit_cooldown_seconds
+      FROM target_policies tp JOIN g ON g.project_id = tp.project_id AND tp.origin IN (g.tag, '*') AND g.tag LIKE '%://%'
+      FOR SHARE OF tp
     )
     SELECT g.project_id, g.tag,
-      (SELECT jsonb_build_object('max_concurrent', p.max_concurrent, 'throughput', p.throughput, 'updated_ms', ${ms("p.updated_at")})
-        FROM policies p WHERE p.project_id = g.project_id AND p.tag = g.tag) AS policy,
+      CASE WHEN g.tag LIKE '%://%' THEN
+        (SELECT jsonb_build_object('max_concurrent', t.max_concurrent, 'throughput', t.throughput, 'updated_ms', ${ms("t.updated_at")},
+            'circuit', CASE WHEN t.circuit_failures IS NOT NULL
+              THEN jsonb_build_object('failures', t.circuit_failures, 'cooldownSeconds', t.circuit_cooldown_seconds) END)
+          FROM targets t WHERE t.project_id = g.project_id AND t.tag = g.tag ORDER BY t.origin = '*' LIMIT 1)
+      ELSE
+        (SELECT jsonb_build_object('max_concurrent', p.max_concurrent, 'throughput', p.throughput, 'updated_ms', ${ms("p.updated_at")})
+          FROM policies p WHERE p.project_id = g.project_id AND p.tag = g.tag)
+      END AS policy,
       (SELECT jsonb_build_object('since_ms', ${ms("h.held_since")}, 'until_ms', ${ms("h.held_until")}, 'backoff_ms', h.backoff_ms)
         FROM gate_holds h WHERE h.project_id = g.project_id AND h.tag = g.tag) AS hold,
+      (SELECT jsonb_build_object('failures', c.failures, 'last_failure_ms', ${ms("c.last_failure_at")}, 'opened_ms', ${ms("c.opened_at")},
+          'reason', c.reason, 'open_until_ms', ${ms("c.open_until")}, 'cooldown_ms', c.cooldown_ms, 'probe_node', c.probe_node,
+          'probe_since_ms', ${ms("c.probe_since")}, 'version', c.version)
+        FROM target_circuits c WHERE c.project_id = g.project_id AND c.origin = g.tag) AS circuit,
       (SELECT count(*) FROM (SELECT 1 FROM gate_slots s JOIN triggers t ON t.id = s.trigger_id
         WHERE s.project_id = g.project_id AND s.tag = g.tag AND NOT s.running AND ${sql.unsafe(WAITING_SQL)} AND t.claimed_by IS NULL
         LIMIT 1000) b)::int AS backlog,
@@ -157,9 +188,11 @@ const readGates = Effect.fnUntraced(function*(input: {
       projectId: row.project_id,
       tag: row.tag,
       policy: row.policy === null ? null : {
-        maxConcurrent: row.policy.max_concurrent, throughput: row.policy.throughput, updatedAtMs: row.policy.updated_ms
+        maxConcurrent: row.policy.max_concurrent, throughput: row.policy.throughput, updatedAtMs: row.policy.updated_ms,
+        circuitBreaker: row.policy.circuit ?? null
       },
       hold: row.hold === null ? null : { heldSinceMs: row.hold.since_ms, heldUntilMs: row.hold.until_ms, backoffMs: row.hold.backoff_ms },
+      circuit: row.circuit === null ? null : { state: circuitStateOf(row.circuit), version: row.circuit.version },
       backlog: row.backlog,
       leases: row.leases.map((lease): LeaseRow => ({
         node: lease.node, permits: lease.permits, tokens: lease.tokens, demand: lease.demand, inFlight: lease.in_flight,
@@ -222,18 +255,21 @@ export const gateLeasesRound = <A>(input: {
   })
 
 /**
- * How many live nodes' leases of these tags were granted under a policy older than `updatedAtMs`
+ * How many live nodes' leases of these gates were granted under a policy older than `updatedAtMs`
  * (nodes that have not yet applied the change): a pause waits for none to be left.
  */
 export const gateLeasesBehind = Effect.fnUntraced(function*(input: {
   readonly projectId: string
   readonly tags: ReadonlyArray<string>
   readonly updatedAtMs: number
+  /** Every origin's gate of the project too (a `*` target policy's). */
+  readonly anyOrigin?: boolean
 }) {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql<{ n: number }>`
     SELECT count(*)::int AS n FROM gate_leases l
-    WHERE l.project_id = ${input.projectId} AND l.tag = ANY(${input.tags}::text[]) AND l.gone_at IS NULL
+    WHERE l.project_id = ${input.projectId} AND l.gone_at IS NULL
+      AND (l.tag = ANY(${input.tags}::text[]) OR (${input.anyOrigin === true} AND l.tag LIKE '%://%'))
       AND (l.policy_seen IS NULL OR l.policy_seen < ${new Date(input.updatedAtMs)})
       AND EXISTS (SELECT FROM pg_stat_activity a WHERE a.datname = current_database()
         AND a.application_name IN (${NODE_APPLICATION_PREFIX} || l.node, ${DRAINING_APPLICATION_PREFIX} || l.node))`

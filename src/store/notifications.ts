@@ -1,6 +1,6 @@
 // Notifications between the nodes of a cluster, besides the tables: wake-ups for the owner of a
-// shard, key revocations for every node's key cache, tag policy changes and tag holds for every
-// node. Live: PostgreSQL LISTEN/NOTIFY. `memory` is an in-process twin for tests without a database.
+// shard, key revocations for every node's key cache, tag and target policy changes, gate holds and
+// circuit changes for every node. Live: PostgreSQL LISTEN/NOTIFY. `memory` is an in-process twin for tests without a database.
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -18,7 +18,18 @@ export const TAG_POLICIES_CHANGED_CHANNEL = "timewheel_tag_policies"
 /** A tag was held after a refusal of its target: every node holds it too (payload: `projectId tag heldUntilMs`). */
 export const GATE_HOLDS_CHANNEL = "timewheel_gate_holds"
 
-export type Channel = typeof WAKE_CHANNEL | typeof KEY_REVOKED_CHANNEL | typeof TAG_POLICIES_CHANGED_CHANNEL | typeof GATE_HOLDS_CHANNEL
+/** A project's target policies changed: every node reads them again (payload: the project id). */
+export const TARGET_POLICIES_CHANGED_CHANNEL = "timewheel_target_policies"
+/** An origin's circuit changed: every node applies it (payload: store/targetCircuits.ts CircuitNotice as JSON). */
+export const TARGET_CIRCUITS_CHANNEL = "timewheel_target_circuits"
+
+export type Channel =
+  | typeof WAKE_CHANNEL
+  | typeof KEY_REVOKED_CHANNEL
+  | typeof TAG_POLICIES_CHANGED_CHANNEL
+  | typeof GATE_HOLDS_CHANNEL
+  | typeof TARGET_POLICIES_CHANGED_CHANNEL
+  | typeof TARGET_CIRCUITS_CHANNEL
 
 export class Notifications extends Context.Service<Notifications, {
   /** Sends one notification (delivered at commit when sent inside a transaction). */

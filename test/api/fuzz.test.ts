@@ -1,6 +1,6 @@
 // Property-based fuzzing of the API (issue 10, "Proof"; issue 20, item 5): arbitrary /schedule and
 // /cancel headers, bodies of the JSON endpoints (POST /actions included) and query parameters of the log endpoints
-// (test/support/fuzzInputs.ts), and every other endpoint family — /declare, /bulk, /tag-policies,
+// (test/support/fuzzInputs.ts), and every other endpoint family — /declare, /bulk, /tag-policies, /target-policies,
 // replay, /mcp, the dashboard's endpoints with a signed-in session, the ops port — with deep, wide,
 // huge and broken inputs and many headers (test/support/fuzzFamilies.ts) never get a 5xx from a
 // healthy service, and the service still answers /health afterwards. A few hundred inputs here;
@@ -14,7 +14,8 @@ import { newAdmin, sessionCall, signedIn } from "../dashboard/support.ts"
 import { MAX_JSON_DEPTH } from "../../src/domain/jsonDepth.ts"
 import { SESSION_COOKIE } from "../../src/domain/signin.ts"
 import {
-  dashboardRequest, declareAndBulkRequest, everyRequest, type FuzzContext, mcpRequest, opsRequest, replayRequest, tagPolicyRequest
+  dashboardRequest, declareAndBulkRequest, everyRequest, type FuzzContext, mcpRequest, opsRequest, replayRequest, tagPolicyRequest,
+  targetPolicyRequest
 } from "../support/fuzzFamilies.ts"
 import { projectIdOfKey } from "../support/fixtures.ts"
 import { actionRequest, anyRequest, type FuzzRequest, jsonRequest, queryRequest, scheduleRequest } from "../support/fuzzInputs.ts"
@@ -72,22 +73,27 @@ layer(testServerLayer(), { timeout: "300 seconds" })("fuzz", (it) => {
       yield* answersAfterwards(key)
     }))
 
-  it.effect("no 5xx from the other families: declare, bulk, tag policies, replay, MCP, the dashboard with a session, the ops port", () =>
+  it.effect("no 5xx from the other families: declare, bulk, tag and target policies, replay, MCP, the dashboard with a session, the ops port", () =>
     Effect.gen(function*() {
       const server = yield* TestServer
       const { key, jobIds } = yield* keyWithJobs
       const policy = yield* server.call("POST", "/tag-policies", { headers: { "ttr-api-key": key, "content-type": "application/json" }, body: "{\"tag\":\"billing\",\"maxConcurrent\":2}" })
       assert.strictEqual(policy.status, 201, policy.text)
+      const targetPolicy = yield* server.call("POST", "/target-policies", {
+        headers: { "ttr-api-key": key, "content-type": "application/json" }, body: "{\"origin\":\"https://api.example.com\",\"maxConcurrent\":2}"
+      })
+      assert.strictEqual(targetPolicy.status, 201, targetPolicy.text)
       const admin = yield* newAdmin
       const token = yield* signedIn(admin.email, admin.password)
       const ctx: FuzzContext = {
-        key, jobIds, policyIds: [policy.json().id],
+        key, jobIds, policyIds: [policy.json().id], targetPolicyIds: [targetPolicy.json().id],
         session: { cookie: `${SESSION_COOKIE}=${token}`, projectId: yield* projectIdOfKey(key), origin: server.baseUrl }
       }
       const ops = (yield* OpsListener).url!
 
       yield* neverServerError(server.baseUrl, declareAndBulkRequest(ctx), 60)
       yield* neverServerError(server.baseUrl, tagPolicyRequest(ctx), 40)
+      yield* neverServerError(server.baseUrl, targetPolicyRequest(ctx), 40)
       yield* neverServerError(server.baseUrl, replayRequest(ctx), 20)
       yield* neverServerError(server.baseUrl, mcpRequest(ctx), 60)
       yield* neverServerError(server.baseUrl, dashboardRequest(ctx), 60)
@@ -97,6 +103,7 @@ layer(testServerLayer(), { timeout: "300 seconds" })("fuzz", (it) => {
       // every hostile shape, whole, at every JSON endpoint (with the key, and with the session)
       const jsonEndpoints: ReadonlyArray<readonly [string, string, "key" | "session"]> = [
         ["POST", "/declare", "key"], ["POST", "/bulk", "key"], ["POST", "/tag-policies", "key"], ["PUT", `/tag-policies/${ctx.policyIds[0]}`, "key"],
+        ["POST", "/target-policies", "key"], ["PUT", `/target-policies/${ctx.targetPolicyIds![0]}`, "key"],
         ["POST", `/jobs/${jobIds[0]}/executions`, "key"], ["PUT", "/project/retry-policy", "key"], ["POST", "/mcp", "key"],
         ["PUT", "/alerts", "session"], ["POST", "/session", "session"], ["POST", "/declare", "session"]
       ]

@@ -27,9 +27,13 @@ import { pollUntil } from "../support/wait.ts"
 const TOOLS = [
   "schedule_trigger", "cancel_trigger", "declare_triggers", "bulk_triggers", "list_jobs", "get_job", "list_executions",
   "get_execution", "replay_job", "list_tag_policies", "create_tag_policy", "update_tag_policy", "delete_tag_policy",
-  "get_retry_policy", "update_retry_policy", "cron_next", "cancel_by_filter", "replay_by_filter", "get_action"
+  "get_retry_policy", "update_retry_policy", "cron_next", "cancel_by_filter", "replay_by_filter", "get_action",
+  "list_target_policies", "create_target_policy", "update_target_policy", "delete_target_policy", "list_targets"
 ]
-const READ_ONLY = ["list_jobs", "get_job", "list_executions", "get_execution", "list_tag_policies", "get_retry_policy", "cron_next", "get_action"]
+const READ_ONLY = [
+  "list_jobs", "get_job", "list_executions", "get_execution", "list_tag_policies", "get_retry_policy", "cron_next", "get_action",
+  "list_target_policies", "list_targets"
+]
 const UNKNOWN_ID = "0190b1c2-0000-7000-8000-000000000001"
 
 /** A JSON-RPC error thrown by the client (invalid params, unknown tool). */
@@ -408,6 +412,31 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /mcp", (it) => {
         })
         assert.deepStrictEqual(yield* ok(client, "delete_tag_policy", { id: policy.id }), { deleted: true, id: policy.id })
         assert.deepStrictEqual(yield* failed(client, "delete_tag_policy", { id: policy.id }), { _tag: "NotFound", message: "Tag policy not found" })
+
+        // target policies: the same validation, normalised origin, 409, patch, delete; the targets
+        assert.deepStrictEqual(yield* failed(client, "create_target_policy", { origin: "https://api.example.com/v1", maxConcurrent: 1 }), {
+          _tag: "BadRequest", message: "Invalid origin: https://api.example.com/v1"
+        })
+        assert.deepStrictEqual(yield* failed(client, "create_target_policy", { origin: "*" }), {
+          _tag: "BadRequest", message: "At least one of maxConcurrent, throughput or circuitBreaker must be specified"
+        })
+        assert.deepStrictEqual(yield* failed(client, "create_target_policy", { origin: "*", circuitBreaker: { failures: 1, cooldownSeconds: 0 } }), {
+          _tag: "BadRequest", message: "circuitBreaker.cooldownSeconds must be between 1 and 3600"
+        })
+        const target = yield* ok(client, "create_target_policy", {
+          origin: "HTTPS://API.example.com:443", maxConcurrent: 10, circuitBreaker: { failures: 5, cooldownSeconds: 30 }
+        })
+        assert.deepStrictEqual([target.origin, target.circuit, target.queued], ["https://api.example.com", "closed", 0])
+        assert.deepStrictEqual(yield* failed(client, "create_target_policy", { origin: "https://api.example.com", maxConcurrent: 1 }), {
+          _tag: "Conflict", message: `A target policy for origin "https://api.example.com" already exists (id ${target.id})`
+        })
+        const patchedTarget = yield* ok(client, "update_target_policy", { id: target.id, maxConcurrent: null, throughput: { "1s": 5 } })
+        assert.deepStrictEqual([patchedTarget.maxConcurrent, patchedTarget.throughput, patchedTarget.circuitBreaker],
+          [null, { "1s": 5 }, { failures: 5, cooldownSeconds: 30 }])
+        assert.deepStrictEqual((yield* ok(client, "list_target_policies")).policies.map((p: { id: string }) => p.id), [target.id])
+        assert.deepStrictEqual(yield* ok(client, "list_targets"), { targets: [] })
+        assert.deepStrictEqual(yield* ok(client, "delete_target_policy", { id: target.id }), { deleted: true, id: target.id })
+        assert.deepStrictEqual(yield* failed(client, "delete_target_policy", { id: target.id }), { _tag: "NotFound", message: "Target policy not found" })
 
         // the project retry policy
         assert.deepStrictEqual(yield* ok(client, "get_retry_policy"), {

@@ -2,7 +2,8 @@
 // against the real service with a local webhook recorder and a local SMTP server. A person's path:
 // wrong password refused, sign in, create a key and use it with /schedule, see the trigger delivered
 // with its response body, replay it, cancel another, create a tag policy (and see a validation
-// message, and a hold of its tag), set alerts and send a test alert, dead-letter a trigger and see the alert arrive by
+// message, and a hold of its tag), a target policy with an open circuit on the Targets page and the
+// trigger waiting for its origin saying so, set alerts and send a test alert, dead-letter a trigger and see the alert arrive by
 // webhook and e-mail, the overview, the retry policy; a cross-origin POST with the browser's cookie
 // refused; an expired session sent back to sign-in; sign out. Issue 24: a trigger's outcome beside
 // its status (a dead letter is `completed` too) and the list filtered by it, rows as links (a new
@@ -153,6 +154,31 @@ layer(Env, { timeout: "240 seconds", excludeTestServices: true })("dashboard in 
         VALUES (${projectId}, 'orders', now(), now() + interval '10 minutes')`
       yield* step(() => page.locator(`tr[data-policy="orders"] .badge`, { hasText: "held until" }).waitFor({ timeout: 10_000 }))
       yield* layout(page, "08-tag-policies")
+
+      // targets: a validation message, a policy for an origin (paused), its queued trigger, an open circuit
+      // with when and why, and the trigger's page saying it waits for its origin
+      const downstream = "http://127.0.0.1:9"
+      yield* go("targets")
+      yield* step(() => page.getByLabel("Origin").fill("https://api.example.com/v1"))
+      yield* step(() => page.getByLabel("Max concurrent").fill("10"))
+      yield* step(() => page.getByRole("button", { name: "Create policy" }).click())
+      yield* step(() => page.getByText("Invalid origin: https://api.example.com/v1").waitFor())
+      yield* step(() => page.getByLabel("Origin").fill(downstream))
+      yield* step(() => page.getByLabel("Throughput").fill("0/1s"))
+      yield* step(() => page.getByLabel("Open after failures").fill("5"))
+      yield* step(() => page.getByLabel("Cooldown (s)").fill("60"))
+      yield* step(() => page.getByRole("button", { name: "Create policy" }).click())
+      yield* step(() => page.locator(`tr[data-policy="${downstream}"]`, { hasText: "open after 5 failures, 60 s" }).waitFor())
+      const waiting = yield* schedule({ "ttr-url": `${downstream}/hook`, "ttr-scheduled-at": "now" })
+      yield* sql`INSERT INTO target_circuits (project_id, origin, opened_at, reason, open_until, cooldown_ms)
+        VALUES (${projectId}, ${downstream}, now(), 'HTTP 502', now() + interval '10 minutes', 600000)`
+      const row = page.locator(`tr[data-origin="${downstream}"]`)
+      yield* step(() => row.locator(".badge", { hasText: "open" }).waitFor({ timeout: 10_000 }))
+      yield* step(() => row.getByText("HTTP 502").waitFor())
+      yield* layout(page, "08b-targets")
+      yield* step(() => page.goto(`${base}/dashboard/p/${projectId}/triggers/${waiting}`))
+      yield* step(() => page.locator(".origin-wait", { hasText: `Waiting for its origin ${downstream}: its circuit opened at` }).waitFor({ timeout: 10_000 }))
+      yield* layout(page, "08c-trigger-waits-for-its-origin")
 
       // alerts: webhook and e-mail, a test alert reaching both
       yield* go("alerts")

@@ -1,6 +1,7 @@
 // Arbitrary requests to the endpoint families beyond /schedule, /cancel and the log reads (issue 20,
 // item 5), each with inputs shaped to it (fuzzShapes.ts: deep and wide JSON, huge arrays and strings,
-// control characters, wrong types, many headers): /declare, /bulk, /tag-policies, replay, /mcp
+// control characters, wrong types, many headers): /declare, /bulk, /tag-policies, /target-policies
+// and /targets, replay, /mcp
 // (JSON-RPC messages, tools with any arguments, any protocol version or session id), the dashboard's
 // endpoints with a signed-in session (keys, alerts, overview, cancel, sign-in, its pages and the
 // shared endpoints through the session), the ops port (/livez, /readyz, /metrics), and /health,
@@ -15,6 +16,8 @@ export interface FuzzContext {
   readonly key: string
   readonly jobIds: ReadonlyArray<string>
   readonly policyIds: ReadonlyArray<string>
+  /** Ids of target policies of the project (none: ids are made up). */
+  readonly targetPolicyIds?: ReadonlyArray<string>
   readonly session?: {
     /** The Cookie header value of the session. */
     readonly cookie: string
@@ -95,6 +98,23 @@ const policyBody = fc.record({
   retryOn: maybe(fc.constantFrom("network_only", "5xx_and_network", "non_2xx", null))
 }, { requiredKeys: [] })
 
+/** An origin as a target policy takes it: well formed, `*`, or one of the refused forms. */
+const origin = fc.oneof(
+  { weight: 4, arbitrary: fc.constantFrom(SAFE_TARGET, "*", "HTTPS://API.example.com:443", "http://[::1]:9", "https://bücher.example") },
+  { weight: 2, arbitrary: fc.constantFrom("https://a.example/v1", "https://a.example?x", "https://u:p@a.example", "ftp://a.example", "a.example", "", "**", "http://") },
+  { weight: 1, arbitrary: fc.oneof(controlString, fc.string({ maxLength: 40 })) }
+)
+
+const targetPolicyBody = fc.record({
+  origin: maybe(origin),
+  maxConcurrent: maybe(fc.oneof(fc.integer({ min: -1, max: 1_000 }), fc.constant(null))),
+  throughput: maybe(fc.dictionary(fc.constantFrom("1s", "1m", "1w", "0s", ""), fc.oneof(fc.double({ min: -1, max: 1e6, noNaN: true }), fc.constant(0)), { maxKeys: 9 })),
+  circuitBreaker: maybe(fc.oneof(
+    fc.record({ failures: maybe(fc.integer({ min: -1, max: 100 })), cooldownSeconds: maybe(fc.integer({ min: -1, max: 5_000 })) }, { requiredKeys: [] }),
+    fc.constant(null)
+  ))
+}, { requiredKeys: [] })
+
 /** A JSON-bodied request with credentials, extra headers and a content type. */
 const jsonCall = (method: string, path: fc.Arbitrary<string>, body: fc.Arbitrary<string>, credentials: fc.Arbitrary<ReadonlyArray<readonly [string, string]>>) =>
   fc.record({ path, body, credentials, contentType: fc.option(contentType, { freq: 10 }), extra: manyHeaders })
@@ -125,6 +145,19 @@ export const tagPolicyRequest = (ctx: FuzzContext) => {
   )
 }
 
+/** GET, POST, PUT and DELETE of /target-policies, and GET /targets. */
+export const targetPolicyRequest = (ctx: FuzzContext) => {
+  const policyPath = idOf(ctx.targetPolicyIds ?? []).map((id) => `/target-policies/${id}`)
+  const bare = (method: string, path: fc.Arbitrary<string>) =>
+    fc.record({ path, credentials: keyHeaders(ctx.key), extra: manyHeaders }).map(({ path, credentials, extra }): FuzzRequest => ({ method, path, headers: [...credentials, ...extra] }))
+  return fc.oneof(
+    bare("GET", fc.constantFrom("/target-policies", "/targets", "/targets?x=%00")),
+    jsonCall("POST", fc.constant("/target-policies"), shapedBody(targetPolicyBody), keyHeaders(ctx.key)),
+    jsonCall("PUT", policyPath, shapedBody(targetPolicyBody), keyHeaders(ctx.key)),
+    bare("DELETE", policyPath)
+  )
+}
+
 /** POST /jobs/{id}/executions (replay) with shaped bodies. */
 export const replayRequest = (ctx: FuzzContext) =>
   jsonCall(
@@ -136,7 +169,8 @@ export const replayRequest = (ctx: FuzzContext) =>
 
 const TOOLS = [
   "schedule_trigger", "cancel_trigger", "declare_triggers", "bulk_triggers", "list_jobs", "get_job", "list_executions", "get_execution",
-  "replay_job", "list_tag_policies", "create_tag_policy", "update_tag_policy", "delete_tag_policy", "get_retry_policy", "update_retry_policy", "cron_next"
+  "replay_job", "list_tag_policies", "create_tag_policy", "update_tag_policy", "delete_tag_policy", "get_retry_policy", "update_retry_policy", "cron_next",
+  "list_target_policies", "create_target_policy", "update_target_policy", "delete_target_policy", "list_targets"
 ]
 
 /** A tool's arguments: plausible fields of every tool mixed, or any JSON. */
@@ -147,7 +181,8 @@ const toolArguments = (ctx: FuzzContext) =>
       items: fc.array(item, { maxLength: 3 }), upserts: fc.array(item, { maxLength: 3 }), cancels: fc.array(idOf(ctx.jobIds), { maxLength: 3 }),
       limit: maybe(fc.integer({ min: -1, max: 600 })), cursor: maybe(fc.string({ maxLength: 10 })), value: maybe(fc.constantFrom("cron(0 0 * * *)", "cron(")),
       count: maybe(fc.integer({ min: -1, max: 200 })), headers: maybe(fc.dictionary(fc.string({ maxLength: 6 }), fc.string({ maxLength: 6 }), { maxKeys: 3 })),
-      body: fc.jsonValue({ maxDepth: 2 }), maxConcurrent: maybe(fc.integer({ min: 0, max: 5 }))
+      body: fc.jsonValue({ maxDepth: 2 }), maxConcurrent: maybe(fc.integer({ min: 0, max: 5 })), origin: maybe(origin),
+      circuitBreaker: maybe(fc.record({ failures: maybe(fc.integer({ min: 0, max: 5 })), cooldownSeconds: maybe(fc.integer({ min: 0, max: 4_000 })) }))
     }, { requiredKeys: [] }) },
     { weight: 1, arbitrary: fc.jsonValue({ maxDepth: 3 }) }
   )
@@ -212,7 +247,8 @@ export const dashboardRequest = (ctx: FuzzContext) => {
     fc.constantFrom("", "?hours=1", "?hours=6", "?hours=24", "?hours=0", "?hours=%00", "?hours=1&hours=6", "?hours=1e400").map((q) => ({ method: "GET", path: `/overview${q}` })),
     idOf(ctx.jobIds).map((id) => ({ method: "POST", path: `/jobs/${id}/cancel` })),
     shapedBody(signIn).map((body) => ({ method: "POST", path: "/session", body })),
-    fc.constantFrom("/jobs?limit=5", "/executions?deadLetterOnly=true", "/tag-policies", "/project/retry-policy").map((path) => ({ method: "GET", path })),
+    fc.constantFrom("/jobs?limit=5", "/executions?deadLetterOnly=true", "/tag-policies", "/target-policies", "/targets", "/project/retry-policy")
+      .map((path) => ({ method: "GET", path })),
     shapedBody(declareBody).map((body) => ({ method: "POST", path: "/declare", body })),
     fc.constantFrom("/dashboard", "/dashboard/", "/dashboard/triggers", "/dashboard/x/../../etc/passwd", "/dashboard/%00", "/dashboard/assets/app.js", "/dashboard/nope.css").map((path) => ({ method: "GET", path }))
   )
@@ -264,6 +300,7 @@ export const familyRequest = (ctx: FuzzContext): fc.Arbitrary<FuzzRequest> =>
   fc.oneof(
     { weight: 4, arbitrary: declareAndBulkRequest(ctx) },
     { weight: 3, arbitrary: tagPolicyRequest(ctx) },
+    { weight: 2, arbitrary: targetPolicyRequest(ctx) },
     { weight: 2, arbitrary: replayRequest(ctx) },
     { weight: 4, arbitrary: mcpRequest(ctx) },
     { weight: 4, arbitrary: dashboardRequest(ctx) },

@@ -1,6 +1,7 @@
 // Failure alerts of the project: a Slack-compatible webhook and/or e-mail recipients (SMTP_URL on
-// the service), sent when triggers are dead-lettered, at most one message a minute; a test button,
-// and the latest messages with their outcome (a failing target is recorded, not retried). A test
+// the service), sent when triggers are dead-lettered or a circuit of an origin opens, at most one
+// message a minute; a test button, and the latest messages with their outcome (a failing target is
+// recorded, not retried). A test
 // reports each target on its own: green when all arrived, red when none did, amber when some did.
 import { useState } from "preact/hooks"
 import { api } from "../api.ts"
@@ -10,8 +11,15 @@ interface Alerts {
   readonly webhookUrl: string | null
   readonly emailRecipients: Array<string>
   readonly emailConfigured: boolean
-  readonly recent: Array<{ channel: string; sentAt: string; deadLetters: number; test: boolean; error: string | null }>
+  readonly recent: Array<{ channel: string; sentAt: string; deadLetters: number; circuitOpenings: number; test: boolean; error: string | null }>
 }
+
+/** `3 dead letters`, `1 circuit opened`, or both. */
+const reported = (r: { deadLetters: number; circuitOpenings: number }) =>
+  [
+    ...(r.deadLetters > 0 || r.circuitOpenings === 0 ? [`${r.deadLetters} dead letter${r.deadLetters === 1 ? "" : "s"}`] : []),
+    ...(r.circuitOpenings > 0 ? [`${r.circuitOpenings} circuit${r.circuitOpenings === 1 ? "" : "s"} opened`] : [])
+  ].join(", ")
 
 export const AlertsPage = () => {
   const { data, error, reload } = useLoad(() => api<Alerts>("GET", "/alerts"), [], 10_000)
@@ -49,7 +57,7 @@ export const AlertsPage = () => {
     await reload()
   }
   return html`<div>
-    <${PageHeader} title="Alerts" subtitle="A message when triggers are dead-lettered: at most one a minute per target, listing the burst." />
+    <${PageHeader} title="Alerts" subtitle="A message when triggers are dead-lettered or an origin's circuit opens: at most one a minute per target, listing the burst." />
     ${error === undefined ? null : html`<${Notice} kind="error">${error}</${Notice}>`}
     ${answer === undefined ? null : html`<${Notice} kind=${answer.kind}>${answer.text}</${Notice}>`}
     ${data === undefined ? html`<div class="muted">Loading…</div>` : html`
@@ -71,7 +79,7 @@ export const AlertsPage = () => {
           <tbody>${data.recent.map((r) => html`<tr>
             <td><${Time} iso=${r.sentAt} /></td>
             <td>${r.channel === "webhook" ? "chat webhook" : "e-mail"}</td>
-            <td>${r.test ? "test" : `${r.deadLetters} dead letter${r.deadLetters === 1 ? "" : "s"}`}</td>
+            <td>${r.test ? "test" : reported(r)}</td>
             <td>${r.error === null ? html`<${Badge} text="sent" tone="green" />` : html`<${Badge} text="failed" tone="red" /> <span class="small">${r.error}</span>`}</td>
           </tr>`)}</tbody>
         </table>`}

@@ -26,11 +26,11 @@ const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 }
 const windowSeconds = (window: string) => parseInt(window, 10) * (UNIT_SECONDS[window.slice(-1)] ?? 1)
 
 /** `{"1h":500,"1s":10}` → `10/1s, 500/1h` (shortest window first). */
-const throughputText = (t: Record<string, number> | null) =>
+export const throughputText = (t: Record<string, number> | null) =>
   t === null ? "" : Object.entries(t).sort(([a], [b]) => windowSeconds(a) - windowSeconds(b)).map(([window, rate]) => `${rate}/${window}`).join(", ")
 
 /** `10/1s, 500/1h` → `{"1s":10,"1h":500}`; undefined when unreadable. */
-const parseThroughput = (text: string): Record<string, number> | null | undefined => {
+export const parseThroughput = (text: string): Record<string, number> | null | undefined => {
   if (text.trim() === "") return null
   const out: Record<string, number> = {}
   for (const part of text.split(",")) {
@@ -41,7 +41,7 @@ const parseThroughput = (text: string): Record<string, number> | null | undefine
   return out
 }
 
-const numberOrNull = (value: FormDataEntryValue | null) => (value === null || String(value).trim() === "" ? null : Number(value))
+export const numberOrNull = (value: FormDataEntryValue | null) => (value === null || String(value).trim() === "" ? null : Number(value))
 const textOrNull = (value: FormDataEntryValue | null) => (value === null || String(value) === "" ? null : String(value))
 
 const PolicyForm = ({ policy, onDone }: { policy: Policy | null; onDone: () => Promise<void> }) => {

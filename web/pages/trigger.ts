@@ -2,10 +2,12 @@
 // status, timing, error kind and the response body; cancel and replay buttons that follow the API's
 // rules (cancel: pending one-shots and active generators; replay: completed ones) and show its
 // answers as they are. Refreshed every 3 s while something may still happen. The status shows with
-// the outcome (a dead letter is `completed` too); a per-trigger retry policy reads as words.
+// the outcome (a dead letter is `completed` too); a per-trigger retry policy reads as words; a queued
+// trigger whose origin holds it back (GET /targets) says why.
 import { useState } from "preact/hooks"
 import { api } from "../api.ts"
 import { Badge, Empty, formatMs, html, Link, messageOf, Notice, PageHeader, StatusBadges, Time, useLoad } from "../ui.ts"
+import type { Target } from "./targets.ts"
 import type { Job } from "./triggers.ts"
 
 interface FullJob extends Job {
@@ -58,6 +60,36 @@ const retryLines = (retry: RetryPolicy): Array<string> => [
 
 const PENDING = new Set(["registered", "skipped", "retrying"])
 const SETTLING = new Set(["registered", "queued", "running", "retrying"])
+
+const originOf = (url: string): string | null => {
+  try {
+    return new URL(url).origin
+  } catch {
+    return null
+  }
+}
+
+const at = (iso: string | null) => (iso === null ? "" : new Date(iso).toLocaleTimeString())
+
+/** Why a queued trigger waits for its origin (docs/protecting-targets.md), from GET /targets; null when its origin holds nothing back. */
+const originWait = (target: Target): string | null => {
+  if (target.circuit === "open") {
+    return `its circuit opened at ${at(target.circuitOpenedAt)} after ${target.circuitReason ?? "failures"}: nothing is sent to it before ${at(target.heldUntil)}, then one probe`
+  }
+  if (target.circuit === "probing") return "its circuit is probing: one attempt goes first, and its answer decides"
+  if (target.heldUntil !== null) return `it answered 429 or 503: it is held until ${at(target.heldUntil)}`
+  if (target.queued > 0) return `its target policy's limit is reached (${target.inFlight} in flight, ${target.queued} waiting)`
+  return null
+}
+
+/** Says when a queued trigger waits for its origin. */
+const OriginWait = ({ url }: { url: string }) => {
+  const targets = useLoad(() => api<Array<Target>>("GET", "/targets"), [], 3_000)
+  const origin = originOf(url)
+  const target = targets.data?.find((t) => t.origin === origin)
+  const why = target === undefined ? null : originWait(target)
+  return why === null ? null : html`<${Notice} kind="info"><span class="origin-wait">Waiting for its origin <span class="mono break">${origin}</span>: ${why}.</span></${Notice}>`
+}
 
 const cancellable = (job: FullJob) => (job.kind === "generator" ? job.status === "active" : PENDING.has(job.status))
 
@@ -127,6 +159,7 @@ export const TriggerPage = ({ id, projectId }: { id: string; projectId: string }
         title="Cancel: pending triggers and active generators">Cancel</button>
     </${PageHeader}>
     ${answer === undefined ? null : html`<${Notice} kind=${answer.kind}>${answer.text}</${Notice}>`}
+    ${data.status === "queued" ? html`<${OriginWait} url=${data.url} />` : null}
     <div class="grid two">
       <section class="card">
         <h2 class="card-title">Request</h2>

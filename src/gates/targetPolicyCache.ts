@@ -1,0 +1,103 @@
+// Which triggers pass an origin's gate (docs/protecting-targets.md): those of a project with a
+// target policy for their URL's origin, or a `*` policy. Delivery asks for every row it hands on, so
+// the common case costs one Set lookup and nothing else: every node keeps the set of projects that
+// have a target policy at all (read at start, again every POLICY_CACHE_TTL_MS, and a project added at
+// once when a change of its policies is heard), and only for those the project's origins with a
+// policy (read once, kept POLICY_CACHE_TTL_MS, forgotten at once on a change) and the URL's origin.
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import { ANY_ORIGIN, originOfUrl } from "../domain/targetPolicy.ts"
+import type { DeliveryRow } from "../domain/trigger.ts"
+import { forkLoop } from "../lib/backgroundLoop.ts"
+import type { Database } from "../store/db.ts"
+import { Notifications, TARGET_POLICIES_CHANGED_CHANNEL } from "../store/notifications.ts"
+import { targetPoliciesList, targetPolicyProjects } from "../store/targetPolicies.ts"
+import { POLICY_CACHE_TTL_MS } from "./tagPolicyCache.ts"
+
+const MAX_PROJECTS = 10_000
+
+interface Entry {
+  /** Origins with a policy of their own. */
+  readonly origins: ReadonlySet<string>
+  /** The project has a `*` policy: every origin is gated. */
+  readonly any: boolean
+  readonly expiresAtMs: number
+}
+
+export class TargetPolicyCache extends Context.Service<TargetPolicyCache, {
+  /**
+   * The rows with their origin's gate added to `gateTags` when a target policy covers it; the same
+   * array, untouched, when no row's project has a target policy (no lookup, no URL parsed).
+   */
+  readonly withOriginGates: (rows: ReadonlyArray<DeliveryRow>) => Effect.Effect<ReadonlyArray<DeliveryRow>>
+}>()("timewheel/TargetPolicyCache") {
+  static readonly layer = Layer.effect(TargetPolicyCache, Effect.gen(function*() {
+    const services = yield* Effect.context<Database>()
+    const notifications = yield* Notifications
+    const clock = yield* Clock.Clock
+    /** Projects with a target policy; null until first read (every project is then looked up). */
+    let projects: Set<string> | null = null
+    const entries = new Map<string, Entry>()
+
+    const readProjects = Effect.provideContext(targetPolicyProjects, services).pipe(
+      Effect.map((ids) => {
+        projects = new Set(ids)
+      })
+    )
+    yield* readProjects.pipe(Effect.catchCause((cause) => Effect.logWarning("reading the projects with target policies failed; looking each up", cause)))
+    yield* forkLoop("target policy projects", readProjects, { every: `${POLICY_CACHE_TTL_MS} millis` })
+    yield* forkLoop("target policy change listener", Effect.scoped(Effect.gen(function*() {
+      const nextChange = yield* notifications.listen(TARGET_POLICIES_CHANGED_CHANNEL)
+      entries.clear() // whatever changed while not listening
+      for (;;) {
+        const projectId = yield* nextChange
+        projects?.add(projectId) // a project whose last policy went stays until the next read of the set: it only costs a lookup
+        entries.delete(projectId)
+      }
+    })))
+
+    const entryOf = (projectId: string): Effect.Effect<Entry | null> => {
+      const nowMs = clock.currentTimeMillisUnsafe()
+      const entry = entries.get(projectId)
+      if (entry !== undefined && entry.expiresAtMs > nowMs) return Effect.succeed(entry)
+      return Effect.provideContext(targetPoliciesList(projectId), services).pipe(
+        Effect.map((list) => {
+          const fresh: Entry = {
+            origins: new Set(list.map((policy) => policy.origin).filter((origin) => origin !== ANY_ORIGIN)),
+            any: list.some((policy) => policy.origin === ANY_ORIGIN),
+            expiresAtMs: nowMs + POLICY_CACHE_TTL_MS
+          }
+          if (entries.size >= MAX_PROJECTS) entries.clear()
+          entries.set(projectId, fresh)
+          return fresh
+        }),
+        // the policies cannot be read now (database away): the last ones known, else none (sent ungated)
+        Effect.catchCause((cause) => Effect.as(Effect.logWarning("reading target policies failed", cause), entry ?? null))
+      )
+    }
+
+    const mayHave = (projectId: string) => projects === null || projects.has(projectId)
+
+    return TargetPolicyCache.of({
+      withOriginGates: (rows) => {
+        if (!rows.some((row) => mayHave(row.projectId))) return Effect.succeed(rows)
+        return Effect.gen(function*() {
+          const out: Array<DeliveryRow> = []
+          for (const row of rows) {
+            const entry = mayHave(row.projectId) ? yield* entryOf(row.projectId) : null
+            if (entry === null || (!entry.any && entry.origins.size === 0)) {
+              out.push(row)
+              continue
+            }
+            const origin = originOfUrl(row.url)
+            const gated = origin !== null && (entry.any || entry.origins.has(origin)) && !row.gateTags.includes(origin)
+            out.push(gated ? { ...row, gateTags: [...row.gateTags, origin] } : row)
+          }
+          return out
+        })
+      }
+    })
+  }))
+}
