@@ -1,12 +1,12 @@
-// Turns a stored trigger into what undici sends (SPEC "Item headers rules", DECISIONS "What /schedule stores").
+// Turns a stored trigger into what undici sends (docs/scheduling.md "What is stored and sent").
 // Pure: a request that can never be sent (bad URL, method, header) is an InvalidRequestError, not an exception.
-// With an identity, the headers of DECISIONS "What a target sees beyond the stored request" are added
+// With an identity, the headers of docs/signatures.md are added
 // (domain/signing.ts), signed over the exact body bytes sent; a stored header of the same name is dropped.
 // With a trace context (tracing on), `traceparent` and `tracestate` are ours too, replacing stored ones.
 import { isIP } from "node:net"
 import * as Result from "effect/Result"
 import {
-  ATTEMPT_HEADER, SIGNATURE_HEADER, signatureHeader, SIGNING_HEADERS_LOWER, TRIGGER_ID_HEADER, WEBHOOK_ID_HEADER,
+  ATTEMPT_HEADER, SIGNING_HEADERS_LOWER, TRIGGER_ID_HEADER, WEBHOOK_ID_HEADER,
   WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER, webhookSignature
 } from "../domain/signing.ts"
 import { InvalidRequestError } from "./classify.ts"
@@ -17,7 +17,7 @@ export interface DeliveryIdentity {
   /** 1-based. */
   readonly attempt: number
   readonly signingSecrets: ReadonlyArray<string>
-  /** `webhook-timestamp` and the signature's `t`: unix seconds when the request leaves. */
+  /** `webhook-timestamp`: unix seconds when the request leaves. */
   readonly timestampSeconds: number
   /** The W3C trace context to send (tracing on): the attempt's span, and the stored `tracestate`. */
   readonly trace?: OutgoingTraceContext | undefined
@@ -137,8 +137,7 @@ export const prepareRequest = (req: DeliveryRequest): Result.Result<PreparedRequ
       ATTEMPT_HEADER, String(identity.attempt),
       WEBHOOK_ID_HEADER, triggerId,
       WEBHOOK_TIMESTAMP_HEADER, String(t),
-      WEBHOOK_SIGNATURE_HEADER, webhookSignature(secrets, triggerId, t, body),
-      SIGNATURE_HEADER, signatureHeader(secrets, t, body)
+      WEBHOOK_SIGNATURE_HEADER, webhookSignature(secrets, triggerId, t, body)
     )
     if (trace !== undefined) {
       headers.push("traceparent", trace.traceparent)

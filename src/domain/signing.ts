@@ -1,27 +1,29 @@
-// Signed deliveries (DECISIONS "What a target sees beyond the stored request"). Every delivery carries
+// Signed deliveries (docs/signatures.md). Every delivery carries
 // the trigger id, the attempt number and the Standard Webhooks headers: `webhook-id` (the trigger id,
 // the same on every attempt), `webhook-timestamp` (unix seconds when the request leaves) and
 // `webhook-signature` (`v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body bytes>">`, one per signing
 // secret of the project, space-separated: two while a secret is being rotated, the new one first, for
-// SIGNING_SECRET_OVERLAP_MS). Beside them the earlier `Timewheel-Signature: t=<t>,v1=<hex HMAC of
-// "<t>.<body bytes>">` is kept for targets that already verify it (docs/signatures.md says why).
+// SIGNING_SECRET_OVERLAP_MS). That is the one HMAC per secret a delivery costs: there is no other
+// signature header (the earlier `Timewheel-Signature` is no longer sent, and a stored header of that
+// name is dropped so that no target sees a stale one: docs/signatures.md).
 //
 // A secret is in the Standard Webhooks encoding: `whsec_` + base64 of its 32 key bytes. Secrets of the
 // earlier format (`whsec_` + 64 hex characters, the whole string the HMAC key) were rewritten by
 // migration 9 to `whsec_` + base64(SHA-256(old string)): HMAC hashes a key longer than its 64-byte
-// block before use, so those key bytes sign exactly as the old string did and every signature a
-// target verified with its old secret still verifies with it.
+// block before use, so those key bytes sign exactly as the old string did: an HMAC keyed with the old
+// string equals one keyed with the new secret's key bytes.
 import * as crypto from "node:crypto"
 
 export const TRIGGER_ID_HEADER = "Timewheel-Trigger-Id"
 export const ATTEMPT_HEADER = "Timewheel-Attempt"
-export const SIGNATURE_HEADER = "Timewheel-Signature"
+/** The earlier signature header: never sent, and dropped from the stored headers. */
+export const RETIRED_SIGNATURE_HEADER = "Timewheel-Signature"
 export const WEBHOOK_ID_HEADER = "webhook-id"
 export const WEBHOOK_TIMESTAMP_HEADER = "webhook-timestamp"
 export const WEBHOOK_SIGNATURE_HEADER = "webhook-signature"
 /** The headers above in lowercase: a stored header of one of these names is replaced by ours. */
 export const SIGNING_HEADERS_LOWER: ReadonlySet<string> = new Set(
-  [TRIGGER_ID_HEADER, ATTEMPT_HEADER, SIGNATURE_HEADER, WEBHOOK_ID_HEADER, WEBHOOK_TIMESTAMP_HEADER, WEBHOOK_SIGNATURE_HEADER]
+  [TRIGGER_ID_HEADER, ATTEMPT_HEADER, RETIRED_SIGNATURE_HEADER, WEBHOOK_ID_HEADER, WEBHOOK_TIMESTAMP_HEADER, WEBHOOK_SIGNATURE_HEADER]
     .map((name) => name.toLowerCase())
 )
 
@@ -78,16 +80,5 @@ export const webhookSignature = (
   const signed = `${id}.${timestampSeconds}.`
   let value = ""
   for (const secret of secrets) value += `${value === "" ? "" : " "}v1,${hmac(secret, signed, body).digest("base64")}`
-  return value
-}
-
-/** Hex HMAC-SHA256 of `<t>.<body bytes>` with one secret (the `Timewheel-Signature` scheme). */
-export const signatureV1 = (secret: string, timestampSeconds: number, body: Uint8Array | null): string =>
-  hmac(secret, `${timestampSeconds}.`, body).digest("hex")
-
-/** The `Timewheel-Signature` value: `t=<t>,v1=<hex>[,v1=<hex>]`, one `v1` per secret, in the given order. */
-export const signatureHeader = (secrets: ReadonlyArray<string>, timestampSeconds: number, body: Uint8Array | null): string => {
-  let value = `t=${timestampSeconds}`
-  for (const secret of secrets) value += `,v1=${signatureV1(secret, timestampSeconds, body)}`
   return value
 }

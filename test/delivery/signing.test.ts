@@ -1,15 +1,16 @@
 // The identity headers prepareRequest adds (domain/signing.ts): names and order, the attempt, the
 // Standard Webhooks headers checked with the `standardwebhooks` package (the one a target would use),
-// the Timewheel-Signature over the body as sent (none: "<t>."), one signature per secret in order,
-// stored headers of the same names dropped whatever their case; secrets in the Standard Webhooks
-// encoding, and the earlier format's secrets rewritten so that their signatures do not change.
+// the body as sent (none: "<id>.<t>."), one signature per secret in order, no other signature header
+// (the earlier Timewheel-Signature is neither sent nor passed on from the stored headers), stored
+// headers of the same names dropped whatever their case; secrets in the Standard Webhooks encoding,
+// and the earlier format's secrets rewritten so that their signatures do not change.
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
 import * as crypto from "node:crypto"
 import { Webhook } from "standardwebhooks"
 import { type DeliveryRequest, prepareRequest } from "../../src/delivery/request.ts"
 import {
-  generateSigningSecret, signatureHeader, SIGNING_SECRET_PATTERN, standardFormOfLegacySecret, webhookSignature
+  generateSigningSecret, SIGNING_SECRET_PATTERN, standardFormOfLegacySecret, webhookSignature
 } from "../../src/domain/signing.ts"
 
 const A = generateSigningSecret()
@@ -55,29 +56,29 @@ const verifiesWith = (secret: string, headers: Array<[string, string]>, body: Bu
 }
 
 describe("identity headers", () => {
-  it("trigger id, attempt, webhook-id/-timestamp/-signature and Timewheel-Signature, after the stored headers", () => {
+  it("trigger id, attempt, webhook-id/-timestamp/-signature after the stored headers, and no other signature", () => {
     const body = new Uint8Array([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x31, 0x7d]) // {"a":1}
     const headers = headersOf(request({ headers: [["X-A", "1"]], body, contentType: "application/json" }))
     const signed = Buffer.concat([Buffer.from(`${ID}.${T}.`), Buffer.from(body)])
-    assert.deepStrictEqual(headers.slice(-6), [
+    assert.deepStrictEqual(headers.slice(-5), [
       ["Timewheel-Trigger-Id", ID],
       ["Timewheel-Attempt", "3"],
       ["webhook-id", ID],
       ["webhook-timestamp", String(T)],
-      ["webhook-signature", `v1,${hmac(A, signed, "base64")}`],
-      ["Timewheel-Signature", `t=${T},v1=${hmac(A, Buffer.concat([Buffer.from(`${T}.`), Buffer.from(body)]))}`]
+      ["webhook-signature", `v1,${hmac(A, signed, "base64")}`]
     ])
+    assert.deepStrictEqual(headers.map(([name]) => name.toLowerCase()).filter((name) => name.includes("signature")), ["webhook-signature"])
     assert.deepStrictEqual(headers[0], ["X-A", "1"])
     assert.isTrue(verifiesWith(A, headers, Buffer.from(body)))
     assert.isFalse(verifiesWith(B, headers, Buffer.from(body)))
     assert.isFalse(verifiesWith(A, headers, Buffer.from("{\"a\":2}")))
   })
 
-  it("no body, or an empty one: signed over \"<id>.<t>.\" and \"<t>.\"", () => {
+  it("no body, or an empty one: signed over \"<id>.<t>.\"", () => {
     for (const body of [null, new Uint8Array(0)]) {
       const headers = headersOf(request({ body }))
       assert.deepStrictEqual(headers.find(([name]) => name === "webhook-signature")?.[1], `v1,${hmac(A, Buffer.from(`${ID}.${T}.`), "base64")}`)
-      assert.deepStrictEqual(headers.find(([name]) => name === "Timewheel-Signature")?.[1], `t=${T},v1=${hmac(A, Buffer.from(`${T}.`))}`)
+      assert.isUndefined(headers.find(([name]) => name === "Timewheel-Signature"))
       assert.isTrue(verifiesWith(A, headers, Buffer.alloc(0)))
     }
   })
@@ -86,22 +87,20 @@ describe("identity headers", () => {
     const body = new TextEncoder().encode("x")
     assert.strictEqual(webhookSignature([B, A], ID, 42, body),
       `v1,${hmac(B, Buffer.from(`${ID}.42.x`), "base64")} v1,${hmac(A, Buffer.from(`${ID}.42.x`), "base64")}`)
-    assert.strictEqual(signatureHeader([B, A], 42, body), `t=42,v1=${hmac(B, Buffer.from("42.x"))},v1=${hmac(A, Buffer.from("42.x"))}`)
     const headers = headersOf(request({ body, identity: { triggerId: ID, attempt: 1, signingSecrets: [B, A], timestampSeconds: T } }))
     assert.isTrue(verifiesWith(A, headers, Buffer.from(body)))
     assert.isTrue(verifiesWith(B, headers, Buffer.from(body)))
     assert.isFalse(verifiesWith(generateSigningSecret(), headers, Buffer.from(body)))
   })
 
-  it("stored headers with the same names (any case) are dropped; without an identity they are sent as stored", () => {
+  it("stored headers with the same names or Timewheel-Signature (any case) are dropped; without an identity they are sent as stored", () => {
     const stored: ReadonlyArray<readonly [string, string]> = [
       ["timewheel-signature", "t=1,v1=forged"], ["TIMEWHEEL-ATTEMPT", "9"], ["Timewheel-Trigger-Id", "x"], ["Timewheel-Other", "kept"],
       ["Webhook-Id", "forged"], ["WEBHOOK-TIMESTAMP", "1"], ["webhook-signature", "v1,forged"]
     ]
     const names = headersOf(request({ headers: stored })).map(([name]) => name.toLowerCase())
     assert.deepStrictEqual(names.filter((name) => name.startsWith("timewheel-") || name.startsWith("webhook-")), [
-      "timewheel-other", "timewheel-trigger-id", "timewheel-attempt", "webhook-id", "webhook-timestamp", "webhook-signature",
-      "timewheel-signature"
+      "timewheel-other", "timewheel-trigger-id", "timewheel-attempt", "webhook-id", "webhook-timestamp", "webhook-signature"
     ])
     const { identity: _, ...bare } = request({ headers: stored })
     assert.deepStrictEqual(headersOf(bare).slice(0, 7), stored.map(([n, v]) => [n, v]))
@@ -135,7 +134,9 @@ describe("signing secrets", () => {
     // the earlier verification (README before issue 26): HMAC keyed with the whole string
     const body = Buffer.from("payload")
     const before = crypto.createHmac("sha256", legacy).update(`${T}.`).update(body).digest("hex")
-    assert.strictEqual(signatureHeader([converted], T, body), `t=${T},v1=${before}`)
+    const keyedWithOld = crypto.createHmac("sha256", legacy).update(`${ID}.${T}.`).update(body).digest("base64")
+    assert.strictEqual(webhookSignature([converted], ID, T, body), `v1,${keyedWithOld}`)
+    assert.strictEqual(hmac(converted, Buffer.concat([Buffer.from(`${T}.`), body])), before)
     // and the standard library verifies with the converted secret
     assert.isTrue(verifiesWith(converted, headersOf(request({
       body, identity: { triggerId: ID, attempt: 1, signingSecrets: [converted], timestampSeconds: T }
