@@ -160,7 +160,7 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
 
   const senders = makeSenderPool<Outgoing, DeliveryOutcome>({
     maxInFlight: config.maxInFlight,
-    send: (sent) => {
+    send: (sent, done) => {
       const { row, timeoutSeconds } = sent
       const gated = row.gateTags.length > 0
       const nowMs = clock.currentTimeMillisUnsafe()
@@ -168,14 +168,14 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
       const dueAtMs = (row as Partial<ClaimedRow>).dueAtMs
       if (dueAtMs !== undefined && !gated) metrics.observeLateness((nowMs - dueAtMs) / 1000)
       if (tracing !== null) sent.span = tracing.start(row, dueAtMs)
-      return executor.send({
+      executor.start({
         url: row.url, method: row.method, headers: row.headers, body: row.body, contentType: row.contentType, timeoutSeconds,
         // signed as it leaves (DECISIONS "What a target sees beyond the stored request")
         identity: {
           triggerId: row.id, attempt: row.attempt, signingSecrets: row.signingSecrets, timestampSeconds: Math.floor(nowMs / 1000),
           trace: sent.span?.outgoing
         }
-      }, gated
+      }, done, gated
         // when it is written to a connection (a connect or a busy event loop can hold it well past
         // this instant): its throughput windows count it from then
         ? () => gatekeeper.written(row.id)

@@ -225,43 +225,53 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   }
 }
 
-/** An attempt in flight: `abort` cancels it, and `result` then resolves with the classified reason. */
+/** An attempt in flight: `abort` cancels it, and its callback is then called with the classified reason. */
 export interface RunningAttempt {
-  readonly result: Promise<Attempt>
   readonly abort: (reason: Error) => void
 }
 
+const NOT_RUNNING: RunningAttempt = { abort: () => {} }
+
 /**
- * Starts one attempt; every failure is a classified result, never a rejection. `onLeave` is called
- * when the request is written to a connection (after any wait for one, and its connect), not when
- * the attempt starts; never if it fails before.
+ * Starts one attempt and calls `done` once with its result; every failure is a classified result,
+ * never an exception (a request that cannot be sent is answered on the next microtask, as a sent
+ * one is later). `onLeave` is called when the request is written to a connection (after any wait
+ * for one, and its connect), not when the attempt starts; never if it fails before.
  */
-export const startAttempt = (agent: Agent, req: DeliveryRequest, onLeave?: () => void): RunningAttempt => {
+export const startAttempt = (
+  agent: Agent,
+  req: DeliveryRequest,
+  done: (attempt: Attempt) => void,
+  onLeave?: () => void
+): RunningAttempt => {
   let prepared: PreparedRequest
   try {
     const result = prepareRequest(req)
-    if (Result.isFailure(result)) return { result: Promise.resolve(failed(result.failure, false)), abort: () => {} }
+    if (Result.isFailure(result)) {
+      const attempt = failed(result.failure, false)
+      queueMicrotask(() => done(attempt))
+      return NOT_RUNNING
+    }
     prepared = result.success
   } catch (err) {
-    return { result: Promise.resolve(failed(err, false)), abort: () => {} }
+    const attempt = failed(err, false)
+    queueMicrotask(() => done(attempt))
+    return NOT_RUNNING
   }
-  let handler!: AttemptHandler
-  const result = new Promise<Attempt>((resolve) => {
-    handler = new AttemptHandler(prepared.timeoutMs, resolve, onLeave)
-    try {
-      agent.dispatch({
-        origin: prepared.origin,
-        path: prepared.path,
-        method: prepared.method as Dispatcher.HttpMethod,
-        headers: prepared.headers as Array<string>,
-        body: prepared.body,
-        ...(prepared.servername === null ? {} : { servername: prepared.servername })
-      } as Dispatcher.DispatchOptions, handler)
-    } catch (err) {
-      handler.onResponseError(null as unknown as Dispatcher.DispatchController, err as Error)
-    }
-  })
-  return { result, abort: (reason) => handler.abort(reason) }
+  const handler = new AttemptHandler(prepared.timeoutMs, done, onLeave)
+  try {
+    agent.dispatch({
+      origin: prepared.origin,
+      path: prepared.path,
+      method: prepared.method as Dispatcher.HttpMethod,
+      headers: prepared.headers as Array<string>,
+      body: prepared.body,
+      ...(prepared.servername === null ? {} : { servername: prepared.servername })
+    } as Dispatcher.DispatchOptions, handler)
+  } catch (err) {
+    handler.onResponseError(null as unknown as Dispatcher.DispatchController, err as Error)
+  }
+  return handler
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -269,10 +279,13 @@ export const startAttempt = (agent: Agent, req: DeliveryRequest, onLeave?: () =>
 
 export interface ExecutorShape {
   /**
-   * One attempt, as a promise (the delivery hot path has no fiber per request); it never rejects.
-   * Requests still in flight when the layer closes are aborted. Concurrency is the caller's to bound.
-   * `onLeave` is called when the request is actually written to a connection (see startAttempt).
+   * One attempt: `done` is called once with its outcome (never an exception). No promise or fiber
+   * per request: this is the delivery hot path. Requests still in flight when the layer closes are
+   * aborted. Concurrency is the caller's to bound. `onLeave` is called when the request is actually
+   * written to a connection (see startAttempt).
    */
+  readonly start: (req: DeliveryRequest, done: (outcome: DeliveryOutcome) => void, onLeave?: () => void) => void
+  /** The same attempt as a promise (tests, and callers off the hot path); it never rejects. */
   readonly send: (req: DeliveryRequest, onLeave?: () => void) => Promise<DeliveryOutcome>
   /** Cancels every attempt in flight (a stopping node past its drain timeout); each ends as interrupted. */
   readonly abortAll: () => void
@@ -299,26 +312,36 @@ const make = (options: ExecutorOptions) =>
         })
     )
 
-    const send = async (req: DeliveryRequest, onLeave?: () => void): Promise<DeliveryOutcome> => {
+    const start = (req: DeliveryRequest, done: (outcome: DeliveryOutcome) => void, onLeave?: () => void): void => {
       const startedAtMs = clock.currentTimeMillisUnsafe()
-      const running = startAttempt(agent, req, onLeave)
-      inFlight.add(running)
-      const result = await running.result
-      inFlight.delete(running)
-      const finishedAtMs = clock.currentTimeMillisUnsafe()
-      return {
-        startedAtMs,
-        finishedAtMs,
-        durationMs: finishedAtMs - startedAtMs,
-        ...result,
-        connectTimeoutSeconds,
-        timeoutSeconds: req.timeoutSeconds
-      }
+      let running: RunningAttempt | undefined
+      let finished = false
+      running = startAttempt(agent, req, (result) => {
+        finished = true // possibly before startAttempt returns (undici may refuse the request at once)
+        if (running !== undefined) inFlight.delete(running)
+        const finishedAtMs = clock.currentTimeMillisUnsafe()
+        done({
+          startedAtMs,
+          finishedAtMs,
+          durationMs: finishedAtMs - startedAtMs,
+          httpStatus: result.httpStatus,
+          responseHeaders: result.responseHeaders,
+          responseBody: result.responseBody,
+          errorKind: result.errorKind,
+          errorCode: result.errorCode,
+          errorMessage: result.errorMessage,
+          connectTimeoutSeconds,
+          timeoutSeconds: req.timeoutSeconds
+        })
+      }, onLeave)
+      if (!finished && running !== NOT_RUNNING) inFlight.add(running)
     }
+    const send = (req: DeliveryRequest, onLeave?: () => void): Promise<DeliveryOutcome> =>
+      new Promise((resolve) => start(req, resolve, onLeave))
     const abortAll = () => {
       for (const running of inFlight) running.abort(INTERRUPTED)
     }
-    return { send, abortAll } satisfies ExecutorShape
+    return { start, send, abortAll } satisfies ExecutorShape
   })
 
 export class Executor extends Context.Service<Executor, ExecutorShape>()("timewheel/Executor") {

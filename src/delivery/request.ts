@@ -79,16 +79,58 @@ const decode = (s: string): string => {
   }
 }
 
-export const prepareRequest = (req: DeliveryRequest): Result.Result<PreparedRequest, InvalidRequestError> => {
+/** What a URL says about where a request goes: parsed once per distinct URL (see `targetOf`). */
+interface Target {
+  readonly origin: string
+  readonly path: string
+  readonly hostname: string
+  readonly servername: string | null
+  /** `Basic …` from the URL's user info, null without one. */
+  readonly authorization: string | null
+}
+
+/**
+ * Targets by URL: deliveries go to the same few URLs again and again, so each is parsed (WHATWG URL)
+ * and checked once, not on every attempt. Bounded; cleared whole when full.
+ */
+const targets = new Map<string, Target | InvalidRequestError>()
+const MAX_CACHED_TARGETS = 10_000
+
+const parseTarget = (raw: string): Target | InvalidRequestError => {
   let url: URL
   try {
-    url = new URL(req.url)
+    url = new URL(raw)
   } catch {
-    return invalid("INVALID_URL", `Invalid URL: ${req.url}`)
+    return new InvalidRequestError("INVALID_URL", `Invalid URL: ${raw}`)
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
-    return invalid("INVALID_URL", `Unsupported URL scheme ${url.protocol} in ${req.url}`)
+    return new InvalidRequestError("INVALID_URL", `Unsupported URL scheme ${url.protocol} in ${raw}`)
   }
+  const hostname = url.hostname.replace(/^\[(.*)\]$/, "$1")
+  return {
+    origin: url.origin,
+    path: `${url.pathname}${url.search}`,
+    hostname,
+    servername: url.protocol === "https:" && isIP(hostname) === 0 ? hostname : null,
+    authorization: url.username !== "" || url.password !== ""
+      ? `Basic ${Buffer.from(`${decode(url.username)}:${decode(url.password)}`).toString("base64")}`
+      : null
+  }
+}
+
+const targetOf = (raw: string): Target | InvalidRequestError => {
+  let target = targets.get(raw)
+  if (target === undefined) {
+    if (targets.size >= MAX_CACHED_TARGETS) targets.clear()
+    target = parseTarget(raw)
+    targets.set(raw, target)
+  }
+  return target
+}
+
+export const prepareRequest = (req: DeliveryRequest): Result.Result<PreparedRequest, InvalidRequestError> => {
+  const target = targetOf(req.url)
+  if (target instanceof InvalidRequestError) return Result.fail(target)
   if (!TOKEN.test(req.method) || req.method.toUpperCase() === "CONNECT") {
     return invalid("INVALID_METHOD", `Method ${JSON.stringify(req.method)} cannot be sent`)
   }
@@ -126,10 +168,7 @@ export const prepareRequest = (req: DeliveryRequest): Result.Result<PreparedRequ
     else if (body !== null) headers.push("content-type", DEFAULT_CONTENT_TYPE)
   }
   if (!seen.has("user-agent")) headers.push("user-agent", USER_AGENT)
-  if ((url.username !== "" || url.password !== "") && !seen.has("authorization")) {
-    const credentials = Buffer.from(`${decode(url.username)}:${decode(url.password)}`).toString("base64")
-    headers.push("authorization", `Basic ${credentials}`)
-  }
+  if (target.authorization !== null && !seen.has("authorization")) headers.push("authorization", target.authorization)
   if (identity !== undefined) {
     const { signingSecrets: secrets, timestampSeconds: t, triggerId, trace } = identity
     headers.push(
@@ -145,15 +184,14 @@ export const prepareRequest = (req: DeliveryRequest): Result.Result<PreparedRequ
     }
   }
 
-  const hostname = url.hostname.replace(/^\[(.*)\]$/, "$1")
   return Result.succeed({
-    origin: url.origin,
-    path: `${url.pathname}${url.search}`,
-    hostname,
+    origin: target.origin,
+    path: target.path,
+    hostname: target.hostname,
     method: req.method,
     headers,
     body,
-    servername: url.protocol === "https:" && isIP(hostname) === 0 ? hostname : null,
+    servername: target.servername,
     timeoutMs: Math.ceil(req.timeoutSeconds * 1000)
   })
 }

@@ -1,6 +1,7 @@
 // The delivery hot path's concurrency bound: rows wait in order in a plain array and at most
 // `maxInFlight` sends run at once, each started as an earlier one finishes. Plain callbacks and no
-// fiber, promise chain or permit per waiting row: thousands of due triggers are array entries.
+// fiber, promise or permit per row, waiting or in flight: thousands of due triggers are array
+// entries, and a send reports its outcome through a callback (docs/internals.md, "The delivery engine").
 
 /** First-in first-out rows waiting for a sender: an array read from a moving head, compacted as it drains. */
 class RowQueue<T> {
@@ -53,9 +54,10 @@ export interface SenderPool<T> {
 
 export const makeSenderPool = <T, O>(options: {
   readonly maxInFlight: number
-  readonly send: (row: T) => Promise<O>
+  /** Starts sending `row`; calls `done` once with its outcome, later or at once. */
+  readonly send: (row: T, done: (outcome: O) => void) => void
   readonly onOutcome: (row: T, outcome: O) => void
-  /** A send or onOutcome that threw (a bug): reported, and the pool goes on. */
+  /** A send or onOutcome that threw (a bug): reported, and the pool goes on (the row's sender is freed). */
   readonly onCrash: (error: unknown) => void
   /** Rows waiting elsewhere for this pool (the tag gates'), counted by `whenBelow`. */
   readonly besides?: () => number
@@ -78,19 +80,40 @@ export const makeSenderPool = <T, O>(options: {
     idleWaiters = []
     for (const resolve of waiters) resolve()
   }
-  const pump = (): void => {
-    while (!closed && inFlight < options.maxInFlight && ready.size > 0) {
-      const row = ready.take()
-      inFlight++
-      options.send(row).then((outcome) => {
+  /** Starts one row's send; its callback frees the sender once and reports the outcome. */
+  const start = (row: T): void => {
+    let finished = false
+    inFlight++
+    try {
+      options.send(row, (outcome) => {
+        if (finished) return
+        finished = true
         inFlight--
-        options.onOutcome(row, outcome)
-        pump()
-      }).catch((error: unknown) => {
-        inFlight--
-        options.onCrash(error)
+        try {
+          options.onOutcome(row, outcome)
+        } catch (error) {
+          options.onCrash(error)
+        }
         pump()
       })
+    } catch (error) {
+      if (!finished) {
+        finished = true
+        inFlight--
+      }
+      options.onCrash(error)
+    }
+  }
+  let pumping = false
+  const pump = (): void => {
+    if (pumping) return // a send that finished at once: the running loop goes on
+    pumping = true
+    try {
+      while (!closed && inFlight < options.maxInFlight && ready.size > 0) {
+        start(ready.take())
+      }
+    } finally {
+      pumping = false
     }
     settleIdle()
   }

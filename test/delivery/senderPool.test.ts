@@ -1,5 +1,6 @@
 // The sender pool: never more than maxInFlight sends at once, rows sent in the order they came,
-// every outcome reported with its row, a crashing send reported without stopping the pool, and
+// every outcome reported with its row (once, even from a send that answers at once or twice), a
+// crashing send or outcome handler reported without stopping the pool or losing its sender, and
 // nothing started after close.
 import { assert, describe, it } from "@effect/vitest"
 import { makeSenderPool } from "../../src/delivery/senderPool.ts"
@@ -11,12 +12,11 @@ const row = (id: string) => ({ id }) as unknown as DeliveryRow
 const controlledSends = () => {
   const started: Array<string> = []
   const finish = new Map<string, (outcome: string) => void>()
-  const send = (r: DeliveryRow) =>
-    new Promise<string>((resolve, reject) => {
-      started.push(r.id)
-      if (r.id.startsWith("crash")) reject(new Error(`boom ${r.id}`))
-      else finish.set(r.id, resolve)
-    })
+  const send = (r: DeliveryRow, done: (outcome: string) => void) => {
+    started.push(r.id)
+    if (r.id.startsWith("crash")) throw new Error(`boom ${r.id}`)
+    finish.set(r.id, done)
+  }
   return { started, finish, send }
 }
 
@@ -70,10 +70,9 @@ describe("makeSenderPool", () => {
     let done = 0
     const pool = makeSenderPool({
       maxInFlight: 3,
-      send: async (r: DeliveryRow) => {
+      send: (r: DeliveryRow, done: (outcome: string) => void) => {
         sent.push(r.id)
-        await tick()
-        return r.id
+        void tick().then(() => done(r.id))
       },
       onOutcome: () => void done++,
       onCrash: unexpected
@@ -82,5 +81,30 @@ describe("makeSenderPool", () => {
     pool.push(ids.map(row))
     while (done < ids.length) await tick()
     assert.deepStrictEqual(sent, ids)
+  })
+
+  it("a send answering at once (or twice) frees its sender once; a throwing outcome handler is reported and the pool goes on", () => {
+    const sent: Array<string> = []
+    const outcomes: Array<string> = []
+    const crashes: Array<string> = []
+    const pool = makeSenderPool({
+      maxInFlight: 2,
+      send: (r: DeliveryRow, done: (outcome: string) => void) => {
+        sent.push(r.id)
+        done(`ok ${r.id}`)
+        done(`again ${r.id}`)
+      },
+      onOutcome: (r, o) => {
+        outcomes.push(o)
+        if (r.id === "b") throw new Error("handler bug")
+      },
+      onCrash: (e) => crashes.push(String(e))
+    })
+    pool.push(["a", "b", "c", "d"].map(row))
+    assert.deepStrictEqual(sent, ["a", "b", "c", "d"])
+    assert.deepStrictEqual(outcomes, ["ok a", "ok b", "ok c", "ok d"])
+    assert.deepStrictEqual(crashes, ["Error: handler bug"])
+    assert.strictEqual(pool.inFlight(), 0)
+    assert.strictEqual(pool.size(), 0)
   })
 })
