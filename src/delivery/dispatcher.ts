@@ -27,6 +27,7 @@ import type { Database } from "../store/db.ts"
 import { type ExecutionRecord, executionsRecord, type TriggerOutcome } from "../store/executions.ts"
 import { triggersRelease, triggersStartDelivery } from "../store/schedulerQueries.ts"
 import { type AttemptSpan, DeliveryTracing, type RecordingSpan } from "./attemptTracing.ts"
+import { type BehindEvent, makeBehindTracker } from "./behind.ts"
 import { Dispatcher, makeFiredHolds } from "./dispatch.ts"
 import { makeEarlyRelease } from "./earlyRelease.ts"
 import { type DeliveryOutcome, Executor } from "./executor.ts"
@@ -132,6 +133,16 @@ const logDeadLetter = (execution: ExecutionRecord) =>
     errorKind: execution.errorKind
   }))
 
+/** The lines saying this node sends behind its due times, and that it has caught up (behind.ts). */
+const logBehind = (event: BehindEvent) =>
+  event._tag === "Behind"
+    ? Effect.logWarning(
+      `delivery is behind: for ${(event.forMs / 1000).toFixed(1)} s every trigger left a second or more after its due time ` +
+        `(the latest ${(event.latenessMs / 1000).toFixed(1)} s): this node does not keep up with what comes due`
+    ).pipe(Effect.annotateLogs({ event: "delivery_behind", latenessMs: Math.round(event.latenessMs), forMs: Math.round(event.forMs) }))
+    : Effect.logInfo(`delivery caught up: triggers leave at their time again, after ${(event.behindForMs / 1000).toFixed(1)} s behind`)
+      .pipe(Effect.annotateLogs({ event: "delivery_caught_up", behindForMs: Math.round(event.behindForMs) }))
+
 /** How often a draining dispatcher looks whether it is done. */
 const DRAIN_POLL_MS = 20
 /** How long a drain waits past its deadline for the interrupted attempts to be recorded. */
@@ -157,6 +168,7 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
   let unrecorded = 0
   /** Fired triggers held from their hand-over until their outcome is recorded (dispatch.ts). */
   const fired = makeFiredHolds()
+  const behind = makeBehindTracker((event) => void Effect.runForkWith(services)(logBehind(event)))
 
   const senders = makeSenderPool<Outgoing, DeliveryOutcome>({
     maxInFlight: config.maxInFlight,
@@ -166,7 +178,10 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
       const nowMs = clock.currentTimeMillisUnsafe()
       // lateness of a trigger handed over at its due time by its shard (not gated, replayed or recovered)
       const dueAtMs = (row as Partial<ClaimedRow>).dueAtMs
-      if (dueAtMs !== undefined && !gated) metrics.observeLateness((nowMs - dueAtMs) / 1000)
+      if (dueAtMs !== undefined && !gated) {
+        metrics.observeLateness((nowMs - dueAtMs) / 1000)
+        behind.sent(nowMs, dueAtMs)
+      }
       if (tracing !== null) sent.span = tracing.start(row, dueAtMs)
       executor.start({
         url: row.url, method: row.method, headers: row.headers, body: row.body, contentType: row.contentType, timeoutSeconds,
@@ -199,6 +214,7 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
   })
   yield* Effect.addFinalizer(() => Effect.sync(senders.close))
   metrics.watch("inFlight", senders.inFlight)
+  metrics.watch("behind", () => behind.behindSeconds(clock.currentTimeMillisUnsafe()))
   metrics.watch("waiting", () => senders.size() + unstarted + early.size() + gatekeeper.waiting())
 
   /** The rows with what their tags' policies say (a cache read per project, none untagged). */

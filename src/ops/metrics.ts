@@ -2,7 +2,8 @@
 // (ops/opsServer.ts). One registry per running service; the code that does the work records into it
 // through the `Metrics` reference (a default instance when none is provided: tests, the CLI).
 // Labels are bounded sets (no trigger ids, URLs, origins, project ids or tags). The delivery hot path records
-// into plain arrays of counts read at scrape time, and observes two histograms; nothing else.
+// into plain arrays of counts read at scrape time, and observes two histograms; nothing else (the
+// gauge of how far behind it sends reads the dispatcher's state when scraped: delivery/behind.ts).
 import * as Context from "effect/Context"
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client"
 import { ERROR_KINDS, type ErrorKind } from "../domain/errorKind.ts"
@@ -22,7 +23,7 @@ const LATENESS_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.
 const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300]
 
 /** Values read when scraped from the parts of the service that hold them. */
-export type Probe = "inFlight" | "waiting" | "shardsOwned" | "gatesHeld" | "targetsHeld" | "circuitsOpen" | "circuitsProbing"
+export type Probe = "inFlight" | "waiting" | "behind" | "shardsOwned" | "gatesHeld" | "targetsHeld" | "circuitsOpen" | "circuitsProbing"
 
 /** Why a tag was held: the target named a time (Retry-After), or the backoff without one. */
 export const HOLD_REASONS = ["retry_after", "backoff"] as const
@@ -143,6 +144,9 @@ export const makeMetrics = (): MetricsShape => {
     new Gauge({ name, help, registers: [registry], collect() { this.set(probed(probe)()) } })
   probeGauge("timewheel_deliveries_in_flight", "Requests being sent by this node now.", "inFlight")
   probeGauge("timewheel_deliveries_waiting", "Triggers claimed by this node waiting for a sender (MAX_IN_FLIGHT reached).", "waiting")
+  probeGauge("timewheel_delivery_behind_seconds",
+    "How late the latest trigger this node sent at its time left (as the lateness histogram counts them); 0 when none left in the last second.",
+    "behind")
   probeGauge("timewheel_shards_owned", "Shards this node owns now.", "shardsOwned")
   probeGauge("timewheel_tags_held", "Tags held now after a refusal of their target (429, 503), among the gates this node looks after.", "gatesHeld")
   const holds = tableCounter(registry, "timewheel_tag_holds_total",
