@@ -1,0 +1,143 @@
+// What a delivery's CPU goes to, by component, from a `--cpu-prof` profile of the service taken
+// during `npm run bench -- --only delivery --systems timewheel` (BENCH_SERVICE_NODE_ARGS, BENCHMARKS.md
+// "How to run"): `node scripts/bench/profileBreakdown.ts <file.cpuprofile> [--deliveries 20000]
+// [--from S --to S]`. The window is the last stretch of half-second steps in which the main thread
+// was busy more than half the time (the delivery burst, after the loading), unless --from/--to give
+// it in seconds from the profile's start. Each sample counts once, for the first component of
+// COMPONENTS found in its stack (so the HMAC called by prepareRequest is the HMAC's). dist/main.js is
+// one bundle: a frame's module is the `// path` comment esbuild writes before each module, so run
+// this against the dist/ that made the profile (before a test or `npm start` rebuilds it).
+import * as fs from "node:fs"
+
+interface CallFrame {
+  readonly functionName: string
+  readonly url: string
+  readonly lineNumber: number
+}
+interface ProfileNode {
+  readonly id: number
+  readonly callFrame: CallFrame
+  readonly children?: ReadonlyArray<number>
+}
+interface Profile {
+  readonly nodes: ReadonlyArray<ProfileNode>
+  readonly samples: ReadonlyArray<number>
+  readonly timeDeltas: ReadonlyArray<number>
+}
+
+/** The module a frame of a bundle belongs to: the last `// node_modules/…` or `// dist/…` line above it. */
+const moduleIndex = new Map<string, Array<[number, string]>>()
+const moduleOf = (url: string, line: number): string => {
+  const file = url.replace(/^file:\/\//, "")
+  let index = moduleIndex.get(file)
+  if (index === undefined) {
+    index = []
+    try {
+      fs.readFileSync(file, "utf8").split("\n").forEach((text, i) => {
+        if (/^\/\/ (node_modules|dist)\//.test(text)) index!.push([i, text.slice(3)])
+      })
+    } catch {
+      // not a file of ours (node:, wasm)
+    }
+    moduleIndex.set(file, index)
+  }
+  let found = file
+  for (const [start, name] of index) {
+    if (start > line) break
+    found = name
+  }
+  return found
+}
+
+/** A frame's package (node_modules), module (dist/…), or Node's own module. */
+const ownerOf = (frame: CallFrame): string => {
+  if (frame.url.startsWith("node:")) return frame.url
+  if (frame.url === "") return `native ${frame.functionName}`
+  if (frame.url.startsWith("wasm")) return "wasm"
+  const module = moduleOf(frame.url, frame.lineNumber)
+  const parts = module.split("/")
+  if (parts[0] !== "node_modules") return module
+  return parts[1]!.startsWith("@") ? `${parts[1]}/${parts[2]}` : parts[1]!
+}
+
+type Stack = ReadonlyArray<{ readonly name: string; readonly owner: string }>
+const any = (stack: Stack, test: (owner: string) => boolean) => stack.some((frame) => test(frame.owner))
+
+const COMPONENTS: ReadonlyArray<readonly [string, (stack: Stack) => boolean]> = [
+  ["garbage collection", (stack) => stack.some((frame) => frame.name === "(garbage collector)")],
+  ["the recording statement's JSON (executions, outcomes, rollup)", (stack) => any(stack, (o) => o === "dist/store/executions.js")],
+  ["`webhook-signature` (one HMAC-SHA256)", (stack) => any(stack, (o) => o === "dist/domain/signing.js")],
+  ["`prepareRequest` besides the HMAC (header checks)", (stack) => any(stack, (o) => o === "dist/delivery/request.js")],
+  ["HTTP exchange: undici (dispatch, request, parser), socket writes and reads", (stack) => any(stack, (o) => o === "undici" || o === "wasm")],
+  ["PostgreSQL driver: statements out, rows and answers in", (stack) => any(stack, (o) => o === "@effect/sql-pg")],
+  ["metrics (prom-client)", (stack) => any(stack, (o) => o === "prom-client" || o === "dist/ops/metrics.js")],
+  ["delivery bookkeeping: dispatcher, senders, executor, outcome and retry decision", (stack) =>
+    any(stack, (o) => o.startsWith("dist/delivery/") || o === "dist/domain/retry.js" || o === "dist/domain/ids.js")],
+  ["scheduler: marks, fetch, timer wheel, rows decoded", (stack) =>
+    any(stack, (o) => o.startsWith("dist/scheduler/") || o.startsWith("dist/store/") || o.startsWith("dist/gates/") || o.startsWith("dist/lib/"))],
+  ["Effect runtime alone (fibers, queues)", (stack) => any(stack, (o) => o === "effect")],
+  ["event loop, microtasks, timers, other", () => true]
+]
+
+const args = process.argv.slice(2)
+const option = (name: string): number | undefined => {
+  const i = args.indexOf(`--${name}`)
+  return i === -1 ? undefined : Number(args[i + 1])
+}
+const file = args.find((arg) => arg.endsWith(".cpuprofile"))
+if (file === undefined) {
+  process.stderr.write("usage: node scripts/bench/profileBreakdown.ts <file.cpuprofile> [--deliveries N] [--from S --to S]\n")
+  process.exit(2)
+}
+const profile = JSON.parse(fs.readFileSync(file, "utf8")) as Profile
+const deliveries = option("deliveries") ?? 20_000
+const byId = new Map(profile.nodes.map((node) => [node.id, node]))
+const parentOf = new Map<number, number>()
+for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id)
+const idle = (id: number) => byId.get(id)!.callFrame.functionName === "(idle)"
+
+// sample times (µs from the start) and how long each stood for
+const times: Array<number> = []
+let t = 0
+for (let i = 0; i < profile.samples.length; i++) {
+  t += profile.timeDeltas[i]!
+  times.push(t)
+}
+const STEP_US = 500_000
+let fromUs = (option("from") ?? NaN) * 1e6
+let toUs = (option("to") ?? NaN) * 1e6
+if (Number.isNaN(fromUs) || Number.isNaN(toUs)) {
+  const busy = new Map<number, number>()
+  for (let i = 0; i < profile.samples.length; i++) {
+    if (!idle(profile.samples[i]!)) busy.set(Math.floor(times[i]! / STEP_US), (busy.get(Math.floor(times[i]! / STEP_US)) ?? 0) + (profile.timeDeltas[i + 1] ?? 0))
+  }
+  const steps = [...busy].filter(([, us]) => us > STEP_US / 2).map(([step]) => step).sort((a, b) => a - b)
+  let first = steps.length - 1
+  while (first > 0 && steps[first - 1] === steps[first]! - 1) first--
+  fromUs = steps[first]! * STEP_US
+  toUs = (steps[steps.length - 1]! + 1) * STEP_US
+}
+
+const spent = new Map<string, number>()
+let busyUs = 0
+for (let i = 0; i < profile.samples.length; i++) {
+  const id = profile.samples[i]!
+  if (times[i]! < fromUs || times[i]! >= toUs || idle(id)) continue
+  const us = profile.timeDeltas[i + 1] ?? 0
+  const stack: Array<{ name: string; owner: string }> = []
+  for (let at: number | undefined = id; at !== undefined; at = parentOf.get(at)) {
+    const frame = byId.get(at)!.callFrame
+    stack.push({ name: frame.functionName, owner: ownerOf(frame) })
+  }
+  const [name] = COMPONENTS.find(([, test]) => test(stack))!
+  spent.set(name, (spent.get(name) ?? 0) + us)
+  busyUs += us
+}
+
+process.stdout.write(
+  `window ${(fromUs / 1e6).toFixed(1)}–${(toUs / 1e6).toFixed(1)} s: main thread busy ${(busyUs / 1e3).toFixed(0)} ms, ` +
+    `${(busyUs / deliveries).toFixed(0)} µs per delivery over ${deliveries}\n\n| component | share | µs per delivery |\n|---|---:|---:|\n`
+)
+for (const [name, us] of [...spent].sort((a, b) => b[1] - a[1])) {
+  process.stdout.write(`| ${name} | ${((100 * us) / busyUs).toFixed(1)} % | ${(us / deliveries).toFixed(0)} |\n`)
+}
