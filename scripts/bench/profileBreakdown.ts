@@ -34,7 +34,9 @@ const moduleOf = (url: string, line: number): string => {
     index = []
     try {
       fs.readFileSync(file, "utf8").split("\n").forEach((text, i) => {
-        if (/^\/\/ (node_modules|dist)\//.test(text)) index!.push([i, text.slice(3)])
+        // `// dist/…`, `// node_modules/…` (or a path through a symlinked node_modules: `// ../../x/node_modules/…`)
+        const path = /^\/\/ (dist\/\S+|\S*node_modules\/\S+)$/.exec(text)?.[1]
+        if (path !== undefined) index!.push([i, path.slice(path.lastIndexOf("node_modules/") === -1 ? 0 : path.lastIndexOf("node_modules/"))])
       })
     } catch {
       // not a file of ours (node:, wasm)

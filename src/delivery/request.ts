@@ -79,58 +79,16 @@ const decode = (s: string): string => {
   }
 }
 
-/** What a URL says about where a request goes: parsed once per distinct URL (see `targetOf`). */
-interface Target {
-  readonly origin: string
-  readonly path: string
-  readonly hostname: string
-  readonly servername: string | null
-  /** `Basic …` from the URL's user info, null without one. */
-  readonly authorization: string | null
-}
-
-/**
- * Targets by URL: deliveries go to the same few URLs again and again, so each is parsed (WHATWG URL)
- * and checked once, not on every attempt. Bounded; cleared whole when full.
- */
-const targets = new Map<string, Target | InvalidRequestError>()
-const MAX_CACHED_TARGETS = 10_000
-
-const parseTarget = (raw: string): Target | InvalidRequestError => {
+export const prepareRequest = (req: DeliveryRequest): Result.Result<PreparedRequest, InvalidRequestError> => {
   let url: URL
   try {
-    url = new URL(raw)
+    url = new URL(req.url)
   } catch {
-    return new InvalidRequestError("INVALID_URL", `Invalid URL: ${raw}`)
+    return invalid("INVALID_URL", `Invalid URL: ${req.url}`)
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
-    return new InvalidRequestError("INVALID_URL", `Unsupported URL scheme ${url.protocol} in ${raw}`)
+    return invalid("INVALID_URL", `Unsupported URL scheme ${url.protocol} in ${req.url}`)
   }
-  const hostname = url.hostname.replace(/^\[(.*)\]$/, "$1")
-  return {
-    origin: url.origin,
-    path: `${url.pathname}${url.search}`,
-    hostname,
-    servername: url.protocol === "https:" && isIP(hostname) === 0 ? hostname : null,
-    authorization: url.username !== "" || url.password !== ""
-      ? `Basic ${Buffer.from(`${decode(url.username)}:${decode(url.password)}`).toString("base64")}`
-      : null
-  }
-}
-
-const targetOf = (raw: string): Target | InvalidRequestError => {
-  let target = targets.get(raw)
-  if (target === undefined) {
-    if (targets.size >= MAX_CACHED_TARGETS) targets.clear()
-    target = parseTarget(raw)
-    targets.set(raw, target)
-  }
-  return target
-}
-
-export const prepareRequest = (req: DeliveryRequest): Result.Result<PreparedRequest, InvalidRequestError> => {
-  const target = targetOf(req.url)
-  if (target instanceof InvalidRequestError) return Result.fail(target)
   if (!TOKEN.test(req.method) || req.method.toUpperCase() === "CONNECT") {
     return invalid("INVALID_METHOD", `Method ${JSON.stringify(req.method)} cannot be sent`)
   }
@@ -168,7 +126,10 @@ export const prepareRequest = (req: DeliveryRequest): Result.Result<PreparedRequ
     else if (body !== null) headers.push("content-type", DEFAULT_CONTENT_TYPE)
   }
   if (!seen.has("user-agent")) headers.push("user-agent", USER_AGENT)
-  if (target.authorization !== null && !seen.has("authorization")) headers.push("authorization", target.authorization)
+  if ((url.username !== "" || url.password !== "") && !seen.has("authorization")) {
+    const credentials = Buffer.from(`${decode(url.username)}:${decode(url.password)}`).toString("base64")
+    headers.push("authorization", `Basic ${credentials}`)
+  }
   if (identity !== undefined) {
     const { signingSecrets: secrets, timestampSeconds: t, triggerId, trace } = identity
     headers.push(
@@ -184,14 +145,15 @@ export const prepareRequest = (req: DeliveryRequest): Result.Result<PreparedRequ
     }
   }
 
+  const hostname = url.hostname.replace(/^\[(.*)\]$/, "$1")
   return Result.succeed({
-    origin: target.origin,
-    path: target.path,
-    hostname: target.hostname,
+    origin: url.origin,
+    path: `${url.pathname}${url.search}`,
+    hostname,
     method: req.method,
     headers,
     body,
-    servername: target.servername,
+    servername: url.protocol === "https:" && isIP(hostname) === 0 ? hostname : null,
     timeoutMs: Math.ceil(req.timeoutSeconds * 1000)
   })
 }

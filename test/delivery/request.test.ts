@@ -29,21 +29,6 @@ const failure = (req: Partial<DeliveryRequest>) => {
 }
 
 describe("prepareRequest", () => {
-  it("a URL parsed once serves every later request to it: the same target, credentials and failure each time", () => {
-    const url = "https://user:p%40ss@cached.example.com:8443/a/b?c=d"
-    for (let i = 0; i < 3; i++) {
-      const p = ok({ url, headers: i === 2 ? [["Authorization", "Bearer own"]] : [] })
-      assert.strictEqual(p.origin, "https://cached.example.com:8443")
-      assert.strictEqual(p.path, "/a/b?c=d")
-      assert.strictEqual(p.servername, "cached.example.com")
-      const auth = p.headers.filter((_, j) => j % 2 === 1 && p.headers[j - 1]!.toLowerCase() === "authorization")
-      assert.deepStrictEqual(auth, [i === 2 ? "Bearer own" : `Basic ${Buffer.from("user:p@ss").toString("base64")}`])
-    }
-    for (let i = 0; i < 2; i++) assert.strictEqual(failure({ url: "ftp://cached.example.com/x" }).code, "INVALID_URL")
-    // another URL on the same host is its own target
-    assert.strictEqual(ok({ url: "http://cached.example.com/other" }).servername, null)
-  })
-
   it("origin, path without fragment, method as given, SNI from the url's host, deadline in ms", () => {
     const p = ok({ method: "PURGE", timeoutSeconds: 0.25 })
     assert.strictEqual(p.origin, "https://api.example.com")
