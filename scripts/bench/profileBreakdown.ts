@@ -3,8 +3,10 @@
 // "How to run"): `node scripts/bench/profileBreakdown.ts <file.cpuprofile> [--deliveries 20000]
 // [--from S --to S]`. The window is the last stretch of half-second steps in which the main thread
 // was busy more than half the time (the delivery burst, after the loading), unless --from/--to give
-// it in seconds from the profile's start. Each sample counts once, for the first component of
-// COMPONENTS found in its stack (so the HMAC called by prepareRequest is the HMAC's). dist/main.js is
+// it in seconds from the profile's start. Each sample counts once, for the component of the frame
+// nearest the leaf that belongs to one (Node's own modules count for their caller: the socket write
+// of a request is undici's, the HMAC called by prepareRequest is the HMAC's, the outcome handled in
+// undici's callback is the dispatcher's). dist/main.js is
 // one bundle: a frame's module is the `// path` comment esbuild writes before each module, so run
 // this against the dist/ that made the profile (before a test or `npm start` rebuilds it).
 import * as fs from "node:fs"
@@ -62,24 +64,23 @@ const ownerOf = (frame: CallFrame): string => {
   return parts[1]!.startsWith("@") ? `${parts[1]}/${parts[2]}` : parts[1]!
 }
 
-type Stack = ReadonlyArray<{ readonly name: string; readonly owner: string }>
-const any = (stack: Stack, test: (owner: string) => boolean) => stack.some((frame) => test(frame.owner))
-
-const COMPONENTS: ReadonlyArray<readonly [string, (stack: Stack) => boolean]> = [
-  ["garbage collection", (stack) => stack.some((frame) => frame.name === "(garbage collector)")],
-  ["the recording statement's JSON (executions, outcomes, rollup)", (stack) => any(stack, (o) => o === "dist/store/executions.js")],
-  ["`webhook-signature` (one HMAC-SHA256)", (stack) => any(stack, (o) => o === "dist/domain/signing.js")],
-  ["`prepareRequest` besides the HMAC (header checks)", (stack) => any(stack, (o) => o === "dist/delivery/request.js")],
-  ["HTTP exchange: undici (dispatch, request, parser), socket writes and reads", (stack) => any(stack, (o) => o === "undici" || o === "wasm")],
-  ["PostgreSQL driver: statements out, rows and answers in", (stack) => any(stack, (o) => o === "@effect/sql-pg")],
-  ["metrics (prom-client)", (stack) => any(stack, (o) => o === "prom-client" || o === "dist/ops/metrics.js")],
-  ["delivery bookkeeping: dispatcher, senders, executor, outcome and retry decision", (stack) =>
-    any(stack, (o) => o.startsWith("dist/delivery/") || o === "dist/domain/retry.js" || o === "dist/domain/ids.js")],
-  ["scheduler: marks, fetch, timer wheel, rows decoded", (stack) =>
-    any(stack, (o) => o.startsWith("dist/scheduler/") || o.startsWith("dist/store/") || o.startsWith("dist/gates/") || o.startsWith("dist/lib/"))],
-  ["Effect runtime alone (fibers, queues)", (stack) => any(stack, (o) => o === "effect")],
-  ["event loop, microtasks, timers, other", () => true]
+/** Components by the module of a frame; GC is its own frame. Node's own modules belong to their caller. */
+const COMPONENTS: ReadonlyArray<readonly [string, (owner: string, name: string) => boolean]> = [
+  ["garbage collection", (_, name) => name === "(garbage collector)"],
+  ["the recording statement's JSON (executions, outcomes, rollup)", (o) => o === "dist/store/executions.js"],
+  ["`webhook-signature` (one HMAC-SHA256)", (o) => o === "dist/domain/signing.js"],
+  ["`prepareRequest` besides the HMAC (URL, header checks)", (o) => o === "dist/delivery/request.js"],
+  ["HTTP exchange: undici (dispatch, request, parser), socket writes and reads", (o) => o === "undici" || o === "wasm"],
+  ["PostgreSQL driver: statements out, rows and answers in", (o) => o === "@effect/sql-pg"],
+  ["metrics (prom-client)", (o) => o === "prom-client" || o === "dist/ops/metrics.js"],
+  ["delivery bookkeeping: dispatcher, senders, executor, outcome and retry decision", (o) =>
+    o.startsWith("dist/delivery/") || o === "dist/domain/retry.js" || o === "dist/domain/ids.js"],
+  ["scheduler: marks, fetch, timer wheel, rows decoded", (o) =>
+    o.startsWith("dist/scheduler/") || o.startsWith("dist/store/") || o.startsWith("dist/gates/") || o.startsWith("dist/lib/") ||
+    o.startsWith("dist/domain/")],
+  ["Effect runtime (fibers, queues)", (o) => o === "effect"]
 ]
+const OTHER = "event loop, microtasks, timers, other"
 
 const args = process.argv.slice(2)
 const option = (name: string): number | undefined => {
@@ -126,12 +127,12 @@ for (let i = 0; i < profile.samples.length; i++) {
   const id = profile.samples[i]!
   if (times[i]! < fromUs || times[i]! >= toUs || idle(id)) continue
   const us = profile.timeDeltas[i + 1] ?? 0
-  const stack: Array<{ name: string; owner: string }> = []
-  for (let at: number | undefined = id; at !== undefined; at = parentOf.get(at)) {
+  let name = OTHER
+  for (let at: number | undefined = id; at !== undefined && name === OTHER; at = parentOf.get(at)) {
     const frame = byId.get(at)!.callFrame
-    stack.push({ name: frame.functionName, owner: ownerOf(frame) })
+    const owner = ownerOf(frame)
+    name = COMPONENTS.find(([, test]) => test(owner, frame.functionName))?.[0] ?? OTHER
   }
-  const [name] = COMPONENTS.find(([, test]) => test(stack))!
   spent.set(name, (spent.get(name) ?? 0) + us)
   busyUs += us
 }
