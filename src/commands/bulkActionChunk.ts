@@ -1,12 +1,13 @@
-// One chunk of a bulk action (DECISIONS "Bulk actions"), on whichever node runs it: in one short
-// transaction, the oldest running action no other node holds is locked, its next CHUNK_SIZE triggers
-// are acted on under the single-trigger rules — a cancel is DELETE /cancel's compare-and-set
-// (store/triggers.ts triggersCancel), a replay is POST /jobs/{id}/executions' (store/triggerReplay.ts,
-// dead letters only, with the action's URL and headers for that attempt) — their items are deleted
-// and the counters advanced. Acting and marking done commit together, so a trigger is acted on at
-// most once per action whatever node dies when; a chunk cut short rolls back whole and is done again.
-// After the commit, as the single-trigger commands do: cancelled triggers' shards are woken, replays
-// handed to delivery on this node (which claimed them) or their gates kicked. Neither uses quota.
+// One chunk of a bulk action (docs/bulk-actions.md "Large sets, crashes and calling again"), on
+// whichever node runs it: in one short transaction, the oldest running action no other node holds is
+// locked, its next CHUNK_SIZE triggers are acted on under the single-trigger rules — a cancel is DELETE
+// /cancel's compare-and-set (store/triggers.ts triggersCancel), a replay is POST /jobs/{id}/executions'
+// (store/triggerReplay.ts, dead letters only, with the action's URL and headers for that attempt) —
+// their items are deleted and the counters advanced. Acting and marking done commit together, so a
+// trigger is acted on at most once per action whatever node dies when; a chunk cut short rolls back
+// whole and is done again. After the commit, as the single-trigger commands do: cancelled triggers'
+// shards are woken, replays handed to delivery on this node (which claimed them) or their gates kicked.
+// Neither uses quota.
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
