@@ -24,7 +24,7 @@ import { handOverReplays } from "./replay.ts"
 /**
  * Triggers per chunk: each chunk holds its triggers' rows for one short transaction (its replay
  * statement takes about 15 ms for 500 on a quiet machine), well under what a /bulk of 10,000 holds
- * (BENCHMARKS.md "Redrive workload"); a Reference so tests can make chunks small.
+ * (BENCHMARKS.md "The redrive workload"); a Reference so tests can make chunks small.
  */
 export const BulkChunkSize = Context.Reference<number>("timewheel/BulkChunkSize", { defaultValue: () => 500 })
 
