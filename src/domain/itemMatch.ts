@@ -88,7 +88,7 @@ export const cancelledEntry = (trigger: StoredTrigger): OperationEntry => ({
  */
 export const HELD_BACK_STATUSES = ["queued"] as const satisfies ReadonlyArray<TriggerStatus>
 
-/** One-shot registered, skipped or retrying; generator active (docs/declare-and-bulk.md, pending). */
+/** Pending (docs/declare-and-bulk.md): a one-shot registered, skipped or retrying; a generator active. */
 export const isPending = (trigger: StoredTrigger): boolean =>
   trigger.kind === "generator"
     ? trigger.status === "active"

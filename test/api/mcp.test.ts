@@ -324,7 +324,7 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /mcp", (it) => {
         assert.strictEqual(generator.kind, "generator")
         const preview = yield* ok(client, "cron_next", { value: "cron(0 9 * * MON-FRI, Europe/Paris)", count: 1 })
         assert.deepStrictEqual(preview.times, [generator.scheduledAt])
-        // a wrong type is the JSON-RPC "invalid params" error (the tool form of the spec's empty 400)
+        // a wrong type is the JSON-RPC "invalid params" error (the tool form of the API's empty 400)
         const invalid = yield* rpcError(client, "schedule_trigger", { url, scheduledAt: 5 })
         assert.match(String(invalid), /-32602/)
       }).pipe(Effect.scoped))
@@ -391,7 +391,7 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /mcp", (it) => {
           _tag: "Gone", message: "Job is not completed (status=registered)"
         })
 
-        // tag policies: the spec's validation messages, the 409, PUT as a patch, delete
+        // tag policies: the documented validation messages, the 409, PUT as a patch, delete
         assert.deepStrictEqual(yield* failed(client, "create_tag_policy", { tag: "p" }), {
           _tag: "BadRequest", message: "At least one of throughput, concurrency, timeout, or retry strategy must be specified"
         })
