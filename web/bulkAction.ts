@@ -1,8 +1,8 @@
-// "Select all that match this filter" (docs/bulk-actions.md), for the triggers and dead-letters pages:
-// how many triggers the page's filter matches (a dry run of POST /actions), then, once selected, a
-// cancel or a dead-letter replay of all of them behind a confirmation naming the count and the action,
-// then the action's progress (GET /actions/{id}, every half second) until it ends. A replay may send
-// its attempts to another URL. The API's messages are shown as they are.
+// "Select all that match this filter" (docs/bulk-actions.md), for the triggers and dead-letters pages: how many
+// triggers the page's filter matches (a dry run of POST /actions), then, once selected, a cancel or
+// a dead-letter replay of all of them behind a confirmation naming the count and the action, then the
+// action's progress (GET /actions/{id}, every half second) until it ends. A replay may send its
+// attempts to another URL. The API's messages are shown as they are.
 import "./bulkAction.css"
 import { useEffect, useState } from "preact/hooks"
 import { api } from "./api.ts"

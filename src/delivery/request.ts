@@ -1,7 +1,6 @@
-// Turns a stored trigger into what undici sends (docs/scheduling.md "What is stored and sent";
-// for /declare and /bulk items, docs/declare-and-bulk.md "Headers").
+// Turns a stored trigger into what undici sends (docs/scheduling.md "What is stored and sent").
 // Pure: a request that can never be sent (bad URL, method, header) is an InvalidRequestError, not an exception.
-// With an identity, the headers every delivery carries (docs/signatures.md) are added
+// With an identity, the headers of docs/signatures.md are added
 // (domain/signing.ts), signed over the exact body bytes sent; a stored header of the same name is dropped.
 // With a trace context (tracing on), `traceparent` and `tracestate` are ours too, replacing stored ones.
 import { isIP } from "node:net"

@@ -1,10 +1,10 @@
-// The dashboard's bulk actions in a real browser (docs/bulk-actions.md): headless Chromium (Debian's,
-// driven by playwright-core) against the real service. On the triggers page, a tag filter shows how
-// many match; "select all" then "Cancel them" asks for a confirmation naming the count and the action,
-// and the progress ends with the count cancelled (another project's trigger with the same tag
-// untouched; a filter matching nothing offers nothing to select). On the dead-letters page, "select
-// all" and "Replay dead letters" redrive every dead letter, here to another URL, and a repeat finds
-// none left. Every step is photographed into .tmp/screenshots/.
+// The dashboard's bulk actions in a real browser (docs/bulk-actions.md): headless Chromium (Debian's, driven by
+// playwright-core) against the real service. On the triggers page, a tag filter shows how many match;
+// "select all" then "Cancel them" asks for a confirmation naming the count and the action, and the
+// progress ends with the count cancelled (another project's trigger with the same tag untouched; a
+// filter matching nothing offers nothing to select). On the dead-letters page, "select all" and
+// "Replay dead letters" redrive every dead letter, here to another URL, and a repeat finds none left.
+// Every step is photographed into .tmp/screenshots/.
 import { assert, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { execFileSync } from "node:child_process"

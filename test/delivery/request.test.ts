@@ -1,5 +1,5 @@
-// prepareRequest (pure): header rules of docs/declare-and-bulk.md "Headers", content type defaults, URL
-// handling; plus the executor's pure helpers (private address check, UTF-8 truncation).
+// prepareRequest (pure): header rules of docs/declare-and-bulk.md "Headers", content type defaults, URL handling;
+// plus the executor's pure helpers (private address check, UTF-8 truncation).
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"
 import { utf8Text } from "../../src/delivery/executor.ts"

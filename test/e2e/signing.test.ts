@@ -1,10 +1,11 @@
-// Signed deliveries end to end (docs/signatures.md): the target verifies what it receives with the
-// `standardwebhooks` package, as docs/signatures.md tells it to, with the project's secret as `project
-// secret show` prints it: a body of raw bytes, no body, a retry (webhook-id stable across attempts), a
-// rotation (both secrets sign, new first; the old one alone after a rotation without overlap). A body
-// that is not UTF-8, which that package cannot verify, verifies with the raw-bytes check the page gives
-// (run as the page prints it). Timewheel-Signature, kept for earlier targets, verifies with an
-// independent HMAC of node:crypto. No header with the service's prefix ever arrives.
+// Signed deliveries end to end (docs/signatures.md): the target
+// verifies what it receives with the `standardwebhooks` package, as docs/signatures.md tells it to,
+// with the project's secret as `project secret show` prints it: a body of raw bytes, no body, a
+// retry (webhook-id stable across attempts), a rotation (both secrets sign, new first; the old one
+// alone after a rotation without overlap). A body that is not UTF-8, which that package cannot
+// verify, verifies with the raw-bytes check the page gives (run as the page prints it).
+// Timewheel-Signature, kept for earlier targets, verifies with an independent HMAC of node:crypto.
+// No header with the service's prefix ever arrives.
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"

@@ -1,10 +1,10 @@
 // The operators' listener (docs/operations.md "Operator endpoints and metrics"): plain HTTP, no
-// credentials, only on the ops port. First the whole service: /livez, /readyz and /metrics scraped and
-// parsed after real deliveries (created, outcomes by error kind and status class, lateness and duration
-// histograms, gauges, Node's event-loop delay), with bounded labels only. Then the listener alone with
-// heartbeats the test controls: /readyz turning 503 when the database was not reached or a loop went
-// stale, HEAD, 404s, and what happens when its port is taken (the default one: a free port, said by a
-// warning).
+// credentials, only on the ops port.
+// First the whole service: /livez, /readyz and /metrics scraped and parsed after real deliveries
+// (created, outcomes by error kind and status class, lateness and duration histograms, gauges,
+// Node's event-loop delay), with bounded labels only. Then the listener alone with heartbeats the
+// test controls: /readyz turning 503 when the database was not reached or a loop went stale, HEAD,
+// 404s, and what happens when its port is taken (the default one: a free port, said by a warning).
 import { assert, layer } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Logger } from "effect"
 import * as net from "node:net"

@@ -1,12 +1,12 @@
 // Arbitrary requests to the endpoint families beyond /schedule, /cancel and the log reads
-// (RELIABILITY.md "Fuzzing"), each with inputs shaped to it (fuzzShapes.ts: deep and wide JSON, huge
-// arrays and strings, control characters, wrong types, many headers): /declare, /bulk, /tag-policies,
-// /target-policies and /targets, replay, /mcp (JSON-RPC messages, tools with any arguments, any
-// protocol version or session id), the dashboard's endpoints with a signed-in session (keys, alerts,
-// overview, cancel, sign-in, its pages and the shared endpoints through the session), the ops port
-// (/livez, /readyz, /metrics), and /health, /docs, /openapi/json. Loopback only: URLs in bodies are
-// confined to the safe target, and the session is never signed out (DELETE /session is sent with other
-// cookies only).
+// (RELIABILITY.md "Fuzzing"), each with inputs shaped to it (fuzzShapes.ts: deep and wide JSON, huge arrays and strings,
+// control characters, wrong types, many headers): /declare, /bulk, /tag-policies, /target-policies
+// and /targets, replay, /mcp
+// (JSON-RPC messages, tools with any arguments, any protocol version or session id), the dashboard's
+// endpoints with a signed-in session (keys, alerts, overview, cancel, sign-in, its pages and the
+// shared endpoints through the session), the ops port (/livez, /readyz, /metrics), and /health,
+// /docs, /openapi/json. Loopback only: URLs in bodies are confined to the safe target, and the
+// session is never signed out (DELETE /session is sent with other cookies only).
 import fc from "fast-check"
 import { anyRequest, type FuzzRequest } from "./fuzzInputs.ts"
 import { controlString, hostileJson, jsonText, manyHeaders, SAFE_TARGET, shapedBody, wrongType } from "./fuzzShapes.ts"
