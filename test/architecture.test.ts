@@ -1,5 +1,5 @@
-// The layers' import rules, checked by reading the sources (issue "One way in"): every write goes
-// through commands/, only store/ speaks to PostgreSQL, and the dependencies run one way.
+// The layers' import rules, checked by reading the sources (docs/internals.md "Layout"): every write
+// goes through commands/, only store/ speaks to PostgreSQL, and the dependencies run one way.
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"

@@ -1,7 +1,7 @@
-// Faults of the database under a running service (issue "Safe under faults" 2, 7, 9): the
-// shard-lock session killed with pg_terminate_backend is replaced and the shards taken again,
-// while the node never recovers the deliveries it still holds; execution records are retried until
-// the database takes them (here: their table is away for a while); and no trigger is sent early.
+// Faults of the database under a running service (docs/cluster.md "After a database restart"): the
+// shard-lock session killed with pg_terminate_backend is replaced and the shards taken again, while the
+// node never recovers the deliveries it still holds; execution records are retried until the database
+// takes them (here: their table is away for a while); and no trigger is sent early.
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
