@@ -164,7 +164,7 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
       assert.strictEqual((yield* server.call("GET", "/keys", { headers: { "timewheel-project": project } })).status, 401)
     }))
 
-  it.effect("the API reference (GET /docs) belongs to no project: a session opens it without Timewheel-Project (issue 24)", () =>
+  it.effect("the API reference (GET /docs) belongs to no project: a session opens it without Timewheel-Project", () =>
     Effect.gen(function*() {
       const server = yield* TestServer
       const admin = yield* newAdmin
