@@ -606,5 +606,14 @@ CREATE TABLE target_circuits (
 ALTER TABLE alert_outbox ADD COLUMN kind text NOT NULL DEFAULT 'dead_letter' CHECK (kind IN ('dead_letter', 'circuit_open'));
 ALTER TABLE alert_sends ADD COLUMN circuit_openings integer NOT NULL DEFAULT 0;
 `
+  },
+  {
+    version: 15,
+    name: "api key labels",
+    sql: `
+-- An API key may carry a label saying what it is for (docs/settings.md, key create): shown wherever
+-- keys are listed. NULL: no label.
+ALTER TABLE api_keys ADD COLUMN label text;
+`
   }
 ]

@@ -72,9 +72,12 @@ layer(Env, { timeout: "240 seconds", excludeTestServices: true })("dashboard in 
 
       // keys: create one, its clear key shown once; use it with /schedule
       yield* go("keys")
+      yield* step(() => page.getByLabel("Label of the new key").fill("checkout service"))
       yield* step(() => page.getByRole("button", { name: "Create key" }).click())
       const key = (yield* step(() => page.locator("code.clear-key").textContent()))!
       assert.match(key, /^ttr_[0-9a-f]{48}$/)
+      // the label is listed beside the key's hint
+      yield* step(() => page.locator(`tr[data-key="ttr_…${key.slice(-4)}"] td.key-label`, { hasText: "checkout service" }).waitFor())
       yield* layout(page, "03-keys-created")
       const schedule = (headers: Record<string, string>, body?: string) =>
         Effect.map(server.call("POST", "/schedule", { headers: { "ttr-api-key": key, "content-type": "application/json", ...headers }, ...(body === undefined ? {} : { body }) }), (r) => {
