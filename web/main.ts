@@ -135,7 +135,7 @@ const App = () => {
     void load()
   }, [])
   useEffect(() => {
-    if (me === null && path !== "/dashboard/sign-in") navigate(`/dashboard/sign-in?next=${encodeURIComponent(path)}`, true)
+    if (me === null && path !== "/dashboard/sign-in") navigate(`/dashboard/sign-in?next=${encodeURIComponent(path + location.search)}`, true)
   }, [me, path])
 
   if (error !== undefined) return html`<div class="center"><${Notice} kind="error">${error}</${Notice}></div>`

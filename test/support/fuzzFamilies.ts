@@ -241,6 +241,7 @@ export const dashboardRequest = (ctx: FuzzContext) => {
     fc.constant({ method: "GET", path: "/projects" }),
     fc.constant({ method: "GET", path: "/keys" }),
     fc.constant({ method: "POST", path: "/keys" }),
+    shapedBody(fc.record({ label: fc.oneof(fc.string({ maxLength: 120 }), controlString, wrongType) }, { requiredKeys: [] })).map((body) => ({ method: "POST", path: "/keys", body })),
     uuid.map((id) => ({ method: "DELETE", path: `/keys/${id}` })),
     fc.constant({ method: "GET", path: "/alerts" }),
     shapedBody(alerts).map((body) => ({ method: "PUT", path: "/alerts", body })),

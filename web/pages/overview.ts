@@ -2,11 +2,11 @@
 // apart from the wait of triggers held by their tags' limits — how many triggers end in a dead letter
 // now (the Dead letters page's count, linked), dead-letter attempts per hour over 24 h, and
 // queued / in-flight triggers per tag policy, all from the service's rollup (GET /overview),
-// refreshed every 15 s. Every chart's axis is the chosen range (1, 6 or 24 h); bars are buckets of
-// 1, 5 or 15 minutes.
-import { useState } from "preact/hooks"
+// refreshed every 15 s. Every chart's axis is the chosen range (1, 6 or 24 h, kept in the address as
+// `?hours=`); bars are buckets of 1, 5 or 15 minutes.
 import { api } from "../api.ts"
 import { Chart } from "../chart.ts"
+import { setQuery, useLocation } from "../router.ts"
 import { bucketName } from "../timeAxis.ts"
 import { Empty, formatMs, html, Link, Notice, PageHeader, useLoad } from "../ui.ts"
 
@@ -39,7 +39,9 @@ const Stat = ({ label, value, tone, href }: { label: string; value: string; tone
 const count = (n: number) => n.toLocaleString("en-US")
 
 export const OverviewPage = ({ projectId }: { projectId: string }) => {
-  const [hours, setHours] = useState<number>(1)
+  const asked = Number(useLocation().query.get("hours"))
+  const hours: number = (RANGES as ReadonlyArray<number>).includes(asked) ? asked : 1
+  const setHours = (h: number) => setQuery({ hours: String(h) })
   const { data, error } = useLoad(() => api<Overview>("GET", `/overview?hours=${hours}`), [hours], 15_000)
   const per = data === undefined ? "" : bucketName(data.bucketSeconds)
   return html`<div>
