@@ -80,9 +80,11 @@ export const SelectAllMatching = ({ filter, actions, onDone, describe = (n) => `
     setSelected(false)
     setConfirming(undefined)
     setCount(undefined)
-    // the size of the set, whatever the action: a replay's dry run takes every filter, the empty one too
-    api<{ matched: number }>("POST", "/actions", { action: "replay", filter, dryRun: true })
-      .then((r) => setCount(r.matched), (e) => setError(messageOf(e)))
+    // the size of the set, whatever the action: a replay's dry run takes every filter; the empty one
+    // is every dead letter there (docs/bulk-actions.md), so every trigger is those and the others
+    const parts: ReadonlyArray<Filter> = Object.keys(filter).length === 0 ? [{ deadLetter: true }, { deadLetter: false }] : [filter]
+    Promise.all(parts.map((part) => api<{ matched: number }>("POST", "/actions", { action: "replay", filter: part, dryRun: true })))
+      .then((answers) => setCount(answers.reduce((sum, r) => sum + r.matched, 0)), (e) => setError(messageOf(e)))
   }, [key, generation])
 
   const ended = () => {

@@ -61,14 +61,14 @@ export const KeysPage = () => {
     </div>`}
     ${error === undefined ? null : html`<${Notice} kind="error">${error}</${Notice}>`}
     ${data === undefined ? html`<div class="muted">Loading…</div>` : keys.length === 0 ? html`<${Empty}>No key yet.</${Empty}>` : html`
-      <div class="card flush"><table class="rows">
+      <div class="card flush"><table class="rows stack">
         <thead><tr><th>Key</th><th>Label</th><th>Created (UTC)</th><th>Last used (UTC)</th><th>State</th><th></th></tr></thead>
         <tbody>${[...keys].reverse().map((key) => html`<tr key=${key.id} data-key=${key.hint}>
-          <td class="mono">${key.hint}</td>
-          <td class="key-label">${key.label ?? html`<span class="muted">—</span>`}</td>
-          <td><${Time} iso=${key.createdAt} /></td>
-          <td>${key.lastUsedAt === null ? html`<span class="muted">never</span>` : html`<${Time} iso=${key.lastUsedAt} />`}</td>
-          <td>${key.revokedAt === null ? html`<${Badge} text="active" tone="green" />` : html`<${Badge} text="revoked" /> <span class="muted small"><${Time} iso=${key.revokedAt} /></span>`}</td>
+          <td class="mono" data-label="Key">${key.hint}</td>
+          <td class="key-label" data-label="Label">${key.label ?? html`<span class="muted">—</span>`}</td>
+          <td data-label="Created (UTC)"><${Time} iso=${key.createdAt} /></td>
+          <td data-label="Last used (UTC)">${key.lastUsedAt === null ? html`<span class="muted">never</span>` : html`<${Time} iso=${key.lastUsedAt} />`}</td>
+          <td data-label="State">${key.revokedAt === null ? html`<${Badge} text="active" tone="green" />` : html`<${Badge} text="revoked" /> <span class="muted small"><${Time} iso=${key.revokedAt} /></span>`}</td>
           <td class="actions-cell">${key.revokedAt === null ? html`<button class="small danger" onClick=${() => revoke(key)}>Revoke</button>` : null}</td>
         </tr>`)}</tbody>
       </table></div>`}

@@ -104,18 +104,18 @@ export const TriggersPage = ({ projectId }: { projectId: string }) => {
     ${error === undefined ? null : html`<${Notice} kind="error">${error}</${Notice}>`}
     <${SelectAllMatching} filter=${actionFilter(filters)} actions=${["cancel", "replay"]} onDone=${reload} />
     ${data === undefined ? html`<div class="muted">Loading…</div>` : data.jobs.length === 0 ? html`<${Empty}>No trigger matches.</${Empty}>` : html`
-      <div class="card flush"><table class="rows">
+      <div class="card flush"><table class="rows stack">
         <thead><tr><th>Trigger</th><th>Status</th><th>Kind</th><th>Scheduled (UTC)</th><th class="num">Attempts</th><th>Tags</th></tr></thead>
         <tbody>${data.jobs.map((job) => html`<tr key=${job.id} data-trigger=${job.id}>
-          <td class="trigger-cell">
+          <td class="trigger-cell" data-label="Trigger">
             <${Link} href=${`/dashboard/p/${projectId}/triggers/${job.id}`} class="ellipsis strong row-link">${job.title ?? `${job.method} ${job.url}`}</${Link}>
             <div class="muted small mono">${shortId(job.id)}${job.customKey === null ? "" : ` · key ${job.customKey}`}</div>
           </td>
-          <td><${StatusBadges} status=${job.status} outcome=${job.outcome} /></td>
-          <td>${job.kind}${job.generatorId === null ? "" : html` <span class="muted small">instance</span>`}</td>
-          <td><${Time} iso=${job.scheduledAt} /></td>
-          <td class="num">${job.attempts}</td>
-          <td>${job.tags.map((tag) => html`<span class="tag">${tag}</span>`)}</td>
+          <td data-label="Status"><${StatusBadges} status=${job.status} outcome=${job.outcome} /></td>
+          <td data-label="Kind">${job.kind}${job.generatorId === null ? "" : html` <span class="muted small">instance</span>`}</td>
+          <td data-label="Scheduled (UTC)"><${Time} iso=${job.scheduledAt} /></td>
+          <td class="num" data-label="Attempts">${job.attempts}</td>
+          <td data-label="Tags">${job.tags.map((tag) => html`<span class="tag">${tag}</span>`)}</td>
         </tr>`)}</tbody>
       </table></div>`}
     <div class="pager">
