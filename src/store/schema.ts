@@ -609,6 +609,17 @@ ALTER TABLE alert_sends ADD COLUMN circuit_openings integer NOT NULL DEFAULT 0;
   },
   {
     version: 15,
+    name: "marks handed over",
+    sql: `
+-- A node that gives a shard up while it runs (a rebalance, a graceful stop) says so on the shard's
+-- mark before it lets go of the shard's lock (store/shardMarks.ts). The next owner then knows the
+-- fired triggers the mark covers are still being sent by a live node; a mark taken over without it
+-- was left by a node whose session ended (docs/cluster.md, "When a node dies").
+ALTER TABLE shard_marks ADD COLUMN handed_over boolean NOT NULL DEFAULT false;
+`
+  },
+  {
+    version: 16,
     name: "api key labels",
     sql: `
 -- An API key may carry a label saying what it is for (docs/settings.md, key create): shown wherever
