@@ -248,7 +248,10 @@ export const actionReadPath: fc.Arbitrary<string> = fc.oneof(
 )
 
 /** GET /dead-letters (the dashboard's, a session only): arbitrary limits and cursors. */
-export const deadLettersPath: fc.Arbitrary<string> = query(["limit", "cursor"]).map((q) => `/dead-letters${q}`)
+export const deadLettersPath: fc.Arbitrary<string> = fc.oneof(
+  fc.constantFrom("/dead-letters", "/dead-letters?limit=5", "/dead-letters?limit=500"),
+  query(["limit", "cursor"]).map((q) => `/dead-letters${q}`)
+)
 
 /** POST /actions bodies (cancel and replay by filter, dry runs, overrides) and GET /actions, /actions/{id}. */
 export const actionRequest = (key: string): fc.Arbitrary<FuzzRequest> =>
