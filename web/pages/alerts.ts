@@ -80,7 +80,7 @@ export const AlertsPage = () => {
             <td data-label="Sent (UTC)"><${Time} iso=${r.sentAt} /></td>
             <td data-label="Target">${r.channel === "webhook" ? "chat webhook" : "e-mail"}</td>
             <td data-label="Reported">${r.test ? "test" : reported(r)}</td>
-            <td data-label="Outcome">${r.error === null ? html`<${Badge} text="sent" tone="green" />` : html`<${Badge} text="failed" tone="red" /> <span class="small">${r.error}</span>`}</td>
+            <td data-label="Outcome">${r.error === null ? html`<${Badge} text="sent" tone="green" />` : html`<span><${Badge} text="failed" tone="red" /> <span class="small">${r.error}</span></span>`}</td>
           </tr>`)}</tbody>
         </table>`}
       </section>`}
