@@ -617,5 +617,14 @@ ALTER TABLE alert_sends ADD COLUMN circuit_openings integer NOT NULL DEFAULT 0;
 -- was left by a node whose session ended (docs/cluster.md, "On a crash").
 ALTER TABLE shard_marks ADD COLUMN handed_over boolean NOT NULL DEFAULT false;
 `
+  },
+  {
+    version: 16,
+    name: "api key labels",
+    sql: `
+-- An API key may carry a label saying what it is for (docs/settings.md, key create): shown wherever
+-- keys are listed. NULL: no label.
+ALTER TABLE api_keys ADD COLUMN label text;
+`
   }
 ]
