@@ -131,7 +131,7 @@ describe("signing secrets", () => {
     const legacy = `whsec_${crypto.randomBytes(32).toString("hex")}`
     const converted = standardFormOfLegacySecret(legacy)
     assert.match(converted, SIGNING_SECRET_PATTERN)
-    // the earlier verification (README before issue 26): HMAC keyed with the whole string
+    // the earlier verification (docs/signatures.md "Timewheel-Signature"): HMAC keyed with the whole string
     const body = Buffer.from("payload")
     const before = crypto.createHmac("sha256", legacy).update(`${T}.`).update(body).digest("hex")
     const keyedWithOld = crypto.createHmac("sha256", legacy).update(`${ID}.${T}.`).update(body).digest("base64")
