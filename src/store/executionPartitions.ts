@@ -61,8 +61,9 @@ export const executionPartitionsEnsure = (nowMs: number) =>
 
 /**
  * Drops, oldest first, the partitions whose every execution is older than `beforeMs`, each in its
- * own short transaction; the names it dropped. A partition whose lock could not be had in time is
- * left (the error ends the turn; what was dropped before it stays dropped).
+ * own short transaction; the names it dropped. When a partition's lock cannot be had in time (a long
+ * read of executions), it and the later ones are left to the next turn (logged), and what was
+ * dropped before it stays dropped.
  */
 export const executionPartitionsDropBefore = (beforeMs: number) =>
   Effect.gen(function*() {
@@ -72,11 +73,14 @@ export const executionPartitionsDropBefore = (beforeMs: number) =>
       const gone = yield* sql.withTransaction(Effect.gen(function*() {
         yield* lockedTurn(sql)
         // another node may have dropped it since the list was read
-        if (!(yield* executionPartitionsList).some((p: PartitionRange) => p.name === partition.name)) return false
+        if (!(yield* executionPartitionsList).some((p: PartitionRange) => p.name === partition.name)) return "gone" as const
         yield* sql.unsafe(`DROP TABLE ${partition.name}`)
-        return true
-      }))
-      if (gone) dropped.push(partition.name)
+        return "dropped" as const
+      })).pipe(Effect.catch((error) =>
+        Effect.as(Effect.logWarning(`retention: ${partition.name} not dropped now (left to the next turn)`, error), "blocked" as const)
+      ))
+      if (gone === "blocked") break
+      if (gone === "dropped") dropped.push(partition.name)
     }
     return dropped
   })

@@ -116,5 +116,22 @@ layer(Database, { timeout: "120 seconds" })("executions by day", (it) => {
         assert.deepStrictEqual(yield* names, before.filter((n) => !dropped.includes(n)))
         assert.deepStrictEqual(yield* executionPartitionsDropBefore(Date.UTC(2031, 2, 12, 12)), [])
       }))
+
+    it.effect("a drop that cannot have its lock in time (a long read of executions) is left to the next turn, without waiting longer", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const cutoff = Date.UTC(2031, 2, 13, 12) // the 12th is wholly before it
+        const reader = yield* sql.reserve
+        yield* reader.executeRaw("BEGIN", [])
+        yield* reader.executeRaw("SELECT count(*) FROM executions", [])
+        const t0 = Date.now()
+        assert.deepStrictEqual(yield* executionPartitionsDropBefore(cutoff), [])
+        const waited = Date.now() - t0
+        assert.isAtLeast(waited, 1_900)
+        assert.isBelow(waited, 10_000)
+        assert.include(yield* names, day(12))
+        yield* reader.executeRaw("COMMIT", [])
+        assert.deepStrictEqual(yield* executionPartitionsDropBefore(cutoff), [day(12)])
+      }).pipe(Effect.scoped))
   })
 })
