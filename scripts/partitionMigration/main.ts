@@ -1,4 +1,4 @@
-// How long migration 16 (executions partitioned by day, docs/operations.md "Upgrading to
+// How long the migration "executions partitioned by day" (docs/operations.md "Upgrading to
 // partitioned executions") blocks writes: on a fresh database at the schema before it, N executions
 // over the last 30 days (10 per trigger), then a writer inserting one execution at a time on its own
 // connection, timed, while the migrations run. Prints the migration's duration, the writer's
@@ -11,6 +11,9 @@ import * as crypto from "node:crypto"
 import { uuidv7 } from "../../src/domain/ids.ts"
 import { migrate } from "../../src/store/db.ts"
 import { MIGRATIONS } from "../../src/store/schema.ts"
+
+/** The migration that partitions executions by day. */
+const PARTITIONING = MIGRATIONS.find((m) => m.name === "executions partitioned by day")!.version
 
 const serverUrl = process.env.DATABASE_URL
 if (serverUrl === undefined || serverUrl === "") throw new Error("set DATABASE_URL (a server where this role may CREATE DATABASE)")
@@ -36,7 +39,7 @@ try {
   const triggers = Math.ceil(ROWS / 10)
   const setup = Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    yield* migrate({ shards: 4, nowMs: Date.now(), migrations: MIGRATIONS.filter((m) => m.version < 16) })
+    yield* migrate({ shards: 4, nowMs: Date.now(), migrations: MIGRATIONS.filter((m) => m.version < PARTITIONING) })
     yield* sql`INSERT INTO projects (id, name, monthly_quota, retry_policy, created_at, updated_at)
       VALUES (${project}, 'bench', 0, '{}'::jsonb, now(), now())`
     yield* sql`INSERT INTO triggers (id, project_id, kind, shard, status, url, method, headers, attempts, created_at, updated_at)
@@ -87,7 +90,7 @@ try {
   const before = timings.filter((x) => x.at < result.t0 - 10).map((x) => x.ms)
   const during = timings.filter((x) => x.at + x.ms >= result.t0 && x.at <= result.t1).map((x) => x.ms)
   const after = timings.filter((x) => x.at > result.t1 + 10).map((x) => x.ms)
-  console.log(`migration 16: ${(result.t1 - result.t0).toFixed(0)} ms`)
+  console.log(`migration ${PARTITIONING}: ${(result.t1 - result.t0).toFixed(0)} ms`)
   console.log(`writer before: ${before.length} inserts, p50 ${percentile(before, 0.5).toFixed(1)} ms, max ${Math.max(...before).toFixed(1)} ms`)
   console.log(`writer during: ${during.length} inserts, longest ${Math.max(...during).toFixed(0)} ms (writes blocked)`)
   console.log(`writer after: ${after.length} inserts, p50 ${percentile(after, 0.5).toFixed(1)} ms, max ${Math.max(...after).toFixed(1)} ms`)

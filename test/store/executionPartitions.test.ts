@@ -1,5 +1,5 @@
 // The executions table by day on a real database (docs/operations.md "How history is stored"):
-// migration 16 makes the table as it was the partition of every id before its bound, its rows
+// the migration "executions partitioned by day" makes the table as it was the partition of every id before its bound, its rows
 // readable as before by every read; the days ahead are made once however many nodes make them at
 // once, and again makes nothing; a row the default partition took for a day made later moves into
 // that day; dropping before a cutoff drops only the days wholly before it.
@@ -13,6 +13,9 @@ import { migrate } from "../../src/store/db.ts"
 import { executionsGet, executionsList, executionsListForTrigger, executionsLatestOfTriggers } from "../../src/store/executionReads.ts"
 import { executionPartitionsDropBefore, executionPartitionsEnsure, executionPartitionsList } from "../../src/store/executionPartitions.ts"
 import { MIGRATIONS } from "../../src/store/schema.ts"
+
+/** The migration that partitions executions by day. */
+const PARTITIONING = MIGRATIONS.find((m) => m.name === "executions partitioned by day")!.version
 import { freshDatabaseUrl } from "../support/database.ts"
 import { ensureProject, insertExecution, insertTrigger } from "../support/fixtures.ts"
 
@@ -31,11 +34,11 @@ const partitionOf = (id: string) =>
 const names = Effect.map(executionPartitionsList, (list) => list.map((p) => p.name).sort())
 
 layer(Database, { timeout: "120 seconds" })("executions by day", (it) => {
-  describe("migration 16 on a database with executions", () => {
+  describe("the migration partitioning executions, on a database with executions", () => {
     it.effect("the table as it was becomes the partition before its bound: every row read as before, new days after it", () =>
       Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
-        yield* migrate({ shards: 4, nowMs: 0, migrations: MIGRATIONS.filter((m) => m.version < 16) })
+        yield* migrate({ shards: 4, nowMs: 0, migrations: MIGRATIONS.filter((m) => m.version < PARTITIONING) })
         assert.strictEqual((yield* sql<{ kind: string }>`SELECT relkind::text AS kind FROM pg_class WHERE relname = 'executions'`)[0]!.kind, "r")
         yield* ensureProject(PROJECT)
         // one trigger with OLD_ROWS attempts over the last 20 days, as delivery mints their ids
@@ -50,7 +53,7 @@ layer(Database, { timeout: "120 seconds" })("executions by day", (it) => {
           FROM generate_series(1, ${OLD_ROWS}) AS g`
         const before = yield* sql<{ id: string }>`SELECT id FROM executions ORDER BY id`
 
-        assert.deepStrictEqual(yield* migrate({ shards: 4, nowMs: 0 }), MIGRATIONS.filter((m) => m.version >= 16).map((m) => m.version))
+        assert.deepStrictEqual(yield* migrate({ shards: 4, nowMs: 0 }), MIGRATIONS.filter((m) => m.version >= PARTITIONING).map((m) => m.version))
         assert.strictEqual((yield* sql<{ kind: string }>`SELECT relkind::text AS kind FROM pg_class WHERE relname = 'executions'`)[0]!.kind, "p")
         const tomorrow = new Date(dayStartMs(now) + DAY_MS).toISOString().slice(0, 10).replaceAll("-", "")
         assert.deepStrictEqual(yield* names, [`executions_until_${tomorrow}`])
