@@ -234,7 +234,9 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
       const secondProbeAt = o!.arrivals[4]!.atMs
       assert.isAtLeast(secondProbeAt, probedAt + 3_950, "the second cooldown is twice the first")
       yield* pollUntil("closed", Effect.map(p.views, (views) => (views[0]!.circuit === "closed" ? true : undefined)))
-      const jobs = yield* Effect.forEach([failing, ...waiting], p.job)
+      // the origin has seen the last requests; their outcomes are recorded a moment later
+      const jobs = yield* pollUntil("the outcomes recorded", Effect.map(Effect.forEach([failing, ...waiting], p.job), (all) =>
+        all.every((job) => job.status !== "running" && job.status !== "queued") ? all : undefined))
       assert.deepStrictEqual(jobs.map((job) => job.status), ["completed", "completed", "completed"])
       // the waiting ones used one attempt each; the failing one its three, one probe or retry per cooldown, and its success
       assert.deepStrictEqual(jobs.slice(1).map((job) => job.attempts), [1, 1])
