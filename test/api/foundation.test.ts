@@ -91,7 +91,7 @@ layer(testServerLayer(), { timeout: "60 seconds" })("foundation", (it) => {
     }
   })
 
-  it.effect("GET / sends a browser to the dashboard (issue 24)", () =>
+  it.effect("GET / sends a browser to the dashboard", () =>
     Effect.gen(function*() {
       const response = yield* (yield* TestServer).call("GET", "/")
       assert.deepStrictEqual([response.status, response.headers["location"]], [302, "/dashboard/"])

@@ -1,4 +1,4 @@
-// Dashboard sign-in and sessions against the real service (issue 15): the cookie's attributes,
+// Dashboard sign-in and sessions against the real service (docs/dashboard.md): the cookie's attributes,
 // refusals (wrong password, unknown e-mail, throttling per account and per address, a cross-origin
 // or Origin-less POST), sessions bound to their admin, sign-out everywhere, idle and absolute expiry,
 // the session on the shared endpoints (Timewheel-Project missing or unknown: 400; never /schedule or
@@ -164,7 +164,7 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
       assert.strictEqual((yield* server.call("GET", "/keys", { headers: { "timewheel-project": project } })).status, 401)
     }))
 
-  it.effect("the API reference (GET /docs) belongs to no project: a session opens it without Timewheel-Project (issue 24)", () =>
+  it.effect("the API reference (GET /docs) belongs to no project: a session opens it without Timewheel-Project", () =>
     Effect.gen(function*() {
       const server = yield* TestServer
       const admin = yield* newAdmin

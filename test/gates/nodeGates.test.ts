@@ -1,10 +1,10 @@
-// A node's gates in memory (gates/nodeGates.ts; issue 22): triggers start in arrival order as far as
-// every gate they carry admits them; one blocked by a full gate does not hold back those behind it
-// without that gate; a ticket gives its permit back with the outcome; what waits at a paused or held
-// gate is handed out for release at once, what waits longer than RELEASE_AFTER_MS too (but not what
-// was taken from PostgreSQL, which reads `queued` already); a stopping node releases everything;
-// a gate is forgotten only when nothing of it is in flight, waiting, held, leased, or on its way to
-// its circuit's shared state (a failure being settled, a probe).
+// A node's gates in memory (gates/nodeGates.ts): triggers start in arrival order as far as every gate
+// they carry admits them; one blocked by a full gate does not hold back those behind it without that
+// gate; a ticket gives its permit back with the outcome; what waits at a paused or held gate is handed
+// out for release at once, what waits longer than RELEASE_AFTER_MS too (but not what was taken from
+// PostgreSQL, which reads `queued` already); a stopping node releases everything; a gate is forgotten
+// only when nothing of it is in flight, waiting, held, leased, or on its way to its circuit's shared
+// state (a failure being settled, a probe).
 import { describe, expect, it } from "vitest"
 import { CLOSED } from "../../src/domain/circuitBreaker.ts"
 import { CircuitGate } from "../../src/domain/circuitGate.ts"
