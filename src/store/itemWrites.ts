@@ -55,7 +55,8 @@ const columnsOf = (rows: ReadonlyArray<ItemTriggerRow>, keyring: Keyring | null)
   for (let i = 0; i < n; i++) {
     const row = rows[i]!
     const d = row.definition
-    const request = sealRequest(d.headers, d.body, keyring)
+    // plain (no keys): the definition's own headers and body, no object per row
+    const request = keyring === null ? null : sealRequest(d.headers, d.body, keyring)
     ids[i] = row.id
     shards[i] = row.shard
     kinds[i] = row.kind
@@ -63,9 +64,9 @@ const columnsOf = (rows: ReadonlyArray<ItemTriggerRow>, keyring: Keyring | null)
     scheduledAts[i] = row.scheduledAtMs
     urls[i] = d.url
     methods[i] = d.method
-    headers[i] = request.headers
-    bodies[i] = request.body
-    sealedWith[i] = request.sealedWith
+    headers[i] = request === null ? d.headers : request.headers
+    bodies[i] = request === null ? d.body : request.body
+    sealedWith[i] = request === null ? null : request.sealedWith
     contentTypes[i] = d.contentType
     titles[i] = d.title
     tags[i] = textArrayLiteral(d.tags)
