@@ -2,9 +2,10 @@
 // credentials as security schemes, so its "Authorize" works; openapi.ts), its server the address
 // the browser used (`https://` and the Host header), so "Try it" calls this very service.
 // The Scalar bundle ships inside the `effect` package; it is inlined so the page needs no CDN.
-// Credentials as SPEC asks: a key (header or Bearer) or a signed-in dashboard session, which needs
-// no project here (the reference belongs to none). A browser without either (it asks for HTML) is
-// sent to the dashboard's sign-in, which comes back here; an API client gets the 401.
+// Credentials (docs/README.md "Other public paths"): a key (header or Bearer) or a signed-in
+// dashboard session, which needs no project here (the reference belongs to none). A browser without
+// either (it asks for HTML) is sent to the dashboard's sign-in, which comes back here; an API client
+// gets the 401.
 import * as Effect from "effect/Effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { createRequire } from "node:module"
@@ -30,6 +31,8 @@ export const docsPage = (document: { readonly info: { readonly title: string } }
     <meta charset="utf-8" />
     <title>${document.info.title.replace(/</g, "&lt;")}</title>
     <meta name="viewport" content="width=device-width, initial-scale=1" />
+    <!-- no icon: without this line the browser asks for /favicon.ico, a 404 -->
+    <link rel="icon" href="data:," />
   </head>
   <body>
     <div id="api-reference-container"></div>

@@ -1,6 +1,6 @@
 // Reading the parts of a JSON-API request the same way everywhere: the exact path (the router
-// forgives a trailing or doubled slash, the spec does not), query parameters with one clear 400
-// message per bad value (also a character PostgreSQL cannot store, e.g. `%00`), and a JSON body under the spec's rules (another Content-Type → 415 plain
+// forgives a trailing or doubled slash, the API does not), query parameters with one clear 400
+// message per bad value (also a character PostgreSQL cannot store, e.g. `%00`), and a JSON body under the API's rules (another Content-Type → 415 plain
 // text; a missing one is read as JSON; unreadable or invalid JSON, or nested deeper than
 // MAX_JSON_DEPTH → empty 400; over the caller's size limit → 413).
 import * as Effect from "effect/Effect"
@@ -92,9 +92,9 @@ const JSON_MEDIA_TYPE = "application/json"
  * The request's JSON body: a Content-Type other than application/json (parameters such as
  * charset allowed) → 415; no Content-Type (or an empty one) → read as JSON; unreadable or
  * invalid JSON, or JSON nested deeper than MAX_JSON_DEPTH → empty 400; with `maxBytes`, a larger
- * body → 413 (read to its end, not kept).
+ * body → 413 (read to its end, not kept). With `optional`, an empty body is `undefined`.
  */
-export const readJsonBody = (request: HttpServerRequest.HttpServerRequest, maxBytes?: number) =>
+export const readJsonBody = (request: HttpServerRequest.HttpServerRequest, maxBytes?: number, optional = false) =>
   Effect.gen(function*() {
     const contentType = request.headers["content-type"]
     if (contentType !== undefined && contentType.trim() !== "") {
@@ -107,7 +107,10 @@ export const readJsonBody = (request: HttpServerRequest.HttpServerRequest, maxBy
       ),
       maxBytes === undefined ? (read) => read : Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(maxBytes))
     )
-    if (text.trim() === "") return yield* Effect.fail(new MalformedRequest("body is empty: send a JSON object"))
+    if (text.trim() === "") {
+      if (optional) return undefined
+      return yield* Effect.fail(new MalformedRequest("body is empty: send a JSON object"))
+    }
     if (nestsDeeperThan(text)) return yield* Effect.fail(new MalformedRequest("body nests deeper than 256 levels"))
     try {
       return JSON.parse(text) as unknown

@@ -1,4 +1,4 @@
-// Tracing (DECISIONS "Tracing and encryption at rest"): with an OTLP endpoint in OpenTelemetry's
+// Tracing (docs/tracing.md "Turning it on"): with an OTLP endpoint in OpenTelemetry's
 // environment (config.ts TracingSettings), Effect's own OTLP/HTTP exporter (effect/observability
 // OtlpTracer: batches, retries, flushes when the service stops) becomes the tracer of the service,
 // the HTTP server makes a server span per API call (continuing an incoming `traceparent`), and
@@ -13,6 +13,17 @@ import { FetchHttpClient } from "effect/http"
 import { OtlpSerialization, OtlpTracer } from "effect/observability"
 import type { TracingSettings } from "../config.ts"
 import { DeliveryTracing, makeAttemptTracer } from "../delivery/attemptTracing.ts"
+
+/**
+ * The start log's line when tracing is on (docs/tracing.md): where spans go, how, and under which
+ * service name; the endpoint without any user and password it holds, and never the export headers.
+ */
+export const tracingStartLine = (settings: TracingSettings): string => {
+  const url = new URL(settings.url)
+  url.username = ""
+  url.password = ""
+  return `tracing on: spans exported to ${url.toString()} (OTLP ${settings.protocol}) as service ${settings.serviceName}`
+}
 
 /** How long a stopping service waits for its last spans to be exported. */
 const SHUTDOWN_TIMEOUT = "3 seconds"

@@ -2,7 +2,7 @@
 // PostgreSQL's binary format and a statement reads back as rows with `unnest(…)`. A batch of a
 // thousand rows is then one statement without a JSON document to build, send and parse: uuids,
 // integers and instants travel as their binary values, bytes as they are, and only the jsonb columns
-// are JSON text (BENCHMARKS.md, "A `/bulk` call of 1,000: where the time goes").
+// are JSON text (BENCHMARKS.md, "Batch: `/bulk` and `/declare`").
 import * as PgTypes from "@effect/sql-pg/PgTypes"
 import * as Result from "effect/Result"
 

@@ -94,7 +94,7 @@ const unnestRows = (sql: SqlClient.SqlClient, c: ReturnType<typeof columnsOf>, e
 
 /**
  * Inserts new triggers of a project. `keyScope`: the tag of the /declare call creating them (it
- * scopes their custom keys, SPEC "/declare" rule 9), null for /bulk.
+ * scopes their custom keys, docs/internals.md "/declare and /bulk"), null for /bulk.
  */
 export const itemTriggersInsert = Effect.fnUntraced(function*(input: {
   readonly projectId: string

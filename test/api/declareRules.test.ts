@@ -1,8 +1,8 @@
-// POST /declare against the real service and database, read like SPEC "POST /declare": the rows of
-// "Matching of an item with a customKey" and the numbered rules, asserted on the answer and on the
-// stored rows (ids kept or new, statuses, instances). States the API cannot reach (retrying,
-// queued — claimed by a node, or held back by a tag gate with no node — running, completed) are set
-// with SQL. What a target receives, and rules that need a delivery: test/e2e/declare.test.ts.
+// POST /declare against the real service and database, read like docs/declare-and-bulk.md "What the
+// call does": the rows of its matching table and its rules, asserted on the answer and on the stored
+// rows (ids kept or new, statuses, instances). States the API cannot reach (retrying, queued — claimed
+// by a node, or held back by a tag gate with no node — running, completed) are set with SQL. What a
+// target receives, and rules that need a delivery: test/e2e/declare.test.ts.
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
@@ -125,7 +125,7 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /declare rules", (it)
   })
 
   describe("rules", () => {
-    it.effect("1: every field is compared, changedFields in SPEC's order; status and runMissed are not", () =>
+    it.effect("1: every field is compared, changedFields in the documented order; status and runMissed are not", () =>
       Effect.gen(function*() {
         const p = yield* project
         yield* p.declare([item("a"), item("p", { scheduledAt: PAST })])

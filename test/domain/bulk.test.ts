@@ -1,6 +1,7 @@
-// POST /bulk as pure functions: the body's shape and checks (SPEC "/bulk differences"), what the
-// store reads, upserts matched across the project, the cancels forms, silent skips, and the
-// response (DECISIONS "/bulk response": upserts in request order, then one entry per cancelled trigger).
+// POST /bulk as pure functions: the body's shape and checks (docs/declare-and-bulk.md "Errors"), what
+// the store reads, upserts matched across the project, the cancels forms, silent skips, and the
+// response (docs/declare-and-bulk.md "POST /bulk": upserts in request order, then one entry per
+// cancelled trigger).
 import { describe, expect, it } from "vitest"
 import { bulkLookups, decodeBulkBody, planBulk, validateBulkBody } from "../../src/domain/bulk.ts"
 import type { BulkPlan, CancelTarget } from "../../src/domain/bulk.ts"
@@ -81,7 +82,7 @@ describe("decodeBulkBody: empty-body 400", () => {
     expect(read(body)).toBe("Shape")
   })
 
-  // the reason is the Timewheel-Error hint of the empty 400 (DECISIONS "Error hints")
+  // the reason is the Timewheel-Error hint of the empty 400 (docs/errors.md "Error hints")
   it.each([
     [{ upserts: {} }, "upserts must be a list"],
     [{ upserts: [{ url: URL }, { customKey: "k" }] }, "upserts[1].url is required (a string)"],
@@ -189,7 +190,7 @@ describe("upserts: matched by customKey across the whole project", () => {
     expect(plan.operations).toEqual([{ operation: "added", customKey: "a", kind: "job", id: "new-1" }])
   })
 
-  it("a key with two pending owners of one kind (SPEC /declare rule 9): the one created outside any tag, as /schedule edits", () => {
+  it("a key with two pending owners of one kind (docs/declare-and-bulk.md): the one created outside any tag, as /schedule edits", () => {
     const triggers = [job("declared", "a", { keyScope: "t" }), job("plain", "a"), generator("g", "a", { keyScope: "t" })]
     const plan = bulk({ upserts: [{ customKey: "a", scheduledAt: PAST }] }, triggers)
     expect(plan.operations).toEqual([{ operation: "updated", customKey: "a", kind: "job", id: "plain", changedFields: ["scheduledAt"] }])
@@ -271,7 +272,7 @@ describe("an upsert and a cancel on the same trigger", () => {
   })
 })
 
-describe("response (DECISIONS /bulk response)", () => {
+describe("response (docs/declare-and-bulk.md)", () => {
   it("summary counts; upserts in request order, then one cancelled entry per trigger cancelled", () => {
     const plan = bulk({
       upserts: [

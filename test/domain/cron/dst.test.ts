@@ -1,6 +1,6 @@
-// Clock changes (SPEC "Cron value grammar", last rule; DECISIONS on skipped times): specific-hour
-// fields follow the wall clock (first skipped time runs one gap later, a repeated hour runs once in
-// its first pass); every-hour fields follow elapsed time (nothing in a skipped hour, both passes).
+// Clock changes (docs/cron.md "Time zones and clock changes"): specific-hour fields follow the wall
+// clock (first skipped time runs one gap later, a repeated hour runs once in its first pass);
+// every-hour fields follow elapsed time (nothing in a skipped hour, both passes).
 //
 // 2025 transitions used below (local wall clock):
 //   America/New_York    Mar 9  02:00 EST -> 03:00 EDT (07:00Z)   Nov 2  02:00 EDT -> 01:00 EST (06:00Z)
@@ -27,7 +27,7 @@ describe("America/New_York", () => {
       ["cron(0 30 2 * * *, America/New_York)", "2025-03-08T12:00:00Z", ["2025-03-09T07:30:00.000Z", "2025-03-10T06:30:00.000Z", "2025-03-11T06:30:00.000Z"], "02:30 skipped -> 03:30 EDT"],
       ["cron(0 */15 2 * * *, America/New_York)", "2025-03-08T12:00:00Z", ["2025-03-09T07:00:00.000Z", "2025-03-10T06:00:00.000Z", "2025-03-10T06:15:00.000Z"], "02:00 -> 03:00, 02:15/02:30/02:45 do not run"],
       ["cron(0 0,30 2,3 * * *, America/New_York)", "2025-03-09T06:00:00Z", ["2025-03-09T07:00:00.000Z", "2025-03-09T07:30:00.000Z", "2025-03-10T06:00:00.000Z"], "shifted 02:00 and real 03:00 run once"],
-      ["cron(0 30 2 * * *, America/New_York)", "2025-03-09T07:15:00Z", ["2025-03-09T07:30:00.000Z", "2025-03-10T06:30:00.000Z"], "DECISIONS: created at 03:15 EDT -> 03:30 EDT"],
+      ["cron(0 30 2 * * *, America/New_York)", "2025-03-09T07:15:00Z", ["2025-03-09T07:30:00.000Z", "2025-03-10T06:30:00.000Z"], "docs/cron.md: created at 03:15 EDT -> 03:30 EDT"],
       ["cron(0 30 2 * * *, America/New_York)", "2025-03-09T07:30:00Z", ["2025-03-10T06:30:00.000Z"], "after the shifted run: next day"],
       ["cron(0 */15 2 * * *, America/New_York)", "2025-03-09T07:05:00Z", ["2025-03-10T06:00:00.000Z"], "later skipped times never run"]
     ])
