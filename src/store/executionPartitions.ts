@@ -60,20 +60,42 @@ export const executionPartitionsEnsure = (nowMs: number) =>
   })
 
 /**
+ * The triggers with attempts in a day before `toMs` that retention keeps (not finished, or finished
+ * after `beforeMs`): a trigger retrying for longer than the retention, or one that finished lately
+ * after attempts that old. Few, read before the day's lock is taken (by the primary key: UUIDv7 ids
+ * are in creation order, and a trigger has attempts only after it was created).
+ */
+const keptTriggersBefore = (sql: SqlClient.SqlClient, toMs: number, beforeMs: number) =>
+  Effect.map(
+    sql<{ id: string }>`SELECT t.id FROM triggers t
+      WHERE t.id < ${uuidFloor(toMs)}::uuid AND t.attempts > 0
+        AND NOT (t.status IN ('completed', 'cancelled', 'skipped') AND t.updated_at < ${new Date(beforeMs)})`,
+    (rows) => rows.map((row) => row.id)
+  )
+
+/**
  * Drops, oldest first, the partitions whose every execution is older than `beforeMs`, each in its
- * own short transaction; the names it dropped. When a partition's lock cannot be had in time (a long
- * read of executions), it and the later ones are left to the next turn (logged), and what was
- * dropped before it stays dropped.
+ * own short transaction; the names it dropped. Retention deletes finished triggers with their
+ * executions, so the attempts of a trigger it keeps are kept: the day is detached, those rows copied
+ * into the default partition (which then covers the day's range), and the rest dropped with the
+ * table. When a partition's lock cannot be had in time (a long read of executions), it and the
+ * later ones are left to the next turn (logged), and what was dropped before it stays dropped.
  */
 export const executionPartitionsDropBefore = (beforeMs: number) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const dropped: Array<string> = []
     for (const partition of partitionsToDrop(beforeMs, yield* executionPartitionsList)) {
+      const kept = yield* keptTriggersBefore(sql, partition.toMs, beforeMs)
       const gone = yield* sql.withTransaction(Effect.gen(function*() {
         yield* lockedTurn(sql)
         // another node may have dropped it since the list was read
         if (!(yield* executionPartitionsList).some((p: PartitionRange) => p.name === partition.name)) return "gone" as const
+        if (kept.length > 0) {
+          yield* sql.unsafe(`ALTER TABLE executions DETACH PARTITION ${partition.name}`)
+          // straight into the default partition: the parent's statement trigger (the alert outbox) does not fire again
+          yield* sql.unsafe(`INSERT INTO ${DEFAULT_PARTITION} SELECT * FROM ${partition.name} WHERE trigger_id = ANY($1::uuid[])`, [kept])
+        }
         yield* sql.unsafe(`DROP TABLE ${partition.name}`)
         return "dropped" as const
       })).pipe(Effect.catch((error) =>
@@ -86,14 +108,17 @@ export const executionPartitionsDropBefore = (beforeMs: number) =>
   })
 
 /**
- * Deletes at most `limit` executions of the default partition older than `beforeMs` (it holds rows
- * only when days were not made ahead in time); how many it deleted.
+ * Deletes at most `limit` executions of the default partition older than `beforeMs` whose trigger
+ * retention deletes too (finished before it); how many it deleted. The default partition holds the
+ * rows of days not made ahead in time, and the attempts of triggers kept when their day was dropped.
  */
 export const executionsDefaultDeleteBefore = (input: { readonly beforeMs: number; readonly limit: number }) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const rows = yield* sql.unsafe(`DELETE FROM ${DEFAULT_PARTITION} WHERE id IN (
-        SELECT id FROM ${DEFAULT_PARTITION} WHERE id < $1 ORDER BY id LIMIT $2)
-      RETURNING id`, [uuidFloor(input.beforeMs), input.limit])
+        SELECT e.id FROM ${DEFAULT_PARTITION} e JOIN triggers t ON t.id = e.trigger_id
+        WHERE e.id < $1 AND t.status IN ('completed', 'cancelled', 'skipped') AND t.updated_at < $3
+        ORDER BY e.id LIMIT $2)
+      RETURNING id`, [uuidFloor(input.beforeMs), input.limit, new Date(input.beforeMs)])
     return rows.length
   })

@@ -1,6 +1,7 @@
 // Retention by day against the real service (docs/operations.md "Retention"): a housekeeping sweep
 // past RETENTION_DAYS drops the partition of the old day and deletes the finished trigger last
-// changed then; the days after it stay, and every read endpoint answers as before on what is left:
+// changed then; the attempts of the day of a trigger it keeps stay, the days after it stay, and every
+// read endpoint answers as before on what is left:
 // GET /jobs/{id} and its executions, GET /executions (filters and cursors across the days), GET
 // /executions/{id}, GET /jobs?deadLetter=true and the dashboard's GET /dead-letters.
 import { assert, layer } from "@effect/vitest"
@@ -83,9 +84,11 @@ layer(testServerLayer(), { timeout: "120 seconds" })("history by day", (it) => {
       assert.notInclude(dropped, "executions_20310502")
       assert.deepStrictEqual(events.at(-1), { _tag: "Swept", deleted: 1 })
 
+      // a finished after the cutoff: retention keeps it with every attempt, its 1st-day one included
+      // (moved to the default partition as its day was dropped); b went with its day
       assert.deepStrictEqual(yield* reads, {
-        status: "completed", attempts: [2], executions: [c1, a2], pages: [c1, a2],
-        failed: [c1], deadLetterJobs: [c], deadLetters: [c], b: 404, a1: 404
+        status: "completed", attempts: [1, 2], executions: [c1, a2, a1], pages: [c1, a2, a1],
+        failed: [c1, a1], deadLetterJobs: [c], deadLetters: [c], b: 404, a1: 200
       })
     }))
 })

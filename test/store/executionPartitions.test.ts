@@ -11,7 +11,7 @@ import { DAY_MS, dayStartMs } from "../../src/domain/executionDays.ts"
 import { uuidv7 } from "../../src/domain/ids.ts"
 import { migrate } from "../../src/store/db.ts"
 import { executionsGet, executionsList, executionsListForTrigger, executionsLatestOfTriggers } from "../../src/store/executionReads.ts"
-import { executionPartitionsDropBefore, executionPartitionsEnsure, executionPartitionsList } from "../../src/store/executionPartitions.ts"
+import { executionPartitionsDropBefore, executionPartitionsEnsure, executionPartitionsList, executionsDefaultDeleteBefore } from "../../src/store/executionPartitions.ts"
 import { MIGRATIONS } from "../../src/store/schema.ts"
 
 /** The migration that partitions executions by day. */
@@ -136,5 +136,31 @@ layer(Database, { timeout: "120 seconds" })("executions by day", (it) => {
         yield* reader.executeRaw("COMMIT", [])
         assert.deepStrictEqual(yield* executionPartitionsDropBefore(cutoff), [day(12)])
       }).pipe(Effect.scoped))
+
+    it.effect("a dropped day keeps the attempts of a trigger retention keeps (still retrying); a finished one's go with it", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const retrying = yield* insertTrigger({ projectId: PROJECT, status: "retrying", attempts: 1 })
+        const finished = yield* insertTrigger({ projectId: PROJECT, status: "completed", attempts: 1 })
+        yield* executionPartitionsEnsure(Date.UTC(2031, 2, 14, 1))
+        const kept = yield* insertExecution({ id: uuidv7(Date.UTC(2031, 2, 14, 2)), projectId: PROJECT, triggerId: retrying })
+        const gone = yield* insertExecution({ id: uuidv7(Date.UTC(2031, 2, 14, 3)), projectId: PROJECT, triggerId: finished })
+        assert.strictEqual(yield* partitionOf(kept), day(14))
+        const outboxBefore = (yield* sql<{ n: string }>`SELECT count(*)::text AS n FROM alert_outbox`)[0]!.n
+        const cutoff = Date.UTC(2031, 2, 15, 12)
+        assert.include(yield* executionPartitionsDropBefore(cutoff), day(14))
+        assert.notInclude(yield* names, day(14))
+        assert.strictEqual(yield* partitionOf(kept), "executions_default")
+        assert.strictEqual((yield* executionsGet({ projectId: PROJECT, id: kept }))?.id, kept)
+        assert.isUndefined((yield* executionsGet({ projectId: PROJECT, id: gone }))?.id)
+        // copied without alerting again
+        assert.strictEqual((yield* sql<{ n: string }>`SELECT count(*)::text AS n FROM alert_outbox`)[0]!.n, outboxBefore)
+        // the default partition's clean-up leaves it while its trigger is kept, and takes it once the trigger finished before the cutoff
+        yield* executionsDefaultDeleteBefore({ beforeMs: cutoff, limit: 100 })
+        assert.strictEqual((yield* executionsGet({ projectId: PROJECT, id: kept }))?.id, kept)
+        yield* sql`UPDATE triggers SET status = 'completed' WHERE id = ${retrying}`
+        assert.strictEqual(yield* executionsDefaultDeleteBefore({ beforeMs: cutoff, limit: 100 }), 1)
+        assert.isUndefined((yield* executionsGet({ projectId: PROJECT, id: kept }))?.id)
+      }))
   })
 })
