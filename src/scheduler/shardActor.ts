@@ -288,18 +288,19 @@ export const runShardActor = (options: ShardActorOptions) =>
 
     /**
      * The shard's mark becomes this node's. What the previous holder fired and did not record is
-     * dealt with (store/firedTriggers.ts triggersTakeOverFired). Whether that node is alive is read
-     * now from its presence lock (store/nodePresence.ts), gone with its session: not from the
-     * second-old list of live nodes, which still names a node killed within that second. Right after
-     * the database restarted every node counts as alive (they may not have reconnected yet), so
-     * nothing is sent twice.
+     * dealt with (store/firedTriggers.ts triggersTakeOverFired). That node is alive when it handed
+     * the shard over (the mark says so, store/shardMarks.ts) and still holds its presence lock
+     * (store/nodePresence.ts): not from the second-old list of live nodes, which still names a node
+     * killed within that second, nor from the presence lock alone, which a dying session may still
+     * hold for a moment after its shard locks are gone. Right after the database restarted every
+     * node counts as alive (they may not have reconnected yet), so nothing is sent twice.
      */
     const takeOver = (nowMs: number) =>
       withTransaction(Effect.gen(function*() {
         const mark = yield* shardMarkTakeOver({ shard: options.shard, node: options.node })
         if (mark.previousNode !== options.node && mark.previousNode !== "" && mark.firedAtMs > -Infinity) {
           const previous = yield* presenceHeld(mark.previousNode)
-          const previousAlive = previous.serverUpMs < timing.restartGraceMs || previous.held
+          const previousAlive = previous.serverUpMs < timing.restartGraceMs || (mark.handedOver && previous.held)
           const left = yield* triggersTakeOverFired({ shard: options.shard, previousNode: mark.previousNode, previousAlive, nowMs })
           if (left > 0) {
             yield* Effect.logInfo(`shard ${options.shard}: took over ${left} fired triggers of ${previousAlive ? "live" : "stopped"} node ${mark.previousNode}`)

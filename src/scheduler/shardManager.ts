@@ -27,6 +27,7 @@ import { type Database, ShardCount } from "../store/db.ts"
 import { triggersGiveBackFired } from "../store/firedTriggers.ts"
 import { presenceRead } from "../store/nodePresence.ts"
 import { Notifications, WAKE_CHANNEL } from "../store/notifications.ts"
+import { shardMarksHandOver } from "../store/shardMarks.ts"
 import { type ShardLockSession, shardLocksOpen } from "../store/shardLocks.ts"
 import { Heartbeats } from "./heartbeats.ts"
 import { runShardActor } from "./shardActor.ts"
@@ -129,7 +130,7 @@ export const ShardManagerLive = Layer.effectDiscard(Effect.gen(function*() {
     const extras = [...actors.keys()].slice(0, Math.max(0, actors.size - target))
     for (const shard of extras) {
       yield* stopActor(shard)
-      yield* giveBackUnheld([shard])
+      yield* handOver([shard])
       yield* current.locks.unlock(shard)
     }
     const present = `${nodes.length} ${nodes.length === 1 ? "node" : "nodes"} present`
@@ -152,13 +153,19 @@ export const ShardManagerLive = Layer.effectDiscard(Effect.gen(function*() {
   }))
 
   /**
-   * Fired triggers of the shards this node is leaving that it does not hold (a fetch cut short)
-   * are given back before the shards are: their next owner fires them (store/firedTriggers.ts).
+   * Before this node lets go of shards while it runs: the fired triggers it does not hold (a fetch
+   * cut short) are given back, so their next owner fires them (store/firedTriggers.ts), and the
+   * marks say they were handed over, so the next owner leaves what this node still sends to it
+   * (store/shardMarks.ts). When either fails, the next owner takes this node for gone and sends
+   * again what it had fired: a duplicate of what is in flight, never a trigger left waiting.
    */
-  const giveBackUnheld = (shards: ReadonlyArray<number>) =>
-    Effect.provideContext(triggersGiveBackFired({ shards, holding: dispatcher.held() }), services).pipe(
-      Effect.flatMap((given) => wakeups.wake(given)),
-      Effect.catchCause((cause) => Effect.logWarning("giving back fired triggers failed; the next owner sweeps them", cause))
+  const handOver = (shards: ReadonlyArray<number>) =>
+    Effect.provideContext(
+      Effect.andThen(triggersGiveBackFired({ shards, holding: dispatcher.held() }), (given) =>
+        Effect.andThen(shardMarksHandOver({ node, shards }), wakeups.wake(given))),
+      services
+    ).pipe(
+      Effect.catchCause((cause) => Effect.logWarning("handing fired triggers over failed; the next owner sends them again", cause))
     )
 
   /**
@@ -169,7 +176,7 @@ export const ShardManagerLive = Layer.effectDiscard(Effect.gen(function*() {
   const stop = Effect.gen(function*() {
     const owned = [...actors.keys()]
     yield* stopAllActors
-    yield* giveBackUnheld(owned)
+    yield* handOver(owned)
     if (session !== undefined) yield* Effect.ignore(session.locks.releaseAllAndDrain)
     if (owned.length > 0) yield* logShards("shards_released", `released all ${owned.length} shards: stopping`, owned)
     yield* dispatcher.drain(config.drainTimeoutSeconds * 1000)

@@ -606,5 +606,16 @@ CREATE TABLE target_circuits (
 ALTER TABLE alert_outbox ADD COLUMN kind text NOT NULL DEFAULT 'dead_letter' CHECK (kind IN ('dead_letter', 'circuit_open'));
 ALTER TABLE alert_sends ADD COLUMN circuit_openings integer NOT NULL DEFAULT 0;
 `
+  },
+  {
+    version: 15,
+    name: "marks handed over",
+    sql: `
+-- A node that gives a shard up while it runs (a rebalance, a graceful stop) says so on the shard's
+-- mark before it lets go of the shard's lock (store/shardMarks.ts). The next owner then knows the
+-- fired triggers the mark covers are still being sent by a live node; a mark taken over without it
+-- was left by a node whose session ended (docs/cluster.md, "When a node dies").
+ALTER TABLE shard_marks ADD COLUMN handed_over boolean NOT NULL DEFAULT false;
+`
   }
 ]

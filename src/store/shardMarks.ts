@@ -110,6 +110,8 @@ export interface MarkTakeOver {
   readonly firedAtMs: number
   /** The node that advanced it last (this node's own id after a restart of its actor). */
   readonly previousNode: string
+  /** Whether that node handed the shard over while it ran (shardMarksHandOver), rather than losing it. */
+  readonly handedOver: boolean
 }
 
 /**
@@ -120,12 +122,29 @@ export const shardMarkTakeOver = Effect.fnUntraced(function*(input: { readonly s
   const sql = yield* SqlClient.SqlClient
   yield* sql`INSERT INTO shard_marks (shard, fired_at, node) VALUES (${input.shard}, '-infinity', ${input.node})
     ON CONFLICT (shard) DO NOTHING`
-  const rows = yield* sql<{ node: string; fired_ms: string | null }>`
-    SELECT node, CASE WHEN fired_at = '-infinity' THEN NULL ELSE (extract(epoch FROM fired_at) * 1000)::bigint::text END AS fired_ms
+  const rows = yield* sql<{ node: string; fired_ms: string | null; handed_over: boolean }>`
+    SELECT node, CASE WHEN fired_at = '-infinity' THEN NULL ELSE (extract(epoch FROM fired_at) * 1000)::bigint::text END AS fired_ms,
+      handed_over
     FROM shard_marks WHERE shard = ${input.shard} FOR UPDATE`
   const row = rows[0]!
-  if (row.node !== input.node) yield* sql`UPDATE shard_marks SET node = ${input.node} WHERE shard = ${input.shard}`
-  return { firedAtMs: markMs(row.fired_ms), previousNode: row.node } satisfies MarkTakeOver
+  if (row.node !== input.node || row.handed_over) {
+    yield* sql`UPDATE shard_marks SET node = ${input.node}, handed_over = false WHERE shard = ${input.shard}`
+  }
+  return { firedAtMs: markMs(row.fired_ms), previousNode: row.node, handedOver: row.handed_over } satisfies MarkTakeOver
+})
+
+/**
+ * A live node gives shards up (a rebalance, a graceful stop): their marks say so before it lets go
+ * of their locks, so the next owner takes what they cover as still being sent by a live node. A
+ * mark left without it belongs to a node whose lock session ended: it died, or lost its connection
+ * (then it lost its presence too). Deciding this from the node's presence lock alone is a race: a
+ * dying session releases its locks one at a time, and under load the new owner can take a shard
+ * lock while the same session's presence lock is not yet released.
+ */
+export const shardMarksHandOver = Effect.fnUntraced(function*(input: { readonly node: string; readonly shards: ReadonlyArray<number> }) {
+  if (input.shards.length === 0) return
+  const sql = yield* SqlClient.SqlClient
+  yield* sql`UPDATE shard_marks SET handed_over = true WHERE shard = ANY(${input.shards}::int[]) AND node = ${input.node}`
 })
 
 /**

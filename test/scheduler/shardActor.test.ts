@@ -133,8 +133,10 @@ const markOf = Effect.gen(function*() {
 })
 
 /** Sets the shard's mark as if `node` had fired the shard up to `firedAtMs`. */
-const setMark = (node: string, firedAtMs: number) =>
-  Effect.flatMap(SqlClient.SqlClient, (sql) => sql`UPDATE shard_marks SET node = ${node}, fired_at = ${new Date(firedAtMs)} WHERE shard = ${SHARD}`)
+/** The shard's mark as `node` left it: handed over while it ran, or left by a session that ended. */
+const setMark = (node: string, firedAtMs: number, handedOver = false) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    sql`UPDATE shard_marks SET node = ${node}, fired_at = ${new Date(firedAtMs)}, handed_over = ${handedOver} WHERE shard = ${SHARD}`)
 
 layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
   describe("firing", () => {
@@ -322,8 +324,8 @@ layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
         yield* setup
         const now = yield* clockNow
         const left = yield* trigger("registered", now - 2_000)
-        yield* setMark("node-b", now - 1_000)
-        // node-b's shard-lock session, holding its presence lock (it gave the shard up, it did not die)
+        // node-b handed the shard over, and its shard-lock session holds its presence lock (it did not die)
+        yield* setMark("node-b", now - 1_000, true)
         yield* shardLocksOpen("node-b")
         const actor = yield* startActor.pipe(Effect.provideService(LiveNodes, ["node-a", "node-b"]))
         const row = yield* triggerRow(left)
@@ -344,6 +346,23 @@ layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
         const sql = yield* SqlClient.SqlClient
         const executions = yield* sql<{ attempt: number; error_code: string }>`SELECT attempt, error_code FROM executions WHERE trigger_id = ${left}`
         assert.deepStrictEqual(executions.map((x) => [x.attempt, x.error_code]), [[1, "INTERRUPTED"]])
+        yield* Fiber.interrupt(actor.fiber)
+      }))
+
+    it.effect("a node that did not hand the shard over is gone, even while its ending session still shows its presence lock", () =>
+      Effect.gen(function*() {
+        yield* setup
+        const now = yield* clockNow
+        const left = yield* trigger("registered", now - 2_000)
+        yield* setMark("dying-node", now - 1_000)
+        // a session ending releases its locks one by one: the shard's is free, the presence lock not yet
+        yield* shardLocksOpen("dying-node")
+        const actor = yield* startActor.pipe(Effect.provideService(LiveNodes, ["node-a", "dying-node"]))
+        assert.strictEqual(yield* Queue.take(actor.submitted), left, "sent again at once, not left for crash recovery")
+        const sql = yield* SqlClient.SqlClient
+        const executions = yield* sql<{ attempt: number; error_code: string }>`SELECT attempt, error_code FROM executions WHERE trigger_id = ${left}`
+        assert.deepStrictEqual(executions.map((x) => [x.attempt, x.error_code]), [[1, "INTERRUPTED"]])
+        assert.deepStrictEqual(yield* sql`SELECT handed_over FROM shard_marks WHERE shard = ${SHARD}`, [{ handed_over: false }])
         yield* Fiber.interrupt(actor.fiber)
       }))
 
