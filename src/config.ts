@@ -1,4 +1,4 @@
-// Operator settings (DECISIONS.md "Operator contract"): read once from the environment,
+// Operator settings (docs/settings.md "Settings"): read once from the environment,
 // defaults in one object, every bad value reported as one line naming the setting.
 import * as Context from "effect/Context"
 import * as fs from "node:fs"
@@ -329,7 +329,7 @@ export interface SchedulerTimingShape {
   readonly fireWindowMs: number
   /** How often each shard looks for triggers left claimed by a node that is gone. */
   readonly recoverEveryMs: number
-  /** How often each shard creates missing generator instances (SPEC: a background check every 5 s). */
+  /** How often each shard creates missing generator instances (docs/cron.md: a background check every 5 s). */
   readonly materializeEveryMs: number
   /**
    * After the database (re)starts, how long before a node absent from it counts as gone: every live

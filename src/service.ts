@@ -68,7 +68,7 @@ export const loggingLayer = (config: AppConfigShape, node: string) =>
 const POOL_CONNECTIONS = 20
 
 export interface ServiceOptions {
-  /** Connect timeout of deliveries (SPEC: a fixed 10 s); tests may shorten it. */
+  /** Connect timeout of deliveries (docs/retries.md "Timeouts": a fixed 10 s); tests may shorten it. */
   readonly connectTimeoutMs?: number
   /** This node's id (else a random UUID): main.ts passes it to log its own lines with it. */
   readonly nodeId?: string

@@ -1,8 +1,8 @@
-// A start-up that fails (issue 24) ends with one line on stderr saying what to do, never a stack
-// trace: the address is taken (another timewheel on this port?), the port needs privileges, the
-// database cannot be used (DATABASE_URL, or the embedded server in DATA_DIR), stored triggers are
-// sealed with an encryption key the settings lack (its own line), or else the innermost error's
-// message. main.ts prints it and exits with 1.
+// A start-up that fails (docs/operations.md "Starting") ends with one line on stderr saying what to do,
+// never a stack trace: the address is taken (another timewheel on this port?), the port needs
+// privileges, the database cannot be used (DATABASE_URL, or the embedded server in DATA_DIR), stored
+// triggers are sealed with an encryption key the settings lack (its own line), or else the innermost
+// error's message. main.ts prints it and exits with 1.
 import type { AppConfigShape } from "./config.ts"
 import { EncryptionKeysMissing } from "./domain/sealing.ts"
 

@@ -1,5 +1,5 @@
-// The layers' import rules, checked by reading the sources (issue "One way in"): every write goes
-// through commands/, only store/ speaks to PostgreSQL, and the dependencies run one way.
+// The layers' import rules, checked by reading the sources (docs/internals.md "Layout"): every write
+// goes through commands/, only store/ speaks to PostgreSQL, and the dependencies run one way.
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { describe, expect, it } from "vitest"
@@ -105,5 +105,24 @@ describe("only store/ speaks to PostgreSQL", () => {
       .filter((source) => source.layer !== "store")
       .flatMap((source) => source.imports.filter((imported) => DRIVER.test(imported.spec)).map((imported) => `${source.file} → ${imported.spec}`))
     expect(offenders).toEqual([])
+  })
+})
+
+describe("the repository stands alone", () => {
+  const ROOT = path.join(import.meta.dirname, "..")
+  const codeFiles = (dir: string): Array<string> =>
+    fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+      const full = path.join(dir, entry.name)
+      if (entry.isDirectory()) return entry.name === "node_modules" ? [] : codeFiles(full)
+      return /\.(ts|tsx|mjs)$/.test(entry.name) ? [full] : []
+    })
+  // documents the repository does not have, issue numbers, and the header prefix spelled generically
+  const CITATION = /\bSPEC\b|DECISIONS|\b[Ii]ssues? \d|svc-|issue "/
+
+  it("no comment cites a document outside it, an issue number, or a header spelled svc-", () => {
+    const cited = ["src", "web", "test", "scripts"].flatMap((dir) => codeFiles(path.join(ROOT, dir))).flatMap((full) =>
+      fs.readFileSync(full, "utf8").split("\n").flatMap((line, i) =>
+        /^\s*(\/\/|\*|\/\*)/.test(line) && CITATION.test(line) ? [`${path.relative(ROOT, full)}:${i + 1}: ${line.trim()}`] : []))
+    expect(cited).toEqual([])
   })
 })

@@ -1,6 +1,6 @@
-// Operator settings (DECISIONS "Operator contract"): the default of every setting, the accepted
-// edge values, and for each bad value the exact one-line message naming the setting. One child
-// process checks that `npm start` turns a bad setting into that line on stderr and exit code 1.
+// Operator settings (docs/settings.md "Settings"): the default of every setting, the accepted edge
+// values, and for each bad value the exact one-line message naming the setting. One child process
+// checks that `npm start` turns a bad setting into that line on stderr and exit code 1.
 import { afterAll, assert, describe, it } from "@effect/vitest"
 import * as fs from "node:fs"
 import * as path from "node:path"

@@ -1,7 +1,7 @@
 // Calls from the pages to the service's endpoints: JSON in and out, the session cookie sent by the
 // browser (same origin), the chosen project in the Timewheel-Project header, and the API's errors
 // as ApiError carrying its status and message (shown to the person as they are): the body's
-// message, else (an empty 400 of the spec) the Timewheel-Error header naming what was wrong —
+// message, else (an empty 400, docs/errors.md) the Timewheel-Error header naming what was wrong —
 // same origin, so no CORS exposure is needed to read it.
 export class ApiError extends Error {
   constructor(readonly status: number, message: string) {

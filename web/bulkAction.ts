@@ -1,4 +1,4 @@
-// "Select all that match this filter" (issue 25), for the triggers and dead-letters pages: how many
+// "Select all that match this filter" (docs/bulk-actions.md), for the triggers and dead-letters pages: how many
 // triggers the page's filter matches (a dry run of POST /actions), then, once selected, a cancel or
 // a dead-letter replay of all of them behind a confirmation naming the count and the action, then the
 // action's progress (GET /actions/{id}, every half second) until it ends. A replay may send its

@@ -1,4 +1,4 @@
-// The dashboard (issue 15): signs in, picks a project, and shows its pages. Every read and action
+// The dashboard (docs/dashboard.md): signs in, picks a project, and shows its pages. Every read and action
 // goes through the service's endpoints with the session cookie (api.ts); no page keeps any secret.
 import "uplot/dist/uPlot.min.css"
 import "./style.css"

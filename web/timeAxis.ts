@@ -1,5 +1,5 @@
-// The time axis of the dashboard's charts (issue 24): labels that cannot be misread — `HH:MM` within
-// a day, and at midnight the date itself (`Jan 2`), never a month-day pair such as `05-01` that
+// The time axis of the dashboard's charts (docs/dashboard.md): labels that cannot be misread — `HH:MM`
+// within a day, and at midnight the date itself (`Jan 2`), never a month-day pair such as `05-01` that
 // reads like a time. All in UTC, as the service's times are. No DOM: the tests import it.
 const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
 const pad = (n: number) => String(n).padStart(2, "0")

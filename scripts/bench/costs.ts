@@ -1,11 +1,11 @@
 // What a delivery costs, beside how fast deliveries go: the CPU time of the process doing the work
-// (timewheel's service, a peer's worker process), the CPU time of the PostgreSQL server (its
-// postmaster with every backend, exited ones included), and the WAL PostgreSQL wrote, between two
-// snapshots around the delivery window; and how often the server flushed its WAL to disk (a
-// synchronous commit waits for one) and how many transactions the run's database committed. CPU
-// time is what a process used, not how long it waited: far less moved by what else the machine runs
-// than a rate is (issue 21's per-delivery breakdown). The flushes are the server's, every database's:
-// on a server of its own (the bench's embedded one) they are the run's.
+// (timewheel's service, a peer's worker process), the CPU time of the PostgreSQL server (its postmaster
+// with every backend, exited ones included), and the WAL PostgreSQL wrote, between two snapshots around
+// the delivery window; and how often the server flushed its WAL to disk (a synchronous commit waits for
+// one) and how many transactions the run's database committed. CPU time is what a process used, not how
+// long it waited: far less moved by what else the machine runs than a rate is (BENCHMARKS.md "Delivery:
+// what one delivery costs"). The flushes are the server's, every database's: on a server of its own
+// (the bench's embedded one) they are the run's.
 import * as fs from "node:fs"
 import { query } from "./database.ts"
 

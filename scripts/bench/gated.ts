@@ -1,4 +1,4 @@
-// The gated workload (timewheel only: the peers have nothing like a tag policy; issue 22). On one
+// The gated workload (timewheel only: the peers have nothing like a tag policy; BENCHMARKS.md). On one
 // started system — one node, or three sharing the database — jobs due at one instant (loaded
 // beforehand through /schedule, spread over the nodes), a run per case, each on a tag of its own
 // whose policy is created first:
@@ -267,7 +267,7 @@ const startBackground = (system: StartedSystem, sink: Sink, tag: string) => {
   let i = 0
   const loops = [
     loop(schedulePerS, () => ({ id: i++, url: sink.backgroundUrl, runAtMs: Date.now() + 3_600_000, body: "{}" }), () => figures.scheduleCalls++),
-    // due a second later: a time already past when the call arrives is skipped (SPEC)
+    // due a second later: a time already past when the call arrives is skipped (docs/scheduling.md)
     loop(deliveriesPerS, () => ({ id: i++, url: sink.backgroundUrl, runAtMs: Date.now() + 1_000, body: "{}", tags: [tag] }), () => figures.deliveriesScheduled++)
   ]
   return async (): Promise<Omit<BackgroundFigures, "deliveriesArrived">> => {

@@ -1,10 +1,10 @@
-// The redrive workload (timewheel only; issue 25): n dead letters (completed triggers whose one
-// execution was a dead letter, written straight into the database: how they died is not measured)
-// redriven by one bulk action, `POST /actions {"action":"replay","filter":{"deadLetter":true}}`,
-// while the lock probe (lockProbe.ts) measures how long a claim of one of those rows waits behind the
-// action's chunks: the figure to set beside the batch workload's "longest claim wait" behind a /bulk
-// of 10,000. Reported: the POST (it fixes the set), the action from POST to `completed` (GET
-// /actions/{id} every 100 ms), its rate, and the time until every replay reached the sink.
+// The redrive workload (timewheel only; docs/bulk-actions.md): n dead letters (completed triggers whose
+// one execution was a dead letter, written straight into the database: how they died is not measured)
+// redriven by one bulk action, `POST /actions {"action":"replay","filter":{"deadLetter":true}}`, while
+// the lock probe (lockProbe.ts) measures how long a claim of one of those rows waits behind the
+// action's chunks: the figure to set beside the batch workload's "longest claim wait" behind a /bulk of
+// 10,000. Reported: the POST (it fixes the set), the action from POST to `completed` (GET /actions/{id}
+// every 100 ms), its rate, and the time until every replay reached the sink.
 import { PgClient } from "@effect/sql-pg"
 import { Effect, ManagedRuntime, Redacted } from "effect"
 import { SqlClient } from "effect/sql"

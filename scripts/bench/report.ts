@@ -134,7 +134,7 @@ const ROWS: Record<WorkloadName, ReadonlyArray<Row>> = {
   ]
 }
 
-/** The gated workload's rows (gated.ts): each run, and the goals of issue 22 beside them. */
+/** The gated workload's rows (gated.ts): each run, and the goals it is held to beside them. */
 function gatedRows(): ReadonlyArray<Row> {
   const c = GATED.concurrency
   const b = GATED.binding

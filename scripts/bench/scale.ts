@@ -1,4 +1,4 @@
-// `npm run bench:scale -- [--n 10000000]`: the scale workload (issue 16, goal 5). timewheel (one
+// `npm run bench:scale -- [--n 10000000]`: the scale workload (BENCHMARKS.md). timewheel (one
 // process, `node dist/main.js` as `npm start` runs it) on a table of n pending one-shot triggers due
 // over the next 30 days:
 //  1. a fresh database (tw_scale_<n>_<hex> on the server of DATABASE_URL, else an embedded one); the

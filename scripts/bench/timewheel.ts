@@ -71,8 +71,9 @@ export const scheduleCall = (origin: string, agent: Agent, key: string) => async
 }
 
 /**
- * A job as an item of /declare and /bulk (SPEC "Item"), its JSON body sent as compact JSON; keyed
- * (custom key `keyOf(job)`) unless `keyed` is false; `change` sets a title, changing the item.
+ * A job as an item of /declare and /bulk (docs/declare-and-bulk.md "Items"), its JSON body sent as
+ * compact JSON; keyed (custom key `keyOf(job)`) unless `keyed` is false; `change` sets a title,
+ * changing the item.
  */
 const itemOf = (job: JobSpec, options: { readonly change?: string; readonly keyed?: boolean } = {}) => ({
   url: job.url,

@@ -30,7 +30,7 @@ export interface ExecutionLogCheck {
 }
 
 export interface Counts {
-  /** Accepted by /schedule and not skipped (a one-shot accepted after its time is skipped, by the SPEC). */
+  /** Accepted by /schedule and not skipped (a one-shot accepted after its time is skipped: docs/scheduling.md). */
   readonly sent: number
   /** Accepted after their due time (the load overran): skipped by the service, not counted as sent. */
   readonly skipped: number

@@ -119,7 +119,7 @@ const sleepUntil = (atMs: number) => sleep(Math.max(0, atMs - Date.now()))
 
 /**
  * Time left for loading before the first due instant: 2 s plus twice what `count` calls take at the
- * rate measured just before (a one-shot dated in the past when it is accepted is skipped, by the SPEC).
+ * rate measured just before (a one-shot dated in the past when it is accepted is skipped: docs/scheduling.md).
  */
 const leadFor = async (world: World, count: number) => {
   const rate = await measureIngestRate(world.nodes, world.key, world.context.target)

@@ -1,4 +1,4 @@
-// The long fuzz run (issue 10, "Proof"; issue 20, item 5): arbitrary requests to every endpoint family
+// The long fuzz run (RELIABILITY.md "Fuzzing"): arbitrary requests to every endpoint family
 // against a started service on loopback — /schedule and /cancel headers, the JSON endpoints' bodies,
 // the log endpoints' query parameters and ids (test/support/fuzzInputs.ts), and /declare, /bulk,
 // /tag-policies, replay, /mcp, the dashboard's endpoints with a signed-in session, the ops port and

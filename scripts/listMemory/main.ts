@@ -1,5 +1,5 @@
-// Memory of the service under large list reads and MCP initializes (issue 10, item 5; issue 20,
-// items 1 and 2), measured on the service process (VmRSS from /proc, sampled every 50 ms):
+// Memory of the service under large list reads and MCP initializes (RELIABILITY.md "List pages and
+// memory"), measured on the service process (VmRSS from /proc, sampled every 50 ms):
 // - lists: 500 registered triggers with 65,520-byte bodies of U+0001 (six bytes each once escaped)
 //   and 500 executions whose responses are as large (a loopback target answers them), then 8 calls
 //   each of GET /jobs?status=registered&limit=500 and GET /executions?limit=500, 4 at a time, and

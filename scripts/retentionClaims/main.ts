@@ -1,8 +1,8 @@
-// Claims while retention deletes (issue 13, part 4): on a fresh database, N finished triggers past the
-// retention cutoff (each with two executions) and a steady stream of due triggers; a claimer takes
-// 200 due triggers every 50 ms with the scheduler's own claim statement and times each claim. Phases
-// of 15 s: no retention, retention as the service runs it (batches of 500, 200 ms apart), no
-// retention again, then retention in one-shot batches of 20,000 with no pause (what the batching
+// Claims while retention deletes (docs/operations.md "Retention"): on a fresh database, N finished
+// triggers past the retention cutoff (each with two executions) and a steady stream of due triggers; a
+// claimer takes 200 due triggers every 50 ms with the scheduler's own claim statement and times each
+// claim. Phases of 15 s: no retention, retention as the service runs it (batches of 500, 200 ms apart),
+// no retention again, then retention in one-shot batches of 20,000 with no pause (what the batching
 // avoids). Prints claim p50/p99/max per phase and the deletion rate. Bounded: it stops by itself.
 //   DATABASE_URL=postgres://… npx node scripts/retentionClaims/main.ts [--finished 200000]
 import { PgClient } from "@effect/sql-pg"

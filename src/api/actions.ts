@@ -1,4 +1,4 @@
-// The bulk actions' endpoints (DECISIONS "Bulk actions"): POST /actions — the JSON body read first (a
+// The bulk actions' endpoints (docs/bulk-actions.md): POST /actions — the JSON body read first (a
 // Content-Type other than JSON → 415, invalid JSON → empty 400), then the credentials (key header,
 // Bearer or dashboard session: 401), then the body's fields (400 naming the first bad one,
 // domain/bulkAction.ts), then the command: 200 `{matched}` for a dry run, else 202 with the action

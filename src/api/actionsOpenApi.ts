@@ -1,6 +1,6 @@
 // OpenAPI fragment of the bulk actions (actions.ts) and of the trigger filter they share with
 // GET /jobs (logsOpenApi.ts takes the filter's query parameters from here): the request body, the
-// action view of DECISIONS "Bulk actions", and every response the handlers give in their check order.
+// action view of docs/bulk-actions.md "The action", and every response the handlers give in their check order.
 import { ACTION_STATUSES, BULK_ACTIONS, EMPTY_CANCEL_FILTER } from "../domain/bulkAction.ts"
 import { JOB_OUTCOMES, TRIGGER_KINDS, TRIGGER_STATUSES } from "../domain/trigger.ts"
 import { errorResponse, jsonResponseOf, KEY_BEARER_OR_SESSION, type Paths, unauthorized } from "./openapiParts.ts"

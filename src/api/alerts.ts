@@ -1,4 +1,4 @@
-// The dashboard's alert endpoints (issue 15; SPEC "Other endpoints": a dashboard session only, 401
+// The dashboard's alert endpoints (docs/dashboard.md: a dashboard session only, 401
 // to an API key in either header): GET /alerts (the project's webhook URL, e-mail recipients,
 // whether SMTP is configured, the latest messages), PUT /alerts (replaces the settings; 415, empty
 // 400 for invalid JSON, 400 naming a bad field), POST /alerts/test (sends a test message to every

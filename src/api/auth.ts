@@ -1,10 +1,10 @@
-// Authentication (SPEC "Authentication"). Keys resolve to their project (commands/apiKeys.ts) and
+// Authentication (docs/README.md "Authentication"). Keys resolve to their project (commands/apiKeys.ts) and
 // every query is then scoped to it. Two families:
 // - `/schedule`, `/cancel`: only the key header; its absence is an empty 400 (checked by the
-//   handler in the spec's order), an empty or unknown key is 401 `Invalid api key`.
+//   handler in the documented order), an empty or unknown key is 401 `Invalid api key`.
 // - everything else: the key header (wins when both are sent), or `Authorization: Bearer <key>`
 //   (scheme case-insensitive), or a dashboard session (not on `/mcp`); nothing usable is 401
-//   `Unauthorized`. A session (DECISIONS "Dashboard sessions") acts on the project its
+//   `Unauthorized`. A session (docs/dashboard.md, sign-in and sessions) acts on the project its
 //   `Timewheel-Project` header names (missing or unknown: 400), and its mutations must carry this
 //   host's `Origin` (else 403). What belongs to no project (GET /docs) takes any session.
 // - the dashboard's own endpoints: only a session; an API key in either header is 401.
@@ -109,7 +109,7 @@ const noCredentials = (request: HttpServerRequest.HttpServerRequest, header: str
   return new Unauthorized("Unauthorized", hint)
 }
 
-/** Key header, else Bearer, and no dashboard session (POST /mcp: SPEC "Bearer or key header"). */
+/** Key header, else Bearer, and no dashboard session (POST /mcp: docs/mcp.md). */
 export const authenticateKeyOrBearer = (request: HttpServerRequest.HttpServerRequest) =>
   Effect.gen(function*() {
     const key = yield* requestKey(request)
@@ -145,8 +145,8 @@ export const authenticateAnyProject = (request: HttpServerRequest.HttpServerRequ
 
 /**
  * The dashboard's own endpoints (`/keys`, `/alerts`, …): a dashboard session only. An API key, in
- * the key header or as Bearer, is refused with 401 whatever else the request carries (SPEC "Other
- * endpoints"); then the session (401), the Origin of a mutation (403) and, unless `project` is
+ * the key header or as Bearer, is refused with 401 whatever else the request carries
+ * (docs/dashboard.md); then the session (401), the Origin of a mutation (403) and, unless `project` is
  * false, the `Timewheel-Project` header (400).
  */
 export const authenticateSession = (request: HttpServerRequest.HttpServerRequest, options: { readonly project?: boolean } = {}) =>

@@ -1,4 +1,4 @@
-// The dashboard's endpoints in the OpenAPI document (issue 15): sign-in and sessions, projects,
+// The dashboard's endpoints in the OpenAPI document (docs/dashboard.md): sign-in and sessions, projects,
 // keys, alerts, the overview and the cancel button. They take only a session cookie (an API key in
 // either header is 401); a session names its project in the Timewheel-Project header.
 import { emptyResponse, errorResponse, jsonResponseOf, type Paths, PUBLIC, SESSION_ONLY } from "./openapiParts.ts"

@@ -1,4 +1,4 @@
-// The dashboard's pages (issue 15), served by the service itself with every asset local: the bundle
+// The dashboard's pages (docs/dashboard.md), served by the service itself with every asset local: the bundle
 // `npm run build` writes to dist/web/ (web/ bundled by scripts/dashboard/bundle.ts). Every
 // path under /dashboard that is not an asset gets index.html, and the page's router takes it from
 // there; assets have content-hashed names and are cached for good. The pages need no credentials
@@ -80,7 +80,7 @@ const pageOrAsset = Effect.gen(function*() {
   )
 })
 
-/** `GET /`: a browser opening the service's address lands on the dashboard (issue 24). */
+/** `GET /`: a browser opening the service's address lands on the dashboard (docs/dashboard.md). */
 const toDashboard = Effect.succeed(HttpServerResponse.redirect("/dashboard/", { status: 302 }))
 
 export const DashboardPageRoutes = HttpRouter.use(Effect.fn(function*(router) {

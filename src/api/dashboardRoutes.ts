@@ -1,4 +1,4 @@
-// Every route of the dashboard (issue 15): its pages, sign-in, and its own endpoints (keys, alerts,
+// Every route of the dashboard (docs/dashboard.md): its pages, sign-in, and its own endpoints (keys, alerts,
 // overview, cancel by id: POST /jobs/{id}/cancel). The shared endpoints it also calls (/jobs, /executions, /tag-policies,
 // /project/retry-policy, /declare, /bulk) take its session through api/auth.ts `authenticate`.
 import * as Layer from "effect/Layer"

@@ -1,6 +1,6 @@
 // The live DashboardSessions (api/auth.ts): the session cookie read from the request and resolved by
 // commands/sessions.ts (PostgreSQL, so any node honours it), and the project the `Timewheel-Project`
-// header names, which must exist (DECISIONS "Dashboard sessions": missing or unknown → 400).
+// header names, which must exist (docs/README.md "Authentication": missing or unknown → 400).
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { HttpServerRequest } from "effect/http"
@@ -13,7 +13,7 @@ import { DashboardSessions } from "./auth.ts"
 /** The session token of the request's cookie, if any. */
 export const sessionToken = (request: HttpServerRequest.HttpServerRequest): string | undefined => request.cookies[SESSION_COOKIE]
 
-/** Failures other than the spec's (an SQL error that is not "unavailable") are defects: a 500. */
+/** Failures other than the API's (an SQL error that is not "unavailable") are defects: a 500. */
 const specOnly = <A, E extends { readonly _tag: string }>(effect: Effect.Effect<A, E>) =>
   Effect.catchIf(effect, (error): error is Exclude<E, BadRequest | ServiceUnavailable> =>
     error._tag !== "BadRequest" && error._tag !== "ServiceUnavailable", Effect.die) as Effect.Effect<A, Extract<E, BadRequest | ServiceUnavailable>>

@@ -1,9 +1,9 @@
-// POST /declare and POST /bulk (SPEC "POST /declare", "POST /bulk", "/declare checks, in order",
-// "/bulk differences"): the JSON body read before the key — a Content-Type other than JSON → 415,
+// POST /declare and POST /bulk (docs/declare-and-bulk.md "POST /declare", "POST /bulk", "Errors"
+// for the checks in order): the JSON body read before the key — a Content-Type other than JSON → 415,
 // invalid JSON or a body of the wrong shape → empty 400, a body over MAX_ITEMS_BODY_BYTES → 413 —
 // then the credentials (key header, Bearer or dashboard session: 401 `Invalid api key` /
 // `Unauthorized`), then the command (commands/declare.ts, commands/bulk.ts), which checks the items
-// (400 with the spec's messages) and answers 200 JSON. Other methods get the router's empty 404.
+// (400 with the documented messages) and answers 200 JSON. Other methods get the router's empty 404.
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"

@@ -2,9 +2,10 @@
 // credentials as security schemes, so its "Authorize" works; openapi.ts), its server the address
 // the browser used (`https://` and the Host header), so "Try it" calls this very service.
 // The Scalar bundle ships inside the `effect` package; it is inlined so the page needs no CDN.
-// Credentials as SPEC asks: a key (header or Bearer) or a signed-in dashboard session, which needs
-// no project here (the reference belongs to none). A browser without either (it asks for HTML) is
-// sent to the dashboard's sign-in, which comes back here; an API client gets the 401.
+// Credentials (docs/README.md "Other public paths"): a key (header or Bearer) or a signed-in
+// dashboard session, which needs no project here (the reference belongs to none). A browser without
+// either (it asks for HTML) is sent to the dashboard's sign-in, which comes back here; an API client
+// gets the 401.
 import * as Effect from "effect/Effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { createRequire } from "node:module"

@@ -1,4 +1,4 @@
-// The guarantee of DECISIONS "Error hints" for answers that errors.ts did not render: a global
+// The guarantee of docs/errors.md "Error hints" for answers that errors.ts did not render: a global
 // middleware of the router. The router's own empty 404 (no route for this method and path) gets a
 // hint naming the methods the path takes, read from the OpenAPI document (so an endpoint added
 // later is known without a word here); any other 4xx answer without `Timewheel-Error` (a handler

@@ -1,13 +1,13 @@
-// The spec's errors as HTTP responses (SPEC "Errors"): a domain failure with a message becomes
+// The API's errors as HTTP responses (docs/errors.md): a domain failure with a message becomes
 // `{"_tag","message"}` JSON with the status its tag stands for; the empty-body 400 (MalformedRequest)
 // and 404 (EmptyNotFound), the empty 403 of a browser at /mcp (EmptyForbidden), and the plain-text
-// 415, have no JSON. A 503 (the database cannot be reached, DECISIONS "Faults") also says
+// 415, have no JSON. A 503 (the database cannot be reached, docs/errors.md "The format") also says
 // `Retry-After: 1`, a 429 (dashboard sign-in throttling) its own Retry-After. Unexpected failures
 // become a 500 carrying only a request id.
 //
-// Error hints (DECISIONS "Error hints") are rendered here and nowhere else: every 4xx answer carries
+// Error hints (docs/errors.md "Error hints") are rendered here and nowhere else: every 4xx answer carries
 // `Timewheel-Error`, one line of plain ASCII naming what was wrong — the error's `hint` when it has
-// one, else its message — while the body stays exactly as the spec says. A new error gets its hint
+// one, else its message — while the body stays exactly as docs/errors.md says. A new error gets its hint
 // by failing with one of these errors (a domain error built with a hint, or its message); the
 // router's own 404s and any 4xx built by hand get theirs from errorHints.ts.
 import * as Data from "effect/Data"
@@ -58,7 +58,7 @@ const escaped = (character: string): string => {
 
 /**
  * Text as a header value: one line of printable ASCII (line breaks and tabs become spaces, the
- * spec's `≥` and `≤` become `>=` and `<=`, any other character its `\uXXXX` escape), at most 400
+ * messages' `≥` and `≤` become `>=` and `<=`, any other character its `\uXXXX` escape), at most 400
  * characters. Node refuses other characters in a header, which would turn the answer into a 500.
  */
 export const asciiLine = (text: string): string => {
@@ -127,7 +127,7 @@ const bodyOf = (error: ApiError): HttpServerResponse.HttpServerResponse => {
   }
 }
 
-/** An error's answer: the spec's status and body, and on a 4xx the `Timewheel-Error` header. */
+/** An error's answer: the documented status and body, and on a 4xx the `Timewheel-Error` header. */
 export const renderApiError = (error: ApiError): HttpServerResponse.HttpServerResponse => {
   const response = bodyOf(error)
   return response.status >= 400 && response.status < 500 ? withHint(hintOf(error))(response) : response

@@ -1,6 +1,6 @@
 // The fast lane: the two hottest requests, `/schedule` and `GET /health`, taken from Node's request
-// event before Effect's HTTP server sees them (issue 23; BENCHMARKS.md "Ingest: where a /schedule
-// call's time goes"). The generic server's work per request (wrapping the request, the router, the
+// event before Effect's HTTP server sees them (BENCHMARKS.md "Ingest: one /schedule call"). The
+// generic server's work per request (wrapping the request, the router, the
 // middleware, a fiber for the whole exchange, the body read as a stream of Effect, the response
 // converted back) cost more than the call's own checks and its share of the insert.
 // - `/schedule`: the body is collected from Node's events, then the same checks in the same order

@@ -1,4 +1,4 @@
-// Wraps every route handler so that nothing escapes as a stack trace: spec errors become their
+// Wraps every route handler so that nothing escapes as a stack trace: the API's errors become their
 // responses (JSON, empty 400/404, plain-text 415) and anything unexpected a 500 JSON carrying a
 // request id, logged with its cause.
 import * as Cause from "effect/Cause"

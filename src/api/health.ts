@@ -1,6 +1,6 @@
-// GET /health: the heartbeats of the scheduler and materializer loops (SPEC "Other endpoints",
-// DECISIONS: 200 when both ran in the last 30 s, else 503 with status "stale"), and whether the
-// scheduler's last turn (every second) reached the database (DECISIONS "Faults": while it cannot be
+// GET /health: the heartbeats of the scheduler and materializer loops (docs/reading.md
+// "GET /health": 200 when both ran in the last 30 s, else 503 with status "stale"), and whether the
+// scheduler's last turn (every second) reached the database (docs/internals.md "Fine print": while it cannot be
 // reached, 503 with the same body and status "unavailable", never a 500 — also when the key cannot
 // be looked up for that reason). It sends no query of its own.
 import * as Effect from "effect/Effect"

@@ -1,4 +1,4 @@
-// A JSON answer written as it is read (issue 20, item 1): `{"<name>":[entry,entry,…]}` whose entries
+// A JSON answer written as it is read (docs/reading.md "Paging"): `{"<name>":[entry,entry,…]}` whose entries
 // come from a stream, each chunk of the stream encoded and written once the client has taken the
 // previous one (the server waits for the socket to drain), so a node holds one chunk of a long list,
 // never the whole answer. The status (200) is sent before the first entry: a failure while the

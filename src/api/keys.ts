@@ -1,4 +1,4 @@
-// The dashboard's key endpoints (issue 15; SPEC "Other endpoints": a dashboard session only, 401 to
+// The dashboard's key endpoints (docs/dashboard.md: a dashboard session only, 401 to
 // an API key in either header): GET /keys lists the project's keys (hint, created, last used,
 // revoked), POST /keys creates one and answers it with the clear key — the only time it is shown —
 // (201), DELETE /keys/{id} revokes it on every node at once (204; another project's or an unknown

@@ -1,5 +1,5 @@
-// The log and replay endpoints (SPEC "Logs and replay", DECISIONS "Trigger and generator views",
-// "Executions"): the HTTP reading of commands/logs.ts and commands/replay.ts — exact paths, query
+// The log and replay endpoints (docs/reading.md: "A trigger", "An execution", "Replay", "Errors"):
+// the HTTP reading of commands/logs.ts and commands/replay.ts — exact paths, query
 // parameters with one clear 400 per bad value, the body of a replay. Key header, Bearer or
 // dashboard session; everything is scoped to the caller's project. The lists answer a query
 // parameter they do not take as if it were absent, and name it in `Timewheel-Warning`
@@ -76,7 +76,7 @@ const getJobRoute = Effect.gen(function*() {
   return jsonResponse(200, yield* getJob(projectId, yield* pathId))
 })
 
-/** Written as it is read: a trigger's attempts have no pages (DECISIONS), however many there are. */
+/** Written as it is read: a trigger's attempts have no pages, however many (docs/reading.md "Paging"). */
 const listJobExecutionsRoute = Effect.gen(function*() {
   const projectId = yield* authenticated(JOB_EXECUTIONS)
   const { executions } = yield* listJobExecutions(projectId, yield* pathId)

@@ -1,5 +1,5 @@
 // OpenAPI fragment of the log and replay endpoints (logs.ts): the trigger and execution views of
-// DECISIONS.md as schemas, the query parameters, and every error response the handlers give.
+// docs/reading.md as schemas, the query parameters, and every error response the handlers give.
 import { EXECUTION_STATUSES } from "../commands/logs.ts"
 import { JOB_OUTCOMES, TRIGGER_KINDS, TRIGGER_STATUSES } from "../domain/trigger.ts"
 import { LIST_PAGE_MAX_BYTES } from "../domain/listPage.ts"

@@ -1,4 +1,4 @@
-// The MCP tools of the bulk actions (DECISIONS "Bulk actions"): cancel and replay every trigger
+// The MCP tools of the bulk actions (docs/bulk-actions.md): cancel and replay every trigger
 // matching a filter, each with a dry run that answers the count first (preview, then act), and the
 // progress of an action; plus the filter's fields, which list_jobs also takes so that a model can
 // look at the very set it is about to act on. Handlers are in mcpHandlers.ts (the same decoder and

@@ -1,4 +1,4 @@
-// What each MCP tool does (issue 14): reads its JSON arguments the way the HTTP endpoint reads its
+// What each MCP tool does (docs/mcp.md): reads its JSON arguments the way the HTTP endpoint reads its
 // request — the same decoders, checks and messages (domain/scheduleInput.ts for /schedule and
 // /cancel, the item and tag-policy decoders, the log reads' parameter checks) — and calls the same
 // command, for the project of the key that authenticated the request (McpCaller). Where an HTTP

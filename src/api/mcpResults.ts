@@ -1,7 +1,7 @@
-// What the MCP tools answer (issue 14): compact JSON a model can use — lists carry ids, statuses and
-// times and leave headers, bodies and responses to the get tools — and the spec's errors as tool
+// What the MCP tools answer (docs/mcp.md): compact JSON a model can use — lists carry ids, statuses and
+// times and leave headers, bodies and responses to the get tools — and the API's errors as tool
 // errors: a failed call is a tool result with `isError: true` whose text is `{"_tag","message"}`,
-// the tag and message the HTTP endpoint would have answered. The spec's empty-body 400 (a wrong
+// the tag and message the HTTP endpoint would have answered. The API's empty-body 400 (a wrong
 // shape) becomes a BadRequest with a message; anything unexpected is left to effect/ai, which logs it
 // and answers its generic internal error.
 import * as Effect from "effect/Effect"
@@ -10,20 +10,20 @@ import { BadRequest, isSpecFailure, type SpecFailure } from "../domain/errors.ts
 import type { ExecutionView, TriggerView } from "../domain/views.ts"
 
 /**
- * A tool error: SPEC's `_tag` (BadRequest, Unauthorized, QuotaExceeded, NotFound, Gone, Conflict,
+ * A tool error: the API's `_tag` (BadRequest, Unauthorized, QuotaExceeded, NotFound, Gone, Conflict,
  * ServiceUnavailable, or any tag the domain adds later) and its message.
  */
 export const ToolError = Schema.Struct({ _tag: Schema.String, message: Schema.String })
 export type ToolError = typeof ToolError.Type
 
-/** The spec's empty 400 of a wrong shape, with the reason when there is one. */
+/** The API's empty 400 of a wrong shape, with the reason when there is one. */
 export const malformedArguments = (reason?: string) =>
   new BadRequest(reason === undefined ? "Malformed arguments" : `Malformed arguments: ${reason}`)
 
 export const toolError = (error: SpecFailure): ToolError =>
   error._tag === "MalformedRequest" ? { _tag: "BadRequest", message: malformedArguments(error.hint).message } : { _tag: error._tag, message: error.message }
 
-/** A use case as a tool call: the spec's failures become tool errors, anything else a defect. */
+/** A use case as a tool call: the API's failures become tool errors, anything else a defect. */
 export const toolCall = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, ToolError, R> =>
   Effect.catch(effect, (error) => (isSpecFailure(error) ? Effect.fail(toolError(error)) : Effect.die(error)))
 

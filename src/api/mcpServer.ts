@@ -1,4 +1,4 @@
-// POST /mcp (SPEC "Other endpoints", DECISIONS "Other endpoints", issues 14 and 20): a Model Context
+// POST /mcp (docs/mcp.md; without sessions, as it says): a Model Context
 // Protocol server over the streamable HTTP transport (protocol versions 2025-06-18 and 2025-03-26,
 // effect/ai's McpServer.layerHttp) whose tools (mcpTools.ts, mcpHandlers.ts) call the same commands
 // as the HTTP endpoints, run without sessions behind the front of mcpStateless.ts: that front checks

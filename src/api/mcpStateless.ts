@@ -1,4 +1,4 @@
-// /mcp without sessions (issue 20, item 2): the streamable HTTP transport lets a server answer
+// /mcp without sessions (docs/mcp.md, no sessions): the streamable HTTP transport lets a server answer
 // `initialize` without an `Mcp-Session-Id`, after which the client sends none and every request
 // stands alone — any node answers any request, and nothing is kept per client. effect/ai's McpServer
 // keeps a session per `initialize` of the protocol versions we speak (2025-06-18, 2025-03-26; its
@@ -74,7 +74,7 @@ const messageOf = (text: string): unknown => {
 const isInitialize = (message: unknown): boolean =>
   typeof message === "object" && message !== null && (message as { readonly method?: unknown }).method === "initialize"
 
-/** What the transport's own 4xx answers mean (DECISIONS "Error hints"). */
+/** What the transport's own 4xx answers mean (docs/errors.md "Error hints"). */
 const TRANSPORT_HINTS: Readonly<Record<number, string>> = {
   400: "not a valid MCP message, or an unsupported MCP-Protocol-Version",
   406: "Accept must list both application/json and text/event-stream",

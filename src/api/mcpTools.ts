@@ -1,8 +1,8 @@
-// The MCP tools of POST /mcp (issue 14): one per public capability, each with the JSON schema of its
+// The MCP tools of POST /mcp (docs/mcp.md): one per public capability, each with the JSON schema of its
 // arguments and a description written for a model that has never seen the service, plus the server
 // instructions that explain the service once. Schemas check types and enum words (a wrong one is the
-// JSON-RPC "invalid params" error, the tool form of the spec's empty 400); ranges and formats are left
-// to the same validation as the HTTP endpoints, so their messages are the spec's. Read-only tools say
+// JSON-RPC "invalid params" error, the tool form of the API's empty 400); ranges and formats are left
+// to the same validation as the HTTP endpoints, so their messages are the API's. Read-only tools say
 // so (effect/ai's default annotations claim destructive). Handlers are in mcpHandlers.ts.
 import * as Schema from "effect/Schema"
 import { Tool, Toolkit } from "effect/ai"

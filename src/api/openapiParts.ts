@@ -23,9 +23,9 @@ export const jsonResponseOf = (description: string, schema: unknown) => ({
 })
 
 /**
- * The credentials as security schemes (issue 24: generated clients and "Authorize" buttons carry
- * them; SPEC described them as header parameters): the key header, the key as a Bearer token, and
- * the dashboard's session cookie.
+ * The credentials as security schemes (docs/README.md "Typed clients": generated clients and
+ * "Authorize" buttons carry them; /openapi/json has them as header parameters): the key header,
+ * the key as a Bearer token, and the dashboard's session cookie.
  */
 export const securitySchemes = (prefix: string) => ({
   apiKey: {

@@ -1,9 +1,9 @@
-// Dashboard-only reads and actions besides keys and alerts (issue 15; a dashboard session only, 401
+// Dashboard-only reads and actions besides keys and alerts (docs/dashboard.md; a session only, 401
 // to an API key): GET /overview?hours=1|6|24 (default 24), the project's charts from the rollup
 // (commands/overview.ts); GET /dead-letters?limit&cursor, the triggers that end in a dead letter now
 // with their last attempt and how many there are (commands/deadLetters.ts); POST /jobs/{id}/cancel, the dashboard's cancel button, which runs the same
 // command as DELETE /cancel by id with the same answers (204, 404 `Job not found`, 410 …): the
-// session never authenticates /cancel itself (DECISIONS "Dashboard sessions").
+// session never authenticates /cancel itself (docs/README.md "Authentication").
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"

@@ -1,6 +1,6 @@
 // Reading the parts of a JSON-API request the same way everywhere: the exact path (the router
-// forgives a trailing or doubled slash, the spec does not), query parameters with one clear 400
-// message per bad value (also a character PostgreSQL cannot store, e.g. `%00`), and a JSON body under the spec's rules (another Content-Type → 415 plain
+// forgives a trailing or doubled slash, the API does not), query parameters with one clear 400
+// message per bad value (also a character PostgreSQL cannot store, e.g. `%00`), and a JSON body under the API's rules (another Content-Type → 415 plain
 // text; a missing one is read as JSON; unreadable or invalid JSON, or nested deeper than
 // MAX_JSON_DEPTH → empty 400; over the caller's size limit → 413).
 import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"

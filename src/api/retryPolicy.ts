@@ -1,5 +1,5 @@
-// GET / PUT /project/retry-policy (SPEC "Project default retry policy", DECISIONS "Retry objects"):
-// the whole project default policy with SPEC's field names. PUT is a patch: omitted fields keep
+// GET / PUT /project/retry-policy (docs/retries.md "The project's default policy"):
+// the whole project default policy with the API's field names. PUT is a patch: omitted fields keep
 // their value, a bad value is a 400 naming the field. Key header, Bearer or dashboard session.
 import * as Effect from "effect/Effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"

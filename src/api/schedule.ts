@@ -17,8 +17,8 @@ import { headerNamesOf, readScheduleRequest, type ScheduleRequest, scheduleReque
 
 /**
  * The 200 of /schedule (the route's and the fast lane's): the result as JSON (no body to a HEAD
- * request, SPEC rule 11); a skipped one-shot's answer says why in `Timewheel-Warning` (DECISIONS
- * "Error hints").
+ * request, docs/scheduling.md "The answer"); a skipped one-shot's answer says why in
+ * `Timewheel-Warning` (docs/scheduling.md "Past dates").
  */
 export const scheduleAnswer = (request: ScheduleRequest, prefix: string, result: ScheduleResult) => {
   const response = request.method === "HEAD" ? HttpServerResponse.empty({ status: 200 }) : jsonResponse(200, result)

@@ -1,7 +1,7 @@
-// Reads a /schedule request in the order of SPEC's check table: missing key or URL (empty 400),
+// Reads a /schedule request in the order of docs/scheduling.md "Errors": missing key or URL (empty 400),
 // body, URL, tags, key (401), then the scheduling value and the other headers (the checks and
 // messages shared with the MCP tool are domain/scheduleInput.ts). The result is a
-// command for commands/schedule.ts; every rejection is the spec's exact status and message. The
+// command for commands/schedule.ts; every rejection is the documented status and message. The
 // request is read through `ScheduleRequest`, the parts these checks use, which the Effect route
 // (`scheduleRequestOf`) and the fast lane (fastLane.ts, from Node's own request) both give, and the
 // checks are three pure steps around the two that need I/O (the body, the key), which the Effect
@@ -28,7 +28,7 @@ import { isBodyTooLarge } from "./requestParts.ts"
 
 const NO_BODY_METHODS = new Set(["GET", "HEAD", "OPTIONS"])
 
-/** SPEC "/schedule" other request parts 1: for GET, HEAD and OPTIONS no body is read or stored. */
+/** docs/scheduling.md "What is stored and sent": for GET, HEAD and OPTIONS no body is read or stored. */
 export const storesBody = (method: string): boolean => !NO_BODY_METHODS.has(method)
 
 export const MAX_BODY_BYTES = 10 * 1024 * 1024
@@ -67,8 +67,8 @@ export interface ScheduleRequest {
 
 /**
  * The request as the Effect server gives it: its body read up to MAX_BODY_BYTES, a larger one a 413
- * naming the limit (SPEC lets a request over the size limits be refused in another format than its
- * check table's; below the limit, a body that cannot be read is its `Failed to read request body`).
+ * naming the limit (docs/internals.md "Fine print": a request over the size limits may be refused in
+ * another format than its check table's; below it, an unreadable body is `Failed to read request body`).
  */
 export const scheduleRequestOf = (request: HttpServerRequest.HttpServerRequest): ScheduleRequest => ({
   method: request.method,
@@ -89,7 +89,7 @@ export const headerNamesOf = (request: Pick<ScheduleRequest, "header" | "rawHead
   bearer: BEARER.test(request.header("authorization") ?? "")
 })
 
-/** The `Timewheel-Error` hint for a missing header of /schedule (DECISIONS "Error hints"). */
+/** The `Timewheel-Error` hint for a missing header of /schedule (docs/errors.md "Error hints"). */
 const missingHint = (request: ScheduleRequest, prefix: string, name: string) =>
   missingHeaderHint(prefix, name, SCHEDULE_HEADERS, headerNamesOf(request), "/schedule")
 

@@ -1,8 +1,8 @@
-// Dashboard sign-in (issue 15): POST /session `{"email","password"}` sets the session cookie
+// Dashboard sign-in (docs/dashboard.md): POST /session `{"email","password"}` sets the session cookie
 // (HttpOnly, Secure, SameSite=Strict) and answers the admin; GET /session answers the signed-in admin
 // (401 without a live session); DELETE /session ends the session everywhere and clears the cookie
-// (204). GET /projects lists every project (an administrator may act on any, DECISIONS "Dashboard
-// sessions"). POST and DELETE must come from this host's pages (`Origin`, else 403); a refused
+// (204). GET /projects lists every project (an administrator may act on any, docs/dashboard.md).
+// POST and DELETE must come from this host's pages (`Origin`, else 403); a refused
 // sign-in is 401 `Wrong e-mail or password`, or 429 while throttled (commands/sessions.ts).
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"

@@ -1,5 +1,5 @@
-// The tag policy endpoints (SPEC "Tag policy endpoints", "/tag-policies checks, in order";
-// DECISIONS "Tag policies"): the HTTP reading of commands/tagPolicies.ts. Exact paths; on POST and
+// The tag policy endpoints (docs/tag-policies.md "Endpoints", and "Errors" for the checks in
+// order): the HTTP reading of commands/tagPolicies.ts. Exact paths; on POST and
 // PUT the Content-Type (415) and the body's JSON and shape (empty 400) come before the credentials
 // (key header, Bearer or dashboard session: 401); the command then answers 404, the validation
 // messages and 409. GET → 200 array, POST → 201, PUT → 200 (the policy), DELETE → 204 without a body.

@@ -1,6 +1,6 @@
-// OpenAPI fragment of the tag policy endpoints (tagPolicies.ts): the policy view of DECISIONS "Tag
-// policies" (request fields, unset ones null, id, timestamps, live counts) as a schema, the request
-// body, and every response the handlers give, in SPEC's check order.
+// OpenAPI fragment of the tag policy endpoints (tagPolicies.ts): the policy view of docs/tag-policies.md
+// "Endpoints" (request fields, unset ones null, id, timestamps, live counts) as a schema, the request
+// body, and every response the handlers give, in the check order of its "Errors".
 import { RETRY_ONS, RETRY_STRATEGIES } from "../domain/retry.ts"
 import { MAX_THROUGHPUT_WINDOWS } from "../domain/throughput.ts"
 import { errorResponse, jsonResponseOf, KEY_BEARER_OR_SESSION, type Paths, unauthorized } from "./openapiParts.ts"
@@ -29,7 +29,7 @@ const fieldProperties = {
   retryStrategy: {
     type: ["string", "null"],
     enum: [...RETRY_STRATEGIES, null],
-    description: "The tag's retry opinion; `none` or null expresses none (SPEC Retry policies)."
+    description: "The tag's retry opinion; `none` or null expresses none (docs/retries.md)."
   },
   retryMaxAttempts: nullableInteger("Counts the first attempt; null: unlimited. 3 when a create leaves it out.", { minimum: 1 }),
   retryInitialDelaySeconds: nullableInteger("Required with `fixed` and `exponential`.", { minimum: 0, maximum: 86400 }),
@@ -80,7 +80,7 @@ const idParameter = { name: "id", in: "path", required: true, description: "The 
 
 const badRequest = {
   description: "Invalid JSON or a wrong shape (`tag` missing on POST, a wrong field type, an unknown retryStrategy or retryOn, " +
-    "a malformed throughput window): empty body. A value out of range: `BadRequest` with SPEC's validation message.",
+    "a malformed throughput window): empty body. A value out of range: `BadRequest` with the validation message docs/tag-policies.md lists.",
   content: { "application/json": { schema: { $ref: "#/components/schemas/Error" } } }
 }
 const unsupportedContentType = {

@@ -1,5 +1,5 @@
-// Operator commands (DECISIONS "Operator contract"): each calls its use case in commands/ and returns
-// the text for stdout; a failure's message (a spec error or a CliError) is the one stderr line.
+// Operator commands (docs/settings.md "CLI"): each calls its use case in commands/ and returns
+// the text for stdout; a failure's message (an API error or a CliError) is the one stderr line.
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import { createAdmin } from "../commands/admins.ts"

@@ -18,7 +18,7 @@ const usageError = (problem: string): CronNextResult => ({ exitCode: 1, stderr: 
 const ISO_INSTANT =
   /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,9}))?)?([Zz]|[+-]\d{2}:?\d{2})?)?$/
 
-/** ISO 8601 date or date-time; without an offset it is UTC (DECISIONS "Time"). */
+/** ISO 8601 date or date-time; without an offset it is UTC (docs/dates.md "The base"). */
 export const parseIsoInstant = (text: string): number | null => {
   const m = ISO_INSTANT.exec(text)
   if (m === null) return null

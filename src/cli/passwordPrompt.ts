@@ -1,7 +1,7 @@
-// The password of `admin create` typed at a terminal (issue 24): asked twice, never echoed (the
-// terminal in raw mode, nothing written back but the prompt), on stderr so stdout keeps only the
-// command's result. Backspace erases, Enter ends, Ctrl-C or Ctrl-D gives up. A password too short
-// or two answers that differ are asked again, three times at most. Piped stdin and `--password`
+// The password of `admin create` typed at a terminal (docs/settings.md "CLI"): asked twice, never
+// echoed (the terminal in raw mode, nothing written back but the prompt), on stderr so stdout keeps
+// only the command's result. Backspace erases, Enter ends, Ctrl-C or Ctrl-D gives up. A password too
+// short or two answers that differ are asked again, three times at most. Piped stdin and `--password`
 // never come here (cli/main.ts).
 
 /** The terminal the prompt reads: Node's stdin when it is a TTY. */

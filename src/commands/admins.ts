@@ -1,4 +1,4 @@
-// Dashboard administrators (DECISIONS "Operator contract": `cli admin create`): an e-mail address and
+// Dashboard administrators (docs/settings.md "CLI": `admin create`): an e-mail address and
 // a password stored as an scrypt hash.
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"

@@ -1,4 +1,4 @@
-// A project's failure alerts as use cases (issue 15): read and replace its settings (a webhook URL
+// A project's failure alerts as use cases (docs/dashboard.md): read and replace its settings (a webhook URL
 // and e-mail recipients, checked by domain/alerts.ts), with its latest messages; and a test message
 // sent at once to every target, whose outcomes are recorded like those of real alerts.
 import * as Clock from "effect/Clock"

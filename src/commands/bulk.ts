@@ -1,4 +1,4 @@
-// POST /bulk as one command (SPEC "POST /bulk", DECISIONS "/bulk response"): the upserts and
+// POST /bulk as one command (docs/declare-and-bulk.md "POST /bulk"): the upserts and
 // cancels validated (every 400 first), the triggers they name read, the plan made (domain/bulk.ts),
 // then applied all-or-nothing in one transaction of three statements: the cancels (and the
 // triggers replaced), the updates in place, the inserts (a call that only inserts is one statement). The read takes no lock, so the

@@ -1,12 +1,13 @@
-// One chunk of a bulk action (DECISIONS "Bulk actions"), on whichever node runs it: in one short
-// transaction, the oldest running action no other node holds is locked, its next CHUNK_SIZE triggers
-// are acted on under the single-trigger rules — a cancel is DELETE /cancel's compare-and-set
-// (store/triggers.ts triggersCancel), a replay is POST /jobs/{id}/executions' (store/triggerReplay.ts,
-// dead letters only, with the action's URL and headers for that attempt) — their items are deleted
-// and the counters advanced. Acting and marking done commit together, so a trigger is acted on at
-// most once per action whatever node dies when; a chunk cut short rolls back whole and is done again.
-// After the commit, as the single-trigger commands do: cancelled triggers' shards are woken, replays
-// handed to delivery on this node (which claimed them) or their gates kicked. Neither uses quota.
+// One chunk of a bulk action (docs/bulk-actions.md "Large sets, crashes and calling again"), on
+// whichever node runs it: in one short transaction, the oldest running action no other node holds is
+// locked, its next CHUNK_SIZE triggers are acted on under the single-trigger rules — a cancel is DELETE
+// /cancel's compare-and-set (store/triggers.ts triggersCancel), a replay is POST /jobs/{id}/executions'
+// (store/triggerReplay.ts, dead letters only, with the action's URL and headers for that attempt) —
+// their items are deleted and the counters advanced. Acting and marking done commit together, so a
+// trigger is acted on at most once per action whatever node dies when; a chunk cut short rolls back
+// whole and is done again. After the commit, as the single-trigger commands do: cancelled triggers'
+// shards are woken, replays handed to delivery on this node (which claimed them) or their gates kicked.
+// Neither uses quota.
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
@@ -23,7 +24,7 @@ import { handOverReplays } from "./replay.ts"
 /**
  * Triggers per chunk: each chunk holds its triggers' rows for one short transaction (its replay
  * statement takes about 15 ms for 500 on a quiet machine), well under what a /bulk of 10,000 holds
- * (BENCHMARKS.md "Redrive workload"); a Reference so tests can make chunks small.
+ * (BENCHMARKS.md "The redrive workload"); a Reference so tests can make chunks small.
  */
 export const BulkChunkSize = Context.Reference<number>("timewheel/BulkChunkSize", { defaultValue: () => 500 })
 

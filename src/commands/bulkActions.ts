@@ -1,4 +1,4 @@
-// Bulk actions (DECISIONS "Bulk actions") as use cases for every front end (HTTP, MCP, dashboard):
+// Bulk actions (docs/bulk-actions.md) as use cases for every front end (HTTP, MCP, dashboard):
 // a dry run counts the project's triggers matching the filter (the same SQL as GET /jobs); an action
 // fixes that set and returns at once with `running` (or `completed` when nothing matched) while the
 // nodes' workers act on it in chunks (commands/bulkActionRunner.ts); the same action on the same

@@ -1,4 +1,4 @@
-// The W3C trace context a write stores with its triggers (DECISIONS "Tracing and encryption at rest"):
+// The W3C trace context a write stores with its triggers (docs/tracing.md "What goes with a trigger"):
 // with tracing on, the server span of the API call being served (its `traceparent`) and the
 // `tracestate` the call came with; null when tracing is off or outside an API call (CLI, background).
 import * as Context from "effect/Context"

@@ -1,4 +1,4 @@
-// DELETE /cancel as one command (SPEC "/cancel" and its check table after the key check): by id a
+// DELETE /cancel as one command (docs/scheduling.md "DELETE /cancel", its checks after the key's): by id a
 // one-shot trigger, instance or generator; by custom key an active generator first, else a one-shot.
 import * as Effect from "effect/Effect"
 import { Wakeups } from "../cluster/wakeups.ts"

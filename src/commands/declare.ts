@@ -1,11 +1,11 @@
-// POST /declare as one command (SPEC "POST /declare", rules 1–12): every item validated before
-// anything is written (rule 11), the triggers carrying the tag read, the diff planned
-// (domain/declare.ts), then applied in steps of at most STEP_ITEMS item writes, each its own short
-// transaction (the call is not atomic: a failure leaves the steps applied and resending completes
-// it), then the cancellations, a statement per CANCEL_STEP. Shards are woken after each commit; the
-// materializer re-creates the upcoming instances this call cancelled (within its 5 s period). A
-// trigger claimed between the read and a write is left alone: its update becomes a new trigger
-// (rule 8), its cancellation does not happen and has no entry. Never quota (rule 12).
+// POST /declare as one command (docs/declare-and-bulk.md "What the call does"): every item validated
+// before anything is written, the triggers carrying the tag read, the diff planned (domain/declare.ts),
+// then applied in steps of at most STEP_ITEMS item writes, each its own short transaction (the call is
+// not atomic: a failure leaves the steps applied and resending completes it), then the cancellations, a
+// statement per CANCEL_STEP. Shards are woken after each commit; the materializer re-creates the
+// upcoming instances this call cancelled (within its 5 s period). A trigger claimed between the read
+// and a write is left alone: its update becomes a new trigger (its key is no longer pending), its
+// cancellation does not happen and has no entry. Never quota.
 import * as Effect from "effect/Effect"
 import { Wakeups } from "../cluster/wakeups.ts"
 import { SchedulerTiming } from "../config.ts"

@@ -3,9 +3,9 @@
 // cancelled first, then the updates in place, then the inserts — three statements for any number of
 // items. Updates and cancels are compare-and-sets on the status the plan was made from; what they
 // missed (a claim or another request came first) is reported, and the caller decides: /bulk starts
-// over, /declare carries on with SPEC's reading of the new state (rule 8: a key whose trigger is no
-// longer pending gets a new trigger). Also the wake-ups a commit owes the shard actors, and the
-// count of the triggers a call created (metrics).
+// over, /declare carries on with the documented reading of the new state (a key whose trigger is no
+// longer pending gets a new trigger: docs/declare-and-bulk.md "What the call does"). Also the wake-ups
+// a commit owes the shard actors, and the count of the triggers a call created (metrics).
 import * as Effect from "effect/Effect"
 import type { WakeItem } from "../cluster/wakeups.ts"
 import type { ItemWrite, OperationEntry, PlannedTrigger, StoredTrigger } from "../domain/itemMatch.ts"

@@ -1,4 +1,4 @@
-// The log reads (SPEC "Logs and replay", DECISIONS "Trigger and generator views", "Executions"):
+// The log reads (docs/reading.md "A trigger", "An execution", "Paging"):
 // pages of a project's triggers and executions, one trigger or execution, a trigger's attempts, as
 // the views every front end answers. Scoped to the project: another project's ids are not found.
 // A database that cannot be reached is ServiceUnavailable (store/unavailable.ts).

@@ -1,4 +1,4 @@
-// The dashboard's overview of a project (issue 15, issue 24), from the rollup (store/deliveryStats.ts),
+// The dashboard's overview of a project (docs/dashboard.md), from the rollup (store/deliveryStats.ts),
 // never from a scan of executions: the rows of the last 24 h (the dead letters of 24 h need them
 // whatever the range), the tag policy samples of the range and the policies' live counts, made
 // into the chart columns by domain/overview.ts; and how many triggers end in a dead letter now (the

@@ -1,4 +1,4 @@
-// The project default retry policy (SPEC "Project default retry policy", DECISIONS "Retry objects"):
+// The project default retry policy (docs/retries.md "The project's default policy"):
 // read it, and patch it — omitted fields keep their value, a bad value is a 400 naming the field.
 // Only the fields present in the patch are written, merged into the stored policy in one statement,
 // so two concurrent patches of different fields both survive.
@@ -16,7 +16,7 @@ const FIELDS: ReadonlyArray<keyof ProjectRetryPolicyView> = [
 
 const readPolicy = (projectId: string) => Effect.map(projectsGetRetryPolicy(projectId), projectPolicyFromStored)
 
-/** The whole policy, with SPEC's field names. */
+/** The whole policy, with the API's field names. */
 export const getProjectRetryPolicy = (projectId: string) => orUnavailable(Effect.map(readPolicy(projectId), projectPolicyView))
 
 /** Applies a patch (any JSON value: a non-object or a bad field is a 400); the whole policy after it. */

@@ -1,5 +1,5 @@
-// Replay of a completed trigger (POST /jobs/{id}/executions with `triggeredBy: retry`; DECISIONS
-// "Executions"): the trigger must be `completed` (else 410 `Job is not completed (status=…)`). One
+// Replay of a completed trigger (POST /jobs/{id}/executions with `triggeredBy: retry`; docs/reading.md
+// "Replay"): the trigger must be `completed` (else 410 `Job is not completed (status=…)`). One
 // compare-and-set moves it to `queued` for a fresh attempt marked `triggeredBy: retry`, claimed by
 // this node, which then hands it to delivery — or, when one of its tags is gated, it waits at its
 // gates like any other held-back trigger (a replay never goes around a concurrency limit). A bulk

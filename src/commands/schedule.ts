@@ -1,5 +1,5 @@
 // /schedule as one command: consume a quota unit, then in one transaction create or edit the
-// trigger by custom key or id (SPEC "/schedule" rules 3–8), then wake the shard that owns it.
+// trigger by custom key or id (docs/scheduling.md "Editing"), then wake the shard that owns it.
 // This module handles one-shot values; scheduleGenerator.ts handles `cron(...)`. A plain create (no
 // key, no id) is its row (`plainRow`) group-committed with its quota unit, then what the grant means
 // (`plainOutcome`): the fast lane (api/fastLane.ts) runs the same two steps with a callback
@@ -34,12 +34,12 @@ export interface ScheduleResult {
   readonly scheduledAt: string
   readonly operation: "schedule" | "reschedule"
   readonly kind: "job" | "generator"
-  /** DECISIONS "Error hints": a one-shot `registered` or `skipped` (its time is past), a generator `active`. */
+  /** A one-shot `registered`, or `skipped` for a past time; a generator `active` (docs/scheduling.md "The answer"). */
   readonly status: "registered" | "skipped" | "active"
   readonly monthQuotaRemaining: number
 }
 
-/** A one-shot at a past absolute time, without run-missed, is skipped (SPEC "States and transitions"). */
+/** A one-shot at a past absolute time, without run-missed, is skipped (docs/scheduling.md "Past dates"). */
 const oneShotStatus = (command: ScheduleCommand, value: OnceValue, nowMs: number): "registered" | "skipped" =>
   !value.nowBased && !command.runMissed && isPast(value.fireAtMs, nowMs) ? "skipped" : "registered"
 
@@ -105,7 +105,7 @@ const quotaExceeded = (limit: number) => new QuotaExceeded(`Monthly quota of ${l
 export const plainOnceValue = (command: ScheduleCommand): OnceValue | undefined =>
   command.value._tag === "Once" && command.definition.customKey === null && command.triggerId === null ? command.value : undefined
 
-/** The row of a plain create: a new id on its shard, skipped when past-dated (SPEC "/schedule" rule 8). */
+/** A plain create's row: a new id on its shard, skipped when past-dated (docs/scheduling.md "Past dates"). */
 export const plainRow = (
   command: ScheduleCommand,
   value: OnceValue,

@@ -1,7 +1,7 @@
 // /schedule with `cron(...)`: create a generator with its first instance, or edit one in place by id
 // (always checked with cron) or custom key, replacing its upcoming instance at once (new id, time
 // = the response scheduledAt). A key owned by a one-shot trigger moves to the generator, which
-// cancels the one-shot (SPEC "/schedule" rules 3–6, 9; "Recurring behaviour").
+// cancels the one-shot (docs/scheduling.md "Editing"; docs/cron.md "Editing and cancelling").
 import * as Effect from "effect/Effect"
 import type { WakeItem } from "../cluster/wakeups.ts"
 import { Gone, NotFound } from "../domain/errors.ts"

@@ -1,4 +1,4 @@
-// Dashboard sign-in, sessions and sign-out (issue 15; DECISIONS "Dashboard sessions"). A sign-in is
+// Dashboard sign-in, sessions and sign-out (docs/dashboard.md). A sign-in is
 // refused while its account or its address has too many recent failures (domain/signin.ts), else
 // checks the password (scrypt off the event loop; an unknown e-mail costs the same time and counts
 // as a failure of that account), and on success stores a new session in PostgreSQL, so every node

@@ -1,14 +1,14 @@
-// Tag policies as use cases (SPEC "Tag policy", "Tag policy endpoints", "/tag-policies checks, in
-// order"; DECISIONS "Tag policies"): list with live counts, create, update (a patch validated as the
-// policy would be after it), delete, scoped to the caller's project. Front ends decode the body
-// first (decodeTagPolicyRequest: the empty 400 comes before the credentials), then call these, which
-// check in SPEC's order: the policy exists (404 `Tag policy not found`; an id that is not a UUID is
-// not found either), then the validation messages, then one policy per tag (409 Conflict naming the
-// policy that has the tag). After each committed change the gate of the tag (and of the old tag on a
-// rename) is kicked, so its held-back triggers are looked at again at once; every node hears of the
-// change and applies it within a lease round (gates/gatekeeper.ts). A change that pauses a tag (a
-// rate of 0) answers once every live node holding a lease of the tag has applied it (at most
-// PAUSE_APPLIED_WAIT_MS): from the answer on, nothing of the tag starts.
+// Tag policies as use cases (docs/tag-policies.md "Fields", "Endpoints", and "Errors" for the checks in
+// order): list with live counts, create, update (a patch validated as the policy would be after it),
+// delete, scoped to the caller's project. Front ends decode the body first (decodeTagPolicyRequest: the
+// empty 400 comes before the credentials), then call these, which check in that order: the policy
+// exists (404 `Tag policy not found`; an id that is not a UUID is not found either), then the
+// validation messages, then one policy per tag (409 Conflict naming the policy that has the tag). After
+// each committed change the gate of the tag (and of the old tag on a rename) is kicked, so its
+// held-back triggers are looked at again at once; every node hears of the change and applies it within
+// a lease round (gates/gatekeeper.ts). A change that pauses a tag (a rate of 0) answers once every live
+// node holding a lease of the tag has applied it (at most PAUSE_APPLIED_WAIT_MS): from the answer on,
+// nothing of the tag starts.
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { type GateKick, Wakeups } from "../cluster/wakeups.ts"

@@ -1,5 +1,5 @@
-// How alert messages leave (issue 15): a Slack-compatible incoming webhook gets `{"text": …}` by POST
-// (Slack, Mattermost, Rocket.Chat and others take it), e-mail goes through the SMTP server of
+// How alert messages leave (docs/dashboard.md): a Slack-compatible incoming webhook gets `{"text": …}`
+// by POST (Slack, Mattermost, Rocket.Chat and others take it), e-mail goes through the SMTP server of
 // SMTP_URL with nodemailer. Each send is bounded (10 s webhook, about 30 s SMTP) and never retried:
 // its outcome, or the error as one line, is what the caller records. nodemailer is loaded only when
 // SMTP_URL is set (a few MB less resident memory otherwise).

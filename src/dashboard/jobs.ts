@@ -1,4 +1,4 @@
-// The dashboard's background work on every node (issue 15), off the delivery path:
+// The dashboard's background work on every node (docs/dashboard.md), off the delivery path:
 // - alerts: every ALERT_TICK_MS, the projects whose dead letters (or circuit openings) wait and whose alert may send now
 //   (at most one message a minute each, store/alerts.ts) get one message per target; a failing
 //   target is recorded (alert_sends), never retried;

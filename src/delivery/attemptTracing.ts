@@ -1,4 +1,4 @@
-// Spans of the delivery path (DECISIONS "Tracing and encryption at rest"), made straight on the
+// Spans of the delivery path (docs/tracing.md "The spans"), made straight on the
 // tracer without a fiber: one per attempt (kind client: target host and port, method, attempt number,
 // lateness, then the status or the error kind) and one per recording of its outcome (a child of the
 // attempt, from the outcome until its batch is committed). The attempt continues the trace stored

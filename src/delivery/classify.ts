@@ -1,4 +1,4 @@
-// Classifies a failed delivery attempt into SPEC's errorKind, with the underlying code and a readable message.
+// Classifies a failed attempt into its errorKind (docs/retries.md "Error kinds"), code and readable message.
 // Pure: looks at `code` (own, then `cause`, then an AggregateError's first member), `syscall` and `name`.
 import type { ErrorKind } from "../domain/errorKind.ts"
 

@@ -42,7 +42,7 @@ interface Outgoing {
   readonly row: DeliveryRow
   /** The shortest requestTimeoutSeconds of its tags' policies, else the default. */
   readonly timeoutSeconds: number
-  /** The retry rules of its tags' policies (SPEC "Retry policies" rule 2). */
+  /** The retry rules of its tags' policies (docs/retries.md "Which policy applies", 2). */
   readonly tagRetry: ReadonlyArray<RetryPolicy>
   /** Its attempt's span, from when it leaves (tracing on; attemptTracing.ts). */
   span: AttemptSpan | undefined
@@ -71,7 +71,8 @@ const attemptResult = (outcome: DeliveryOutcome): AttemptResult =>
 
 /**
  * The single place that turns one delivery outcome into an execution record and a next state, under
- * the policy that applies (SPEC "Retry policies" rule 1: per-trigger, else its tags', else the project's).
+ * the policy that applies (per-trigger, else its tags', else the project's: docs/retries.md
+ * "Which policy applies").
  */
 export const completionOf = (sent: Outgoing, outcome: DeliveryOutcome, random: number, id: string): Completion => {
   const row = sent.row
@@ -82,7 +83,7 @@ export const completionOf = (sent: Outgoing, outcome: DeliveryOutcome, random: n
   })
   const result = attemptResult(outcome)
   const decision = decideOutcome({ policy, attempt: row.attempt, result, random })
-  // a refusal's retry waits at least until its Retry-After (DECISIONS "Backpressure from the target")
+  // a refusal's retry waits at least until its Retry-After (docs/retries.md "A retry policy")
   const notBeforeMs = refusalRetryAfterMs(outcome, outcome.finishedAtMs) ?? -Infinity
   return {
     row,
@@ -170,7 +171,7 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
       if (tracing !== null) sent.span = tracing.start(row, dueAtMs)
       return executor.send({
         url: row.url, method: row.method, headers: row.headers, body: row.body, contentType: row.contentType, timeoutSeconds,
-        // signed as it leaves (DECISIONS "What a target sees beyond the stored request")
+        // signed as it leaves (docs/signatures.md: the headers every delivery carries)
         identity: {
           triggerId: row.id, attempt: row.attempt, signingSecrets: row.signingSecrets, timestampSeconds: Math.floor(nowMs / 1000),
           trace: sent.span?.outgoing

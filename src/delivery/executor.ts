@@ -34,7 +34,7 @@ export interface DeliveryOutcome {
 
 export interface ExecutorOptions {
   readonly blockPrivateTargets: boolean
-  /** Connect (DNS, TCP, TLS) timeout; SPEC fixes 10 s, tests may lower it. */
+  /** Connect (DNS, TCP, TLS) timeout; fixed at 10 s (docs/retries.md "Timeouts"), tests may lower it. */
   readonly connectTimeoutMs?: number
   /** Resolver used for host names (default `dns.lookup`); tests inject one so no query leaves the machine. */
   readonly lookup?: net.LookupFunction

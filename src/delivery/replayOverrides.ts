@@ -1,8 +1,8 @@
-// The one step delivery takes for bulk replays (DECISIONS "Bulk actions": the URL and added headers of
-// `replay` for that attempt only): before rows are sent, those of replayed attempts (`triggeredBy`
-// `retry`) get their override, if their replay wrote one (store/replayOverrides.ts). Rows of any other
-// attempt are passed through without a query. Read until the database answers: a replay must not go
-// to the stored URL by mistake.
+// The one step delivery takes for bulk replays (docs/bulk-actions.md "The request": the URL and added
+// headers of `replay` for that attempt only): before rows are sent, those of replayed attempts
+// (`triggeredBy` `retry`) get their override, if their replay wrote one (store/replayOverrides.ts).
+// Rows of any other attempt are passed through without a query. Read until the database answers: a
+// replay must not go to the stored URL by mistake.
 import * as Effect from "effect/Effect"
 import { applyReplayOverride } from "../domain/replayOverride.ts"
 import type { DeliveryRow } from "../domain/trigger.ts"

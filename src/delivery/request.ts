@@ -1,6 +1,6 @@
-// Turns a stored trigger into what undici sends (SPEC "Item headers rules", DECISIONS "What /schedule stores").
+// Turns a stored trigger into what undici sends (docs/scheduling.md "What is stored and sent").
 // Pure: a request that can never be sent (bad URL, method, header) is an InvalidRequestError, not an exception.
-// With an identity, the headers of DECISIONS "What a target sees beyond the stored request" are added
+// With an identity, the headers of docs/signatures.md are added
 // (domain/signing.ts), signed over the exact body bytes sent; a stored header of the same name is dropped.
 // With a trace context (tracing on), `traceparent` and `tracestate` are ours too, replacing stored ones.
 import { isIP } from "node:net"

@@ -1,4 +1,4 @@
-// Failure alerts (issue 15), pure: the settings of a project's alert (a Slack-compatible webhook
+// Failure alerts (docs/dashboard.md), pure: the settings of a project's alert (a Slack-compatible webhook
 // taking `{"text": …}`, e-mail recipients) with their checks and messages, and the text of one alert
 // message, which reports every dead letter of the last minute (a burst gives one message), and every
 // circuit of an origin that opened meanwhile.

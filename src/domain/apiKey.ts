@@ -1,4 +1,4 @@
-// API keys (DECISIONS "Name, prefix, keys"): `<prefix>_` + 48 lowercase hex characters, stored only
+// API keys (docs/README.md "Conventions"): `<prefix>_` + 48 lowercase hex characters, stored only
 // as a SHA-256 hash; the clear key is shown once.
 import * as crypto from "node:crypto"
 

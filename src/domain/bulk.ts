@@ -1,4 +1,4 @@
-// POST /bulk as pure functions (SPEC "POST /bulk", DECISIONS "/bulk response"): the body's shape,
+// POST /bulk as pure functions (docs/declare-and-bulk.md "POST /bulk"): the body's shape,
 // its validation, what the store must read, and the plan — cancels resolved against the state
 // before the call and applied first, then upserts matched by key across the project (no tag added,
 // a generator edit keeps its upcoming instance). All-or-nothing: the store applies it in one go.
@@ -146,11 +146,11 @@ interface Lookup {
 }
 
 /**
- * What one target cancels (SPEC /bulk, /cancel rule 1 and 3): by id a pending one-shot (an
- * instance included) or an active generator; by key the active generator owning it, otherwise
- * the pending one-shot; by tag every pending trigger carrying it plus the generators' queued
- * instances carrying it. Anything else (queued one-shots, running, completed, cancelled) is
- * skipped silently.
+ * What one target cancels (docs/declare-and-bulk.md "POST /bulk", as DELETE /cancel): by id a pending
+ * one-shot (an instance included) or an active generator; by key the active generator owning it,
+ * otherwise the pending one-shot; by tag every pending trigger carrying it plus the generators' queued
+ * instances carrying it. Anything else (queued one-shots, running, completed, cancelled) is skipped
+ * silently.
  */
 const targetedBy = (target: CancelTarget, lookup: Lookup): ReadonlyArray<StoredTrigger> => {
   switch (target._tag) {

@@ -1,6 +1,6 @@
-// Bulk actions (DECISIONS "Bulk actions"): the body of POST /actions (also the MCP tools' arguments)
-// checked field by field with one message each, the action as every front end shows it, and why a
-// trigger of the set was left untouched. Pure.
+// Bulk actions (docs/bulk-actions.md "The request"): the body of POST /actions (also the MCP tools'
+// arguments) checked field by field with one message each, the action as every front end shows it,
+// and why a trigger of the set was left untouched. Pure.
 //   { "action": "cancel" | "replay", "filter": {…}, "dryRun"?: boolean, "replay"?: { "url"?, "headers"? } }
 // Checks, in order: a JSON object with no other field (`Unknown field: x`), `action`, `filter`
 // (domain/triggerFilter.ts), `dryRun`, `replay` (domain/replayOverride.ts, replay only), then a cancel

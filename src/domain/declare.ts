@@ -1,7 +1,7 @@
-// POST /declare as a pure diff (SPEC "POST /declare", rules 1–10): the validated items against the
-// triggers carrying the tag, giving the response (`operations` in SPEC order, `summary`) and the
-// writes: per item (insert / update in place / replace) in request order, then the cancellations.
-// No I/O: new ids come from `newId`, the triggers from the store.
+// POST /declare as a pure diff (docs/declare-and-bulk.md "What the call does"): the validated items
+// against the triggers carrying the tag, giving the response (`operations` in the order of "The
+// answer", `summary`) and the writes: per item (insert / update in place / replace) in request order,
+// then the cancellations. No I/O: new ids come from `newId`, the triggers from the store.
 import type { Item } from "./item.ts"
 import {
   cancelledEntry, distinctById, indexPendingByKey, instancesByGenerator, isPending, keyOf, matchFor, planItem, summarize

@@ -1,4 +1,4 @@
-// Error kinds of a delivery attempt that got no HTTP response (SPEC "Execution", errorKind).
+// Error kinds of a delivery attempt that got no HTTP response (docs/retries.md "Error kinds").
 // For dns, connect_timeout, connection_refused, unreachable and tls nothing reached the target;
 // for connection_reset and timeout the request may have reached it.
 

@@ -1,10 +1,10 @@
-// The service's errors as SPEC names them ("Errors"), with no HTTP in them: every use case fails
+// The service's errors as docs/errors.md names them, with no HTTP in them: every use case fails
 // with one of these, whatever called it (HTTP API, CLI, MCP tools, dashboard). `api/errors.ts` maps
 // a tag to a status and a body; the CLI prints the message. Plain classes with a `_tag`, so the
 // pure domain needs no library; Effect's `catchTag` works on them as on any tagged value.
 //
-// Every error may carry a `hint` (DECISIONS "Error hints"): one line naming what was wrong, sent
-// as the `Timewheel-Error` header of the 4xx answer while the body stays exactly as SPEC says.
+// Every error may carry a `hint` (docs/errors.md "Error hints"): one line naming what was wrong, sent
+// as the `Timewheel-Error` header of the 4xx answer while the body stays exactly as documented.
 // Without one the message is the hint; MalformedRequest, whose body is empty, must be given one.
 
 abstract class SpecError<Tag extends string> extends Error {
@@ -55,14 +55,14 @@ export class TooManyRequests extends SpecError<"TooManyRequests"> {
   }
 }
 /**
- * 503: something the service needs cannot be reached right now (DECISIONS "Faults": the database);
+ * 503: something the service needs cannot be reached right now (docs/errors.md: the database);
  * the caller may retry shortly.
  */
 export class ServiceUnavailable extends SpecError<"ServiceUnavailable"> {
   readonly _tag = "ServiceUnavailable" as const
 }
 /**
- * The spec's `400` with an empty body: a required header missing (/schedule, /cancel), or a JSON
+ * The API's `400` with an empty body: a required header missing (/schedule, /cancel), or a JSON
  * body of the wrong shape (/declare, /bulk, /tag-policies). The hint is all the caller learns, so it
  * is required: `missing header ttr-url`, `items[2].url is required (a string)`.
  */

@@ -1,6 +1,6 @@
-// What `npm start` prints once it listens (issue 24): where the dashboard is, and, while the
-// database has no project, no live API key or no administrator, the one CLI line that makes each.
-// Pure: the state and the listening address are parameters.
+// What `npm start` prints once it listens (docs/operations.md "Starting"): where the dashboard is, and,
+// while the database has no project, no live API key or no administrator, the one CLI line that makes
+// each. Pure: the state and the listening address are parameters.
 
 export interface SetupState {
   /** The oldest project's name; null when there is none. */

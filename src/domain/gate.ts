@@ -1,4 +1,4 @@
-// The limits of a gate (SPEC "Tag policy", "Recurring behaviour" 3; DECISIONS "Tag policies"): what
+// The limits of a gate (docs/tag-policies.md "Fields", "Throughput windows and rates"): what
 // a policy's maxConcurrent and throughput windows allow, read the same way by every node. A gate is
 // a tag's (its tag policy) or an origin's (its target policy: docs/protecting-targets.md).
 // Where a gate's budget lives and how a node spends it: gateLease.ts (shares leased from PostgreSQL)

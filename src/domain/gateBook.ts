@@ -1,12 +1,12 @@
-// One tag gate as a node holds it in memory (issue 22; DECISIONS "Tag policies", "Backpressure from
-// the target"): the permits (maxConcurrent) and window tokens (throughput) its lease gives it, what
-// of them is in use, its lease's end, and the hold a refusal of the target put on the tag. A start
-// takes a permit and one token of every window; the permit comes back with the attempt's outcome,
-// the token a window (and a small margin) after the request was written to its connection — or,
-// for a request that never left, a window after its admission: a token counts its start from
-// admission until a window after the write, whichever ends later, so no sliding window at the
-// target ever sees more starts than the tokens there are; and the starts of a short window are paced
-// over it (bursts of at most PACE_BURST of the tokens). Pure: the caller passes the time.
+// One tag gate as a node holds it in memory (docs/tag-policies.md "How the limits hold across nodes",
+// "Backpressure from the target"): the permits (maxConcurrent) and window tokens (throughput) its lease
+// gives it, what of them is in use, its lease's end, and the hold a refusal of the target put on the
+// tag. A start takes a permit and one token of every window; the permit comes back with the attempt's
+// outcome, the token a window (and a small margin) after the request was written to its connection —
+// or, for a request that never left, a window after its admission: a token counts its start from
+// admission until a window after the write, whichever ends later, so no sliding window at the target
+// ever sees more starts than the tokens there are; and the starts of a short window are paced over it
+// (bursts of at most PACE_BURST of the tokens). Pure: the caller passes the time.
 
 import type { CircuitGate } from "./circuitGate.ts"
 import type { GatePolicyLimits, GateWindow } from "./gate.ts"

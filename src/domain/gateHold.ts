@@ -1,4 +1,4 @@
-// Backpressure from the target (DECISIONS "Backpressure from the target"): a `429` or `503` holds
+// Backpressure from the target (docs/tag-policies.md, the section of that name): a `429` or `503` holds
 // every gated tag of the refused trigger until the time `Retry-After` names (seconds or an HTTP
 // date), at most an hour after the response; without it, for a backoff of 1 s that doubles on each
 // refusal while held or within a minute after the last hold, up to 60 s, and that a 2xx of the tag

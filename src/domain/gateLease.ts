@@ -1,11 +1,11 @@
-// How a gate's budget is shared between nodes (issue 22; DECISIONS "Tag policies"): each limit of a
-// policy — maxConcurrent, and each throughput window's rate — is a number of units (permits, window
-// tokens) that nodes lease from PostgreSQL in blocks and admit from in memory. A node's lease round
-// reads every node's holding and demand, and this module decides what the node holds after it: its
-// max-min fair share of the limit by demand, taken from what no one holds, or given back down to it
-// (only units it is not using: a permit in flight or a token still counting a start stays). A node
-// that is gone holds nothing (its permits come back at once) but its window tokens, which count its
-// last starts until a window has passed since it was found gone. Pure.
+// How a gate's budget is shared between nodes (docs/tag-policies.md "How the limits hold across
+// nodes"): each limit of a policy — maxConcurrent, and each throughput window's rate — is a number of
+// units (permits, window tokens) that nodes lease from PostgreSQL in blocks and admit from in memory. A
+// node's lease round reads every node's holding and demand, and this module decides what the node holds
+// after it: its max-min fair share of the limit by demand, taken from what no one holds, or given back
+// down to it (only units it is not using: a permit in flight or a token still counting a start stays).
+// A node that is gone holds nothing (its permits come back at once) but its window tokens, which count
+// its last starts until a window has passed since it was found gone. Pure.
 
 /**
  * Max-min fair shares of `limit` units between demands (in the order given; every node orders

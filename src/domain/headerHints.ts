@@ -1,10 +1,10 @@
-// Hints for the headers of /schedule and /cancel (DECISIONS "Error hints"): the spec answers a
+// Hints for the headers of /schedule and /cancel (docs/errors.md "Error hints"): the API answers a
 // missing required header with an empty 400, so the `Timewheel-Error` header names it, and the
 // probable reason when the request shows one — a prefixed header timewheel does not know (a
 // misspelling such as `ttr-schedule-at`, or a guess such as `ttr-target`), or a key sent as
 // `Authorization: Bearer`, which these two endpoints do not read. Pure.
 
-/** The headers of /schedule, without the prefix (SPEC "/schedule" request headers). */
+/** The headers of /schedule, without the prefix (docs/scheduling.md "Headers"). */
 export const SCHEDULE_HEADERS = [
   "api-key", "url", "scheduled-at", "custom-key", "trigger-id", "tags", "title", "run-missed",
   "retry-strategy", "retry-max-attempts", "retry-initial-delay", "retry-max-delay", "retry-jitter", "retry-on"

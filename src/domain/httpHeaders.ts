@@ -1,6 +1,6 @@
 // Header rules shared by the ways a request to send is written: /schedule's stored headers, the MCP
-// tool's header arguments, and the headers a bulk replay adds (DECISIONS "What /schedule stores of the
-// request's headers"). Pure.
+// tool's header arguments, and the headers a bulk replay adds (docs/scheduling.md "What is stored and
+// sent"). Pure.
 
 /** An HTTP method or header name: an RFC 9110 token. */
 export const HTTP_TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/

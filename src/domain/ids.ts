@@ -1,5 +1,5 @@
-// UUIDv7 identifiers (DECISIONS "Time"): 48-bit millisecond timestamp, then random bits, so ids sort
-// by creation time. The time is passed in (from Effect's Clock); the rest comes from crypto.
+// UUIDv7 identifiers (docs/README.md "Conventions"): 48-bit millisecond timestamp, then random bits, so
+// ids sort by creation time. The time is passed in (from Effect's Clock); the rest comes from crypto.
 import * as crypto from "node:crypto"
 
 /** ASCII codes of the two hex digits of each byte value. */

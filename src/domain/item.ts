@@ -1,5 +1,5 @@
-// Items of /declare (`items`) and /bulk (`upserts`), SPEC "Item" and "Rules for all item fields":
-// decoding the JSON shape (any failure is the spec's empty-body 400, `{_tag:"Shape"}`), then the
+// Items of /declare (`items`) and /bulk (`upserts`), docs/declare-and-bulk.md "Items":
+// decoding the JSON shape (any failure is the API's empty-body 400, `{_tag:"Shape"}`), then the
 // check-table validation with its messages, giving stored definitions plus a schedule value.
 // Also the /declare body itself. Pure: the request moment is a parameter.
 import { Buffer } from "node:buffer"
@@ -38,7 +38,7 @@ export interface ItemInput {
   readonly method: string
   readonly headers: HeaderPairs
   readonly body: Uint8Array | null
-  /** An empty title is no title, as for `svc-title`. */
+  /** An empty title is no title, as for `ttr-title`. */
   readonly title: string | null
   readonly tags: ReadonlyArray<string>
   readonly retry: RetryInput | null
@@ -50,7 +50,7 @@ export interface Item {
   readonly definition: TriggerDefinition
 }
 
-/** A body of the wrong shape: the spec's empty 400; `reason` names the field for the error hint. */
+/** A body of the wrong shape: the API's empty 400; `reason` names the field for the error hint. */
 export type Shape = { readonly _tag: "Shape"; readonly reason: string }
 export type Invalid = { readonly _tag: "Invalid"; readonly message: string }
 export type Decoded<A> = { readonly _tag: "Ok"; readonly value: A } | Shape
@@ -235,9 +235,10 @@ export const resolveRetry = (input: RetryInput): { readonly _tag: "Ok"; readonly
 }
 
 /**
- * Why PostgreSQL cannot store a text value (DECISIONS "Faults"): a NUL character, or an unpaired
- * UTF-16 surrogate (not UTF-8: a text column would get U+FFFD instead, jsonb refuses it). Undefined
- * when storable. The message names the field: `<field> must not contain NUL characters`.
+ * Why PostgreSQL cannot store a text value (docs/errors.md "Text the database cannot store"): a NUL
+ * character, or an unpaired UTF-16 surrogate (not UTF-8: a text column would get U+FFFD instead, jsonb
+ * refuses it). Undefined when storable. The message names the field: `<field> must not contain NUL
+ * characters`.
  */
 export const unstorableText = (field: string, text: string): string | undefined => {
   if (text.includes("\u0000")) return `${field} must not contain NUL characters`
@@ -300,10 +301,10 @@ const validateItem = (
 }
 
 /**
- * SPEC check-table order, first error only: a repeated customKey over the whole list first
- * (`Duplicate customKey in <list>: <key>`), then item by item in request order `<Entry> <key>: …`
- * (`<key>` is `(no customKey)` for keyless items). `declaredTag` (/declare) is appended to each
- * item's tags after its own tags were checked, unless the item lists it already.
+ * The check order of docs/declare-and-bulk.md "Errors", first error only: a repeated customKey over the
+ * whole list first (`Duplicate customKey in <list>: <key>`), then item by item in request order
+ * `<Entry> <key>: …` (`<key>` is `(no customKey)` for keyless items). `declaredTag` (/declare) is
+ * appended to each item's tags after its own tags were checked, unless the item lists it already.
  */
 export const validateItems = (
   inputs: ReadonlyArray<ItemInput>,

@@ -1,4 +1,4 @@
-// What an item of /declare or /bulk sends (SPEC "Body encoding (items)", "Item headers rules"):
+// What an item of /declare or /bulk sends (docs/declare-and-bulk.md "The body", "Headers"):
 // its `body` JSON value turned into the stored bytes, and its `headers` object turned into the
 // stored header pairs. Pure: JSON values in, bytes and pairs out.
 import { Buffer } from "node:buffer"

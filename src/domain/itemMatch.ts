@@ -1,5 +1,5 @@
-// One item against the pending trigger its customKey matched (SPEC "POST /declare", matching
-// table and rules 1, 2, 7), shared by /declare and /bulk: the fields that differ, the operation
+// One item against the pending trigger its customKey matched (docs/declare-and-bulk.md "What the
+// call does": its table and rules), shared by /declare and /bulk: the fields that differ, the operation
 // entry, and the write it needs (insert, in-place update, or replace by a new trigger). Pure.
 import { itemKind } from "./item.ts"
 import type { Item, ItemSchedule } from "./item.ts"
@@ -88,7 +88,7 @@ export const cancelledEntry = (trigger: StoredTrigger): OperationEntry => ({
  */
 export const HELD_BACK_STATUSES = ["queued"] as const satisfies ReadonlyArray<TriggerStatus>
 
-/** One-shot registered, skipped or retrying; generator active (SPEC "Which triggers … pending"). */
+/** Pending (docs/declare-and-bulk.md): a one-shot registered, skipped or retrying; a generator active. */
 export const isPending = (trigger: StoredTrigger): boolean =>
   trigger.kind === "generator"
     ? trigger.status === "active"
@@ -163,9 +163,10 @@ const definitionChanges = (next: TriggerDefinition, stored: TriggerDefinition, c
 }
 
 /**
- * changedFields of an item against a stored trigger of the same kind, in SPEC's order: one-shot
- * `scheduledAt` (exact milliseconds; a `now`-based time is recomputed on every call, so it differs
- * from one call to the next), generator `cronExpr` and `tz`; then the definition fields.
+ * changedFields of an item against a stored trigger of the same kind, in the order of
+ * docs/declare-and-bulk.md "The answer": one-shot `scheduledAt` (exact milliseconds; a `now`-based time
+ * is recomputed on every call, so it differs from one call to the next), generator `cronExpr` and `tz`;
+ * then the definition fields.
  */
 export const changedFields = (item: Item, stored: StoredTrigger): ReadonlyArray<string> => {
   const schedule = item.schedule
@@ -273,11 +274,11 @@ export const indexPendingByKey = (triggers: ReadonlyArray<StoredTrigger>): Reado
 }
 
 /**
- * The pending trigger an item's key matches. A key normally has one pending owner; should two
- * exist (SPEC rule 9: one created outside the tag, one by /declare), the one of the item's kind is
- * matched, then the one whose key scope is `preferredScope` (/declare: its tag, so a kind switch
- * replaces the trigger whose place in the tag it takes; /bulk: null, the unscoped owner that
- * /schedule also edits), then the oldest.
+ * The pending trigger an item's key matches. A key normally has one pending owner; should two exist
+ * (docs/internals.md "/declare and /bulk": one created outside the tag, one by /declare), the one of
+ * the item's kind is matched, then the one whose key scope is `preferredScope` (/declare: its tag, so a
+ * kind switch replaces the trigger whose place in the tag it takes; /bulk: null, the unscoped owner
+ * that /schedule also edits), then the oldest.
  */
 export const matchFor = (
   index: ReadonlyMap<string, ReadonlyArray<StoredTrigger>>,

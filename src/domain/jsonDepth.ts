@@ -1,8 +1,8 @@
-// How deep a JSON document nests (issue 20, item 5): JSON.parse reads any depth, but what walks the
-// parsed value afterwards — JSON.stringify of an item's body, schema decoders — recurses once per
-// level and overflows the stack somewhere past a few thousand levels. A body nested deeper than
-// MAX_JSON_DEPTH is therefore refused before it is parsed, like invalid JSON. Pure: one pass over
-// the text, strings skipped, no allocation.
+// How deep a JSON document nests (docs/errors.md "The format": 256 levels): JSON.parse reads any depth,
+// but what walks the parsed value afterwards — JSON.stringify of an item's body, schema decoders —
+// recurses once per level and overflows the stack somewhere past a few thousand levels. A body nested
+// deeper than MAX_JSON_DEPTH is therefore refused before it is parsed, like invalid JSON. Pure: one
+// pass over the text, strings skipped, no allocation.
 
 /** The deepest nesting of arrays and objects a JSON body may have. */
 export const MAX_JSON_DEPTH = 256

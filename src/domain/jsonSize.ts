@@ -1,8 +1,8 @@
-// What text costs once written into a JSON answer (issue 20, item 1): the UTF-8 bytes of a string
-// as JSON.stringify escapes it — `"` and `\` two bytes, \b \t \n \f \r two, any other control
-// character six (\u0001), a lone surrogate six (\ud800), other characters their UTF-8 length — so a
-// list is bounded by what it sends, not by the raw bytes it read (a body of U+0001 grows six-fold).
-// Pure.
+// What text costs once written into a JSON answer (docs/reading.md "Large bodies in lists"): the UTF-8
+// bytes of a string as JSON.stringify escapes it — `"` and `\` two bytes, \b \t \n \f \r two, any other
+// control character six (\u0001), a lone surrogate six (\ud800), other characters their UTF-8 length —
+// so a list is bounded by what it sends, not by the raw bytes it read (a body of U+0001 grows
+// six-fold). Pure.
 
 /** The encoded size of the UTF-16 unit at `i` of `text` (a surrogate pair counts at its first unit, 4). */
 const unitBytes = (text: string, i: number): number => {

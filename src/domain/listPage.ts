@@ -1,4 +1,4 @@
-// How long a page of a list is (issue 20, item 1; docs/reading.md "How long a page is"): at most
+// How long a page of a list is (docs/reading.md "How long a page is"): at most
 // its `limit` entries, and it ends early — with a `nextCursor` — before the entry that would take its
 // entries past LIST_PAGE_MAX_BYTES once encoded as JSON. Its first entry is always listed, so every
 // page moves on. The store reads rows under the same budget counted in stored bytes and hands over

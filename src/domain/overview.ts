@@ -1,4 +1,4 @@
-// The dashboard's overview as columns (issue 15, issue 24): the rollup's minutes gathered into
+// The dashboard's overview as columns (docs/dashboard.md): the rollup's minutes gathered into
 // buckets wide enough to draw (1 min over 1 h, 5 min over 6 h, 15 min over 24 h: 60 to 96 bars,
 // never 1-pixel slivers), every series on the same bucket times across the whole chosen range
 // (so the charts' axes are the range, whatever the data), the scheduler's own lateness apart from

@@ -1,5 +1,5 @@
-// What a bulk replay may change for the attempt it queues, and for that attempt only (DECISIONS "Bulk
-// actions": "the URL and added headers of `replay`"): another target URL (an operator who moved a
+// What a bulk replay may change for the attempt it queues, and for that attempt only
+// (docs/bulk-actions.md "The request", `replay`): another target URL (an operator who moved a
 // target) and headers to add, each replacing a stored header of the same name (case-insensitive);
 // a Content-Type among them replaces the stored body's type. The stored trigger is never changed.
 // Checked like the request of /schedule: an absolute http(s) URL, header names that are tokens,

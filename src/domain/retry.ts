@@ -1,5 +1,5 @@
-// Retry policies (SPEC "Retry policies", "Project retry policy"; DECISIONS "Retry objects"):
-// reading them from `svc-retry-*` headers and from a project-policy patch, choosing the policy that
+// Retry policies (docs/retries.md):
+// reading them from `ttr-retry-*` headers and from a project-policy patch, choosing the policy that
 // applies to a trigger, and the one pure function that decides an attempt's outcome
 // (succeeded, retry after a delay, or dead letter).
 
@@ -23,7 +23,7 @@ export const RETRY_STRATEGIES: ReadonlyArray<RetryStrategy> = ["none", "fixed", 
 /** Ordered from most to least restrictive (fewest retried outcomes first). */
 export const RETRY_ONS: ReadonlyArray<RetryOn> = ["network_only", "5xx_and_network", "non_2xx"]
 
-/** Largest delay a policy may state (SPEC Limits: retry delays at most 86400 seconds). */
+/** Largest delay a policy may state (docs/README.md "Limits at a glance": at most 86400 seconds). */
 export const MAX_DELAY_SECONDS = 86_400
 /** Largest finite maxAttempts (a Postgres `integer`). */
 export const MAX_ATTEMPTS_LIMIT = 2_147_483_647
@@ -56,7 +56,7 @@ const isStrategy = (value: unknown): value is RetryStrategy =>
 const isRetryOn = (value: unknown): value is RetryOn => (RETRY_ONS as ReadonlyArray<unknown>).includes(value)
 
 // ---------------------------------------------------------------------------------------------
-// svc-retry-* headers
+// ttr-retry-* headers
 
 const DIGITS = /^\d+$/
 
@@ -77,7 +77,7 @@ const EXPECT_RETRY_ON = `one of ${RETRY_ONS.join(", ")}`
  * Reads the per-trigger policy from `<prefix>-retry-*` headers (`get` receives lowercase names).
  * None sent → `policy: null` (no per-trigger policy). Any sent → a policy whose other fields take
  * TRIGGER_DEFAULT_RETRY; strategy `none` pins it to one attempt. Values are trimmed and must be
- * exact (lowercase words, plain digits). Headers are checked in SPEC's table order; the first bad
+ * exact (lowercase words, plain digits). Headers are checked in docs/retries.md's order; the first bad
  * one gives `Invalid <header>: <value> (<what is expected>)`. An empty value counts as sent.
  */
 export const parseRetryHeaders = (
@@ -144,7 +144,7 @@ export const parseRetryHeaders = (
 // ---------------------------------------------------------------------------------------------
 // Project default retry policy (GET / PUT /project/retry-policy)
 
-/** The project policy with SPEC's field names, as GET and PUT answer it. */
+/** The project policy with the API's field names, as GET and PUT answer it. */
 export interface ProjectRetryPolicyView {
   readonly retryStrategy: RetryStrategy
   readonly retryMaxAttempts: number | null
@@ -167,7 +167,7 @@ const isDelay = (v: unknown): v is number => Number.isInteger(v) && (v as number
 
 /**
  * The project policy as stored (its API view): each field that is missing or not a valid value takes
- * SPEC's default, field by field. The one reading of a stored policy, for the API and for delivery.
+ * the documented default, field by field. The one reading of a stored policy, for the API and for delivery.
  */
 export const projectPolicyFromStored = (stored: unknown): RetryPolicy => {
   const view = (typeof stored === "object" && stored !== null ? stored : {}) as Record<string, unknown>
@@ -186,8 +186,9 @@ export const projectPolicyFromStored = (stored: unknown): RetryPolicy => {
 
 /**
  * Applies a `PUT /project/retry-policy` body to the current policy. Omitted fields keep their value,
- * unknown fields are ignored; the first bad field (in SPEC's field order) gives a message naming it.
- * Null is accepted only for retryMaxDelaySeconds; the project policy always has a finite attempt count.
+ * unknown fields are ignored; the first bad field (in docs/retries.md's field order) gives a message
+ * naming it. Null is accepted only for retryMaxDelaySeconds; the project policy always has a finite
+ * attempt count.
  */
 export const validateRetryPolicyPatch = (current: RetryPolicy, patch: unknown): Ok<{ readonly policy: RetryPolicy }> | Err => {
   if (typeof patch !== "object" || patch === null || Array.isArray(patch)) {
@@ -236,7 +237,7 @@ export const validateRetryPolicyPatch = (current: RetryPolicy, patch: unknown): 
 }
 
 // ---------------------------------------------------------------------------------------------
-// Which policy applies (SPEC Retry policies rules 1–3)
+// Which policy applies (docs/retries.md "Which policy applies")
 
 /** A policy with a retry opinion: tag policies with strategy `none` express none (rule 3). */
 export const hasRetryOpinion = (policy: RetryPolicy): boolean => policy.strategy !== "none"
@@ -282,7 +283,7 @@ export const effectivePolicy = (input: {
 }): RetryPolicy => input.trigger ?? mergeTagRetryPolicies(input.tagPolicies) ?? input.project
 
 // ---------------------------------------------------------------------------------------------
-// Outcome of an attempt (SPEC Retry policies rules 6–8)
+// Outcome of an attempt (docs/retries.md "A retry policy")
 
 export type AttemptResult =
   | { readonly _tag: "Response"; readonly httpStatus: number }

@@ -1,6 +1,6 @@
 // What a caller asks of /schedule (and of /declare and /bulk items): the scheduling value — a
-// one-shot time or a `cron(...)` value — read from `svc-scheduled-at` or an item's `scheduledAt`
-// with the spec's messages, and the command the schedule use case carries out.
+// one-shot time or a `cron(...)` value — read from `ttr-scheduled-at` or an item's `scheduledAt`
+// with the documented messages, and the command the schedule use case carries out.
 import { isCronValue, nextFireAfter, parseCronValue } from "./cron/index.ts"
 import { parseDateValue } from "./scheduledAt.ts"
 import type { TriggerDefinition } from "./trigger.ts"

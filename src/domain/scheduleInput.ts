@@ -1,5 +1,5 @@
-// The checks of a /schedule or /cancel call in SPEC's order ("/schedule checks, in order", "/cancel
-// checks, in order") with their messages, whichever front end read it: the HTTP routes from `svc-`
+// The checks of a /schedule or /cancel call in the order of docs/scheduling.md ("Errors", and the
+// table of "DELETE /cancel") with their messages, whichever front end read it: the HTTP routes from `ttr-`
 // headers (api/scheduleRequest.ts, api/schedule.ts), the MCP tools from JSON arguments. /schedule
 // has two steps around the key check, which sits between them: the target (URL, then tags), then
 // the rest (scheduling value, retry policy, title, run-missed, storable text) giving the command.
@@ -43,18 +43,18 @@ export const checkScheduleTarget = (url: string, tagEntries: ReadonlyArray<strin
   return ok({ url: url.trim(), tags: tags.tags })
 }
 
-/** What follows the key check; the readers run in SPEC's order, each only when its turn comes. */
+/** What follows the key check; the readers run in the documented order, each only when its turn comes. */
 export interface ScheduleInput {
   readonly projectId: string
   readonly target: ScheduleTarget
-  /** `svc-scheduled-at` / `scheduledAt`; absent is read as empty (`Invalid date: `). */
+  /** `ttr-scheduled-at` / `scheduledAt`; absent is read as empty (`Invalid date: `). */
   readonly scheduledAt: string
   /** The per-trigger retry policy (null: none), read after the scheduling value. */
   readonly retry: () => Checked<RetryPolicy | null>
   readonly title: string | undefined
-  /** How messages name the title: `svc-title` for the header, `title` for the tool. */
+  /** How messages name the title: `ttr-title` for the header, `title` for the tool. */
   readonly titleName: string
-  /** How messages name the custom key: `svc-custom-key` for the header, `customKey` for the tool. */
+  /** How messages name the custom key: `ttr-custom-key` for the header, `customKey` for the tool. */
   readonly customKeyName: string
   /** Read after the title, for one-shot values only. */
   readonly runMissed: () => Checked<boolean>
@@ -82,7 +82,7 @@ export const scheduleCommandOf = (input: ScheduleInput, nowMs: number): Checked<
   const value = parsedValue.value
   const retry = input.retry()
   if (retry._tag === "Err") return retry
-  // svc-title and svc-run-missed have no effect on recurring triggers: not even read for cron
+  // ttr-title and ttr-run-missed have no effect on recurring triggers: not even read for cron
   const recurring = value._tag === "Cron"
   const title = recurring ? undefined : input.title
   if (title !== undefined && !PRINTABLE_ASCII.test(title)) return err(`Invalid ${input.titleName}: ASCII text only`)
@@ -115,7 +115,7 @@ export const scheduleCommandOf = (input: ScheduleInput, nowMs: number): Checked<
 
 export type CancelTarget = { readonly _tag: "Id"; readonly id: string } | { readonly _tag: "CustomKey"; readonly customKey: string }
 
-/** How the /cancel messages name the two identifiers: `svc-trigger-id` … `header`, or the tool's arguments. */
+/** How the /cancel messages name the two identifiers: `ttr-trigger-id` … `header`, or the tool's arguments. */
 export interface CancelNames {
   readonly id: string
   readonly customKey: string

@@ -1,5 +1,5 @@
-// The one-shot date language of `svc-scheduled-at` and item `scheduledAt` (SPEC "/schedule" rule 2,
-// DECISIONS "Time"): `<base> ( "|" <op> )*` where base is `now` or a strict ISO 8601 date and
+// The one-shot date language of `ttr-scheduled-at` and item `scheduledAt` (docs/dates.md):
+// `<base> ( "|" <op> )*` where base is `now` or a strict ISO 8601 date and
 // each op is `add <amount>` or `subtract <amount>`, applied left to right. Pure: now is a parameter.
 // `cron(...)` values are detected and parsed elsewhere before a value reaches this module.
 
@@ -29,8 +29,8 @@ const daysFromCivil = (year: number, month: number, day: number): number => {
 }
 
 /**
- * Earliest and latest instants we accept: UTC years 0001 to 9999 (DECISIONS "Faults": a value
- * PostgreSQL cannot store is a 400). Four-digit ISO years, and no year 0000: PostgreSQL has no year 0
+ * Earliest and latest instants we accept: UTC years 0001 to 9999 (docs/errors.md "Text the database
+ * cannot store"). Four-digit ISO years, and no year 0000: PostgreSQL has no year 0
  * (1 BC precedes AD 1), so `0000-01-01` used to reach the database and fail there.
  */
 export const MIN_DATE_MS = daysFromCivil(1, 1, 1) * DAY_MS
@@ -120,19 +120,20 @@ export const parseDateValue = (value: string, nowMs: number): ParsedDate => {
 export const truncateToSecond = (ms: number): number => Math.floor(ms / SECOND_MS) * SECOND_MS
 
 /**
- * SPEC: a one-shot is past when its time is at or before the request moment; milliseconds are
- * dropped, so the current instant counts as past. The stored fire time keeps its milliseconds.
+ * docs/scheduling.md "Past dates": a one-shot is past when its time is at or before the request moment;
+ * milliseconds are dropped, so the current instant counts as past. The stored fire time keeps its
+ * milliseconds.
  */
 export const isPast = (fireAtMs: number, nowMs: number): boolean => truncateToSecond(fireAtMs) <= nowMs
 
-/** Whether a date-language value's base is an ISO date without an offset, which is read as UTC (DECISIONS "Time"). */
+/** Whether a date value's base is an ISO date without an offset, read as UTC (docs/dates.md "The base"). */
 export const readAsUtc = (value: string): boolean => {
   const m = ISO_PATTERN.exec(value.split("|", 1)[0]!.trim())
   return m !== null && m[8] === undefined && m[9] === undefined
 }
 
 /**
- * The `Timewheel-Warning` of a one-shot stored as skipped (DECISIONS "Error hints"): when it was
+ * The `Timewheel-Warning` of a one-shot stored as skipped (docs/scheduling.md "Past dates"): when it was
  * due, that it never fires, how to fire it anyway (`runMissed` names the header or argument), and,
  * when the date had no offset, that it was read as UTC — the usual reason a local time is past.
  */

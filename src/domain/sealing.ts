@@ -1,4 +1,4 @@
-// Encryption at rest (DECISIONS "Tracing and encryption at rest"): the keys of ENCRYPTION_KEYS
+// Encryption at rest (docs/encryption.md "The keys"): the keys of ENCRYPTION_KEYS
 // (`<id>:<base64 of 32 bytes>`, comma-separated, the first one writes) and the codec that seals a
 // stored value with AES-256-GCM through node:crypto. A sealed value is `iv (12 bytes) | ciphertext |
 // tag (16 bytes)`: its ciphertext is as long as its plain text, so a stored size minus SEAL_OVERHEAD

@@ -1,4 +1,4 @@
-// Dashboard sign-in rules (issue 15), pure: session tokens (random, stored only as a SHA-256 hash),
+// Dashboard sign-in rules (docs/dashboard.md), pure: session tokens (random, stored only as a SHA-256 hash),
 // the cookie that carries them, and the throttling of failed sign-ins — a sliding window per account
 // (the e-mail as typed, lowercased, whether or not such an admin exists) and per client address.
 import * as crypto from "node:crypto"
@@ -6,7 +6,7 @@ import * as crypto from "node:crypto"
 /** `__Host-`: the browser keeps it only when Secure, Path=/ and without Domain. */
 export const SESSION_COOKIE = "__Host-timewheel-session"
 
-/** The header naming the project a session acts on (DECISIONS "Dashboard sessions"). */
+/** The header naming the project a session acts on (docs/README.md "Authentication"). */
 export const PROJECT_HEADER = "timewheel-project"
 
 export const newSessionToken = (): string => crypto.randomBytes(32).toString("base64url")

@@ -1,4 +1,4 @@
-// Signed deliveries (DECISIONS "What a target sees beyond the stored request"). Every delivery carries
+// Signed deliveries (docs/signatures.md). Every delivery carries
 // the trigger id, the attempt number and the Standard Webhooks headers: `webhook-id` (the trigger id,
 // the same on every attempt), `webhook-timestamp` (unix seconds when the request leaves) and
 // `webhook-signature` (`v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body bytes>">`, one per signing

@@ -1,4 +1,4 @@
-// Text PostgreSQL can store (DECISIONS "Faults": a value it cannot store is a 400 decided before any
+// Text PostgreSQL can store (docs/errors.md "Text the database cannot store": a 400 decided before any
 // write). A text or jsonb value cannot hold U+0000 (NUL), and UTF-8 has no encoding for an unpaired
 // UTF-16 surrogate (U+D800–U+DFFF): the driver would write U+FFFD instead, silently changing the
 // value, so both are refused wherever a request's text reaches a query or a row. And index keys have
@@ -29,8 +29,8 @@ export const unstorableMessage = (field: string, character: string): string =>
 
 /**
  * Custom keys and tags are index keys (schema.ts migration 3: the key indexes; the tags' GIN index),
- * and PostgreSQL refuses an index entry over about 2.7 kB: longer ones are a 400 (DECISIONS
- * "Faults"), `customKey must be at most 1024 bytes`, `tags must be at most 1024 bytes each` (the same for
+ * and PostgreSQL refuses an index entry over about 2.7 kB: longer ones are a 400 (docs/declare-and-bulk.md
+ * "Items"), `customKey must be at most 1024 bytes`, `tags must be at most 1024 bytes each` (the same for
  * /schedule's custom key and /declare's tag).
  */
 export const MAX_INDEXED_BYTES = 1024

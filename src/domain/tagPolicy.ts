@@ -1,4 +1,4 @@
-// Tag policies (SPEC "Tag policy", "Tag policy endpoints"; DECISIONS "Tag policies"): the shape of a
+// Tag policies (docs/tag-policies.md "Fields", "Endpoints"): the shape of a
 // POST/PUT body, the new policy and PUT's merge over the stored one, the JSON view, and what a
 // policy means for delivery (its retry policy, whether it gates sends, its request timeout). The
 // validation messages live in tagPolicyValidation.ts. Pure: callers feed parsed JSON and rows.
@@ -9,7 +9,7 @@ import { decodeThroughput, type FieldDecoder, integer, isPlainObject, nullable, 
 import type { Throughput } from "./throughput.ts"
 
 /**
- * A policy's request fields with SPEC's names. `null` is "unset" everywhere except
+ * A policy's request fields with the API's names. `null` is "unset" everywhere except
  * retryMaxAttempts, where null means unlimited: that field is never unset (a create without it
  * stores DEFAULT_TAG_RETRY_MAX_ATTEMPTS), so the view's `null` there can only mean unlimited.
  */
@@ -34,7 +34,7 @@ export interface StoredTagPolicy extends TagPolicyFields {
   readonly updatedAt: Date
 }
 
-/** SPEC's field order: shape reasons and the view follow it. */
+/** The documented field order (docs/tag-policies.md "Fields"): shape reasons and the view follow it. */
 export const TAG_POLICY_FIELDS = [
   "tag",
   "maxConcurrent",
@@ -60,7 +60,7 @@ export const DEFAULT_TAG_RETRY_ON: RetryOn = "5xx_and_network"
 // ---------------------------------------------------------------------------------------------
 // Shape (400 with an empty body)
 
-/** SPEC answers every shape failure with an empty 400; `reason` is its `Timewheel-Error` hint. */
+/** The API answers every shape failure with an empty 400; `reason` is its `Timewheel-Error` hint. */
 export type DecodedTagPolicyBody<B> =
   | { readonly _tag: "Ok"; readonly body: B }
   | { readonly _tag: "Shape"; readonly reason: string }
@@ -80,7 +80,7 @@ const FIELD_DECODERS: { readonly [K in keyof TagPolicyFields]: FieldDecoder<TagP
 }
 
 /**
- * Shape check of a POST (create) or PUT (update) body, fields in SPEC's order: not an object, `tag`
+ * Shape check of a POST (create) or PUT (update) body, fields in the documented order: not an object, `tag`
  * missing on create, a wrong type (a string for a number, a fraction or a number beyond 32 bits for
  * an integer, null for tag), an unknown retryStrategy or retryOn, a malformed throughput window.
  * Unknown top-level fields are ignored. `null` clears a field (retryMaxAttempts: unlimited).
@@ -126,7 +126,7 @@ export const newTagPolicyFields = (body: TagPolicyCreateBody): TagPolicyFields =
 export const mergeTagPolicyUpdate = <P extends TagPolicyFields>(stored: P, patch: TagPolicyBody): P => ({ ...stored, ...patch })
 
 // ---------------------------------------------------------------------------------------------
-// View (DECISIONS "Tag policies")
+// View (docs/tag-policies.md "Endpoints")
 
 export interface TagPolicyView extends TagPolicyFields {
   readonly id: string
@@ -167,7 +167,7 @@ export const tagPolicyView = (
 
 /**
  * The tag's retry opinion as a RetryPolicy for `effectivePolicy({ tagPolicies })`, or null when the
- * strategy is unset or `none` (no opinion: SPEC Retry policies rule 3). Unset fields take: retryOn
+ * strategy is unset or `none` (no opinion: docs/tag-policies.md "Fields"). Unset fields take: retryOn
  * 5xx_and_network, no delay cap, no jitter (tag policies have no jitter field); retryMaxAttempts is
  * never unset. A validated fixed/exponential policy always has an initial delay; should an unvalidated
  * one lack it, the per-trigger default (30 s) stands in.
@@ -193,7 +193,7 @@ export const tagRetryPolicies = (policies: ReadonlyArray<TagPolicyFields>): Read
 export const isGating = (policy: TagPolicyFields): boolean =>
   policy.maxConcurrent !== null || (policy.throughput !== null && Object.keys(policy.throughput).length > 0)
 
-/** SPEC: the shortest requestTimeoutSeconds across a trigger's tag policies wins; undefined when none sets one. */
+/** The shortest requestTimeoutSeconds across a trigger's tag policies (docs/retries.md "Timeouts"), or undefined. */
 export const requestTimeoutFor = (policies: ReadonlyArray<TagPolicyFields>): number | undefined =>
   policies.reduce<number | undefined>(
     (shortest, p) =>

@@ -1,5 +1,5 @@
-// Validation of a tag policy (SPEC "/tag-policies checks, in order"): SPEC's messages, exact text, in
-// SPEC's order; only the first broken rule is reported. POST validates the new policy (mode
+// Validation of a tag policy (docs/tag-policies.md "Errors"): the messages listed there, exact text,
+// in that order; only the first broken rule is reported. POST validates the new policy (mode
 // "create"), PUT the stored policy with the body merged over it (mode "update").
 
 import { MAX_DELAY_SECONDS } from "./retry.ts"
@@ -18,7 +18,7 @@ import type { Throughput } from "./throughput.ts"
 
 export type TagPolicyValidation = { readonly _tag: "Ok" } | { readonly _tag: "Err"; readonly message: string }
 
-/** Appended to the effective-window message when 0 < rate < 1 (SPEC: "followed by a note"). */
+/** Appended to the effective-window message when 0 < rate < 1 (docs/tag-policies.md "Errors", 7). */
 export const STRETCH_NOTE = " (rates below 1 stretch the window by 1/rate)"
 
 type Rule = (policy: TagPolicyFields, mode: TagPolicyMode) => string | undefined
@@ -55,7 +55,7 @@ const maxConcurrentRule: LimitRule = (p) =>
 const windowCountRule: LimitRule = (p) =>
   windowsOf(p).length > MAX_THROUGHPUT_WINDOWS ? `At most ${MAX_THROUGHPUT_WINDOWS} throughput windows per policy` : undefined
 
-/** Every window's rate is checked before any window's effective length (SPEC lists them in this order). */
+/** Every window's rate is checked before any window's effective length (docs/tag-policies.md "Errors", 6). */
 const ratesRule: LimitRule = (p) => {
   const bad = windowsOf(p).find(([, rate]) => !isValidRate(rate))
   return bad === undefined ? undefined : `Throughput rate for '${bad[0]}' must be a finite number ≥ 0`
@@ -82,7 +82,7 @@ export const LIMIT_RULES: ReadonlyArray<LimitRule> = [maxConcurrentRule, windowC
 const maxAttemptsRule: Rule = (p) =>
   p.retryMaxAttempts !== null && p.retryMaxAttempts < 1 ? "retryMaxAttempts must be ≥ 1 (or null for unlimited)" : undefined
 
-/** Missing under fixed/exponential, or negative whatever the strategy (SPEC has no other message for it). */
+/** Missing under fixed/exponential, or negative whatever the strategy (there is no other message for it). */
 const initialDelayRequiredRule: Rule = (p) => {
   const delay = p.retryInitialDelaySeconds
   const missing = delay === null && needsInitialDelay(p.retryStrategy)
@@ -104,7 +104,7 @@ const maxDelayMaxRule: Rule = (p) =>
     ? "retryMaxDelaySeconds must be ≤ 86400 (1 day)"
     : undefined
 
-/** SPEC's validation messages, in SPEC's order. */
+/** The validation messages of docs/tag-policies.md "Errors", in its order. */
 const RULES: ReadonlyArray<Rule> = [
   tagRule,
   somethingSpecifiedRule,
@@ -117,7 +117,7 @@ const RULES: ReadonlyArray<Rule> = [
   maxDelayMaxRule
 ]
 
-/** The first rule the policy breaks, with SPEC's exact message; create = POST, update = PUT (after merging). */
+/** The first rule the policy breaks, with its exact message; create = POST, update = PUT (after merging). */
 export const validateTagPolicy = (policy: TagPolicyFields, mode: TagPolicyMode): TagPolicyValidation => {
   for (const rule of RULES) {
     const message = rule(policy, mode)

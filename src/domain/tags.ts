@@ -1,4 +1,4 @@
-// Tags rules (SPEC "Tags rules" and the /schedule checks): the `svc-tags` header is a comma-separated
+// Tags rules (docs/scheduling.md "Headers", "Errors"): the `ttr-tags` header is a comma-separated
 // list (the MCP schedule tool sends its entries as a JSON list); entries are trimmed, empty ones
 // dropped and repeats removed (first occurrence kept). At most 10 tags; then each tag in listed
 // order: length first, then characters.
@@ -18,7 +18,7 @@ const tagLength = (tag: string): number => [...tag].length
 /** A tag as tag policies accept it: 1 to 50 characters from `a-z 0-9 _ -`. */
 export const isValidTag = (tag: string): boolean => tag.length <= MAX_TAG_LENGTH && TAG_CHARS.test(tag)
 
-/** Parses `svc-tags`; an absent or blank header is no tags. */
+/** Parses `ttr-tags`; an absent or blank header is no tags. */
 export const parseTagsHeader = (value: string | undefined): ParsedTags => parseTagList((value ?? "").split(","))
 
 /** The same rules over a list of entries (the header's comma-separated ones, or an MCP tool's list). */

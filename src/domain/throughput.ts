@@ -1,14 +1,14 @@
-// Throughput windows of a tag policy (DECISIONS "Tag policies"): an object mapping a window label
-// (`<whole number><s|m|h|d>`, e.g. `{"1s": 10, "1h": 500}`) to a rate. This module knows the label
-// grammar, a window's length and its effective length at a rate; tagPolicy.ts validates with it and
-// gate.ts turns it into admission limits, so both read a window the same way.
+// Throughput windows of a tag policy (docs/tag-policies.md "Throughput windows and rates"): an object
+// mapping a window label (`<whole number><s|m|h|d>`, e.g. `{"1s": 10, "1h": 500}`) to a rate. This
+// module knows the label grammar, a window's length and its effective length at a rate; tagPolicy.ts
+// validates with it and gate.ts turns it into admission limits, so both read a window the same way.
 
 /** A policy's throughput as stored and shown: window label → rate (JSON number). */
 export type Throughput = Readonly<Record<string, number>>
 
-/** SPEC Limits: at most 8 windows per policy. */
+/** docs/tag-policies.md "Fields": at most 8 windows per policy. */
 export const MAX_THROUGHPUT_WINDOWS = 8
-/** SPEC Limits: the effective window may not exceed 30 days. */
+/** docs/tag-policies.md "Throughput windows and rates": the effective window may not exceed 30 days. */
 export const MAX_EFFECTIVE_WINDOW_MS = 30 * 86_400_000
 
 const UNIT_MS = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const
@@ -27,7 +27,7 @@ export const windowLabelMs = (label: string): number | undefined => {
   return Number(match[1]) * UNIT_MS[match[2] as Unit]
 }
 
-/** A rate as SPEC accepts it: a finite number ≥ 0 (JSON's `1e400` parses to Infinity and is refused). */
+/** A rate as the API accepts it: a finite number ≥ 0 (JSON's `1e400` parses to Infinity and is refused). */
 export const isValidRate = (rate: number): boolean => Number.isFinite(rate) && rate >= 0
 
 /** 0 < rate < 1: the window is stretched by 1/rate and admits one start (`{"1m": 0.5}` = one per 2 min). */

@@ -1,6 +1,6 @@
 // The W3C trace context (traceparent, tracestate) a trigger keeps from the call that wrote it, so its
-// delivery attempts continue that trace however much later they run (DECISIONS "Tracing and
-// encryption at rest"). Pure: formatting and reading `traceparent` (version 00).
+// delivery attempts continue that trace however much later they run (docs/tracing.md "What goes
+// with a trigger"). Pure: formatting and reading `traceparent` (version 00).
 
 export interface TraceContext {
   /** `00-<32 hex trace id>-<16 hex parent id>-<2 hex flags>` */

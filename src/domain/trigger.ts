@@ -20,14 +20,14 @@ export interface TriggerDefinition {
 export const TRIGGER_KINDS = ["job", "generator"] as const
 export type TriggerKind = (typeof TRIGGER_KINDS)[number]
 
-/** Every status a stored row can have: a one-shot's seven (SPEC "States"), and a generator's `active`. */
+/** Every stored status: a one-shot's seven and a generator's `active` (docs/reading.md "A trigger"). */
 export const TRIGGER_STATUSES = ["registered", "skipped", "queued", "running", "retrying", "completed", "cancelled", "active"] as const
 export type TriggerStatus = (typeof TRIGGER_STATUSES)[number]
 
 /**
- * How a finished trigger ended (issue 24: a dead letter's status is `completed` too): its latest
- * attempt delivered or dead-lettered, or it was cancelled or skipped. Pending triggers and active
- * generators have none.
+ * How a finished trigger ended (docs/reading.md "A trigger": a dead letter's status is `completed`
+ * too): its latest attempt delivered or dead-lettered, or it was cancelled or skipped. Pending triggers
+ * and active generators have none.
  */
 export const JOB_OUTCOMES = ["delivered", "dead_letter", "cancelled", "skipped"] as const
 export type JobOutcome = (typeof JOB_OUTCOMES)[number]

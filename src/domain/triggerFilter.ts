@@ -1,4 +1,4 @@
-// The trigger filter shared by GET /jobs and the bulk actions (DECISIONS "Bulk actions"): status,
+// The trigger filter shared by GET /jobs and the bulk actions (docs/bulk-actions.md "The filter"): status,
 // outcome (how a finished trigger ended), kind, tag, custom key, deadLetter (the trigger's latest execution is a dead letter) and the
 // half-open range [scheduledFrom, scheduledTo) of its scheduled time (a generator's is the time of
 // its upcoming instance, as GET /jobs shows it). One decoder for both ways in: query text (GET /jobs,

@@ -1,11 +1,11 @@
-// The read views of the log endpoints (DECISIONS "Trigger and generator views", "Executions"):
-// the rows the store reads for them, pure mappings from those rows to the JSON every front end
-// (HTTP API, MCP, dashboard) answers, and the opaque page cursor. Lists stay bounded by what they send
-// (issue 20): in a list a body whose value would take more than LIST_BODY_MAX_BYTES in the JSON
+// The read views of the log endpoints (docs/reading.md "A trigger", "An execution"): the rows the store
+// reads for them, pure mappings from those rows to the JSON every front end (HTTP API, MCP, dashboard)
+// answers, and the opaque page cursor. Lists stay bounded by what they send (docs/reading.md "Large
+// bodies in lists"): in a list a body whose value would take more than LIST_BODY_MAX_BYTES in the JSON
 // (escapes or base64 counted) is listed as `{ encoding, value: null, size, truncated: true }` — one
-// over LIST_BODY_MAX_BYTES stored is not even read (the store reads its size and a short prefix) —
-// and a response body is cut to its first part that takes at most LIST_BODY_MAX_BYTES in the JSON.
-// Times are ISO 8601 UTC with milliseconds; cron expression and time zone are never part of a view.
+// over LIST_BODY_MAX_BYTES stored is not even read (the store reads its size and a short prefix) — and
+// a response body is cut to its first part that takes at most LIST_BODY_MAX_BYTES in the JSON. Times
+// are ISO 8601 UTC with milliseconds; cron expression and time zone are never part of a view.
 import { isUuid } from "./ids.ts"
 import { jsonTextBytes, jsonTextPrefix } from "./jsonSize.ts"
 import { type JobOutcome, type LatestAttempt, outcomeOf, type TriggerKind } from "./trigger.ts"
@@ -61,8 +61,8 @@ export interface ExecutionRow {
 }
 
 /**
- * In a list, a body whose value takes more than this in the JSON is not listed (DECISIONS "Trigger and
- * generator views": 64 KiB), and a response body is cut to its first part that takes at most this.
+ * In a list, a body whose value takes more than this in the JSON is not listed (docs/reading.md "Large
+ * bodies in lists": 64 KiB), and a response body is cut to its first part that takes at most this.
  */
 export const LIST_BODY_MAX_BYTES = 64 * 1024
 /** What a list reads of a body it does not list: enough to tell text (UTF-8) from binary. */
@@ -242,7 +242,7 @@ export const listedTriggerView = (row: TriggerRow): TriggerView => withListedBod
 /**
  * `errorKind`, `errorCode`, `errorMessage` are omitted when null. A dead-letter listing
  * (`alwaysWithErrorFields`) always carries `errorKind` and `errorCode` (null when the attempt got
- * a response): SPEC lists them on every entry of `deadLetterOnly=true`.
+ * a response): docs/reading.md lists them on every entry of `deadLetterOnly=true`.
  */
 export const executionView = (row: ExecutionRow, options: { readonly alwaysWithErrorFields?: boolean } = {}): ExecutionView => {
   const always = options.alwaysWithErrorFields === true

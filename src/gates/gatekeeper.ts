@@ -1,6 +1,7 @@
-// The tag gates of this node (issue 22; DECISIONS "Tag policies", "Backpressure from the target"):
-// gated triggers handed to delivery wait here and start as their gates admit them, in memory, with
-// no round trip per start (nodeGates.ts). Beside the hot path, fibers keep the gates supplied:
+// The tag gates of this node (docs/tag-policies.md "How the limits hold across nodes", "Backpressure
+// from the target"): gated triggers handed to delivery wait here and start as their gates admit them,
+// in memory, with no round trip per start (nodeGates.ts). Beside the hot path, fibers keep the gates
+// supplied:
 // - lease rounds (leaseRound.ts, store/gateLeases.ts) renew this node's share of every active gate
 //   a few times a second, at once when a policy changes (every node hears of it) and when a gate is
 //   first met, and apply the policy and the tag's hold they read;

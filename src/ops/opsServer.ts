@@ -1,12 +1,12 @@
-// The operators' listener: plain HTTP on OPS_HOST:OPS_PORT (loopback by default), apart from the
-// HTTPS API, without credentials. GET /livez: the process runs (200). GET /readyz: 200 while the
-// scheduler's last turn reached the database and its loops ran in the last 30 s, else 503 (for load
-// balancers and orchestrators; the API's /health keeps its SPEC behaviour). GET /metrics: the
-// Prometheus text format (ops/metrics.ts and Node's process metrics); the few values that live in
-// PostgreSQL are read once per scrape. Anything else: 404. OPS_PORT set and unavailable stops the
-// start; the default port taken (a second node on the host) moves the listener to a free port,
-// said by a warning naming it (docs/operations.md, "Operator endpoints"), so a quick start's
-// request to 127.0.0.1:9464 reaching another process is explained.
+// The operators' listener: plain HTTP on OPS_HOST:OPS_PORT (loopback by default), apart from the HTTPS
+// API, without credentials. GET /livez: the process runs (200). GET /readyz: 200 while the scheduler's
+// last turn reached the database and its loops ran in the last 30 s, else 503 (for load balancers and
+// orchestrators; the API's /health keeps its behaviour, docs/reading.md). GET /metrics: the Prometheus
+// text format (ops/metrics.ts and Node's process metrics); the few values that live in PostgreSQL are
+// read once per scrape. Anything else: 404. OPS_PORT set and unavailable stops the start; the default
+// port taken (a second node on the host) moves the listener to a free port, said by a warning naming it
+// (docs/operations.md, "Operator endpoints and metrics"), so a quick start's request to 127.0.0.1:9464
+// reaching another process is explained.
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"

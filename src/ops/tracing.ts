@@ -1,4 +1,4 @@
-// Tracing (DECISIONS "Tracing and encryption at rest"): with an OTLP endpoint in OpenTelemetry's
+// Tracing (docs/tracing.md "Turning it on"): with an OTLP endpoint in OpenTelemetry's
 // environment (config.ts TracingSettings), Effect's own OTLP/HTTP exporter (effect/observability
 // OtlpTracer: batches, retries, flushes when the service stops) becomes the tracer of the service,
 // the HTTP server makes a server span per API call (continuing an incoming `traceparent`), and

@@ -1,7 +1,7 @@
-// Heartbeats of the background loops that GET /health reads (DECISIONS "Other endpoints": healthy
-// when the scheduler and materializer loops ran in the last 30 s). Each loop beats once per turn.
-// The scheduler loop also says whether its last turn reached the database (DECISIONS "Faults": while
-// it cannot be reached, /health answers 503), so /health itself never needs a query.
+// Heartbeats of the background loops that GET /health reads (docs/reading.md "GET /health": healthy
+// when the scheduler and materializer loops ran in the last 30 s). Each loop beats once per turn. The
+// scheduler loop also says whether its last turn reached the database (docs/reading.md, same section:
+// while it cannot be reached, /health answers 503), so /health itself never needs a query.
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"

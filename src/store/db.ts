@@ -55,7 +55,7 @@ export const migrate = Effect.fnUntraced(function*(options: {
   }))
 })
 
-/** The shard count stored in the database (DECISIONS: fixed at creation). */
+/** The shard count stored in the database (docs/settings.md, SHARDS: fixed at creation). */
 export const storedShardCount = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql<{ value: string }>`SELECT value FROM settings WHERE key = 'shards'`

@@ -1,11 +1,11 @@
-// Execution reads of the log endpoints (GET /executions, GET /executions/{id},
-// GET /jobs/{id}/executions). Every query is scoped by project_id. Listing is newest first with
-// keyset pagination on the UUIDv7 id: executions_project (project_id, id DESC), or the partial
-// executions_dead_letters when only dead letters are asked for (the literal `is_dead_letter`
-// predicate lets the planner pick it); a trigger's attempts come from executions_trigger, a page at
-// a time after the last one read. A page never reads more than about LIST_PAGE_MAX_BYTES (issue 20):
-// the rows past that budget, counted in stored bytes of their large columns, come without them
-// (`fetched` false; the page ends before the first of them, domain/listPage.ts).
+// Execution reads of the log endpoints (GET /executions, GET /executions/{id}, GET
+// /jobs/{id}/executions). Every query is scoped by project_id. Listing is newest first with keyset
+// pagination on the UUIDv7 id: executions_project (project_id, id DESC), or the partial
+// executions_dead_letters when only dead letters are asked for (the literal `is_dead_letter` predicate
+// lets the planner pick it); a trigger's attempts come from executions_trigger, a page at a time after
+// the last one read. A page never reads more than about LIST_PAGE_MAX_BYTES (docs/reading.md "How long
+// a page is"): the rows past that budget, counted in stored bytes of their large columns, come without
+// them (`fetched` false; the page ends before the first of them, domain/listPage.ts).
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { LatestAttempt } from "../domain/trigger.ts"
@@ -92,7 +92,7 @@ export interface ExecutionsListInput {
   readonly jobId?: string | undefined
   /**
    * Executions of the trigger(s) carrying this custom key, and of the instances of a generator
-   * carrying it (SPEC: the custom key belongs to the generator only, its instances have none).
+   * carrying it (docs/cron.md: the custom key belongs to the generator only, its instances have none).
    */
   readonly customKey?: string | undefined
   readonly executionStatus?: "succeeded" | "failed" | undefined

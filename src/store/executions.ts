@@ -63,7 +63,7 @@ export interface TriggerOutcome {
   readonly retryAtMs: number | null
 }
 
-/** What an interrupted attempt is recorded with (SPEC "Execution": no response, outcome unknown). */
+/** An interrupted attempt's record (docs/retries.md "Error kinds": no response, outcome unknown). */
 export const INTERRUPTED_ATTEMPT = {
   errorKind: "unknown",
   errorCode: "INTERRUPTED",

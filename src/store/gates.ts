@@ -1,12 +1,13 @@
-// Triggers waiting for a tag gate in PostgreSQL (issue 22). A gated trigger normally waits in the
-// memory of the node that fired it and is admitted there (gates/gatekeeper.ts); one that waits
-// longer, or whose tag is paused or held, is released here: `queued`, claimed by no node, with one
-// gate_slots row per gated tag in the gate's order (scheduled time, then id). Any node with budget
-// takes the oldest into its memory (claimed by it, still `queued`), and marks those it starts
-// `running` (their slots running) until the outcome is recorded, which deletes the slots. Keyed
-// triggers and generator instances with a gated tag, and replays, come here straight from their
-// claim. A tag is gated when it has a policy (DECISIONS "Backpressure from the target": any policy
-// holds its tag after a refusal; only maxConcurrent and throughput limit starts).
+// Triggers waiting for a tag gate in PostgreSQL (docs/tag-policies.md "How the limits hold across
+// nodes"). A gated trigger normally waits in the memory of the node that fired it and is admitted there
+// (gates/gatekeeper.ts); one that waits longer, or whose tag is paused or held, is released here:
+// `queued`, claimed by no node, with one gate_slots row per gated tag in the gate's order (scheduled
+// time, then id). Any node with budget takes the oldest into its memory (claimed by it, still
+// `queued`), and marks those it starts `running` (their slots running) until the outcome is recorded,
+// which deletes the slots. Keyed triggers and generator instances with a gated tag, and replays, come
+// here straight from their claim. A tag is gated when it has a policy (docs/tag-policies.md
+// "Backpressure from the target": any policy holds its tag after a refusal; only maxConcurrent and
+// throughput limit starts).
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { DeliveryRow } from "../domain/trigger.ts"

@@ -64,7 +64,7 @@ const RECORD_TYPE = `x(id uuid, shard int, kind text, status text, scheduled_at 
 
 /**
  * Inserts new triggers of a project. `keyScope`: the tag of the /declare call creating them (it
- * scopes their custom keys, SPEC "/declare" rule 9), null for /bulk.
+ * scopes their custom keys, docs/internals.md "/declare and /bulk"), null for /bulk.
  */
 export const itemTriggersInsert = Effect.fnUntraced(function*(input: {
   readonly projectId: string

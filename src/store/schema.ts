@@ -23,7 +23,7 @@ CREATE TABLE projects (
   id            uuid PRIMARY KEY,
   name          text NOT NULL UNIQUE,
   monthly_quota bigint NOT NULL CHECK (monthly_quota >= 0),
-  -- project default retry policy (SPEC "Project retry policy"), field names as in the API
+  -- project default retry policy (docs/retries.md "The project's default policy"), API field names
   retry_policy  jsonb NOT NULL,
   created_at    timestamptz NOT NULL,
   updated_at    timestamptz NOT NULL
@@ -158,12 +158,12 @@ ALTER TABLE triggers ADD COLUMN claimed_at timestamptz;
     version: 3,
     name: "declared custom keys",
     sql: `
--- SPEC "/declare" rule 9: /declare matches a custom key only among the triggers carrying its tag, and
--- creates a second pending trigger when another trigger outside the tag owns the key. key_scope is
--- the tag of the /declare call that created the trigger (NULL when /schedule or /bulk created it; an
--- edit never changes it). A key has at most one pending owner among the unscoped triggers, and at
--- most one per scope among the scoped triggers still carrying their scope's tag (one whose tag was
--- edited away is outside the tag and no longer holds the key there).
+-- docs/internals.md "/declare and /bulk": /declare matches a custom key only among the triggers
+-- carrying its tag, and creates a second pending trigger when another trigger outside the tag owns the
+-- key. key_scope is the tag of the /declare call that created the trigger (NULL when /schedule or /bulk
+-- created it; an edit never changes it). A key has at most one pending owner among the unscoped
+-- triggers, and at most one per scope among the scoped triggers still carrying their scope's tag (one
+-- whose tag was edited away is outside the tag and no longer holds the key there).
 ALTER TABLE triggers ADD COLUMN key_scope text;
 DROP INDEX triggers_custom_key;
 CREATE UNIQUE INDEX triggers_custom_key ON triggers (project_id, custom_key)
@@ -179,7 +179,7 @@ CREATE INDEX triggers_key ON triggers (project_id, custom_key) WHERE custom_key 
     version: 4,
     name: "tag gates",
     sql: `
--- Tag gates (SPEC "Tag policy"): a trigger with a tag whose policy limits concurrency or throughput
+-- Tag gates (docs/tag-policies.md): a trigger with a tag whose policy limits concurrency or throughput
 -- gets one row here per such tag when it comes due, and waits (status queued, claimed by no node)
 -- until every gate admits it; it is then running until its outcome is recorded, which deletes its
 -- rows. So the rows are the cluster-wide state: waiting ones in admission order, and the in-flight
@@ -213,7 +213,7 @@ CREATE INDEX gate_starts_trigger ON gate_starts (trigger_id);
     version: 5,
     name: "signing secrets and retention",
     sql: `
--- Signed deliveries (DECISIONS "What a target sees beyond the stored request"): each project's
+-- Signed deliveries (docs/signatures.md "The signing secret"): each project's
 -- signing secret, 'whsec_' and 64 hex characters. The default (evaluated per row) gives every
 -- existing project its own; the service creates and rotates secrets itself. After a rotation the
 -- previous secret signs too until previous_signing_secret_until.
@@ -230,7 +230,7 @@ CREATE INDEX triggers_finished ON triggers (updated_at) WHERE status IN ('comple
     version: 6,
     name: "dashboard",
     sql: `
--- Dashboard sign-in (issue 15). A session is a random token in an HttpOnly cookie; only its SHA-256
+-- Dashboard sign-in (docs/dashboard.md). A session is a random token in an HttpOnly cookie; only its SHA-256
 -- is stored. It ends at expires_at (absolute) or when last_seen_at is older than the idle limit;
 -- last_seen_at is written at most once a minute per session.
 CREATE TABLE admin_sessions (
@@ -362,12 +362,12 @@ CREATE TRIGGER executions_recorded AFTER INSERT ON executions
     version: 7,
     name: "fired marks",
     sql: `
--- The delivery engine's hot path without a write per trigger (issue 21, store/shardMarks.ts). Each
--- shard's owner advances its shard's mark before sending what comes due: every keyless one-shot
--- (no custom key, not a generator's instance) still registered or retrying and due at or before
--- fired_at has been handed to delivery by the node named here, and reads as running until its
--- outcome is recorded. One small row per shard, updated in place (no indexed column changes, a low
--- fillfactor leaves room on its page: HOT updates, no index entries).
+-- The delivery engine's hot path without a write per trigger (docs/internals.md "The delivery engine",
+-- store/shardMarks.ts). Each shard's owner advances its shard's mark before sending what comes due:
+-- every keyless one-shot (no custom key, not a generator's instance) still registered or retrying and
+-- due at or before fired_at has been handed to delivery by the node named here, and reads as running
+-- until its outcome is recorded. One small row per shard, updated in place (no indexed column changes,
+-- a low fillfactor leaves room on its page: HOT updates, no index entries).
 CREATE TABLE shard_marks (
   shard     integer PRIMARY KEY,
   fired_at  timestamptz NOT NULL,
@@ -396,12 +396,12 @@ $$;
     version: 8,
     name: "bulk actions",
     sql: `
--- Bulk actions (issue 25, DECISIONS "Bulk actions"): cancel or replay every trigger of a project that
--- matched a filter when the action started. The set is fixed then, as one bulk_action_items row per
--- trigger; any node works through it in chunks (commands/bulkActionRunner.ts), each chunk one short
--- transaction that locks the action row (FOR UPDATE SKIP LOCKED: one node at a time per action),
--- acts on the chunk's triggers, deletes their items and adds to the counters. So a trigger is acted
--- on at most once by an action, whichever node ran it or died running it.
+-- Bulk actions (docs/bulk-actions.md): cancel or replay every trigger of a project that matched a
+-- filter when the action started. The set is fixed then, as one bulk_action_items row per trigger; any
+-- node works through it in chunks (commands/bulkActionRunner.ts), each chunk one short transaction that
+-- locks the action row (FOR UPDATE SKIP LOCKED: one node at a time per action), acts on the chunk's
+-- triggers, deletes their items and adds to the counters. So a trigger is acted on at most once by an
+-- action, whichever node ran it or died running it.
 CREATE TABLE bulk_actions (
   id          uuid PRIMARY KEY,
   project_id  uuid NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
@@ -445,11 +445,11 @@ CREATE TABLE replay_overrides (
     version: 9,
     name: "standard webhooks secrets, encryption at rest, trace context",
     sql: `
--- Standard Webhooks (issue 26): a secret is 'whsec_' + base64 of its key bytes. The earlier secrets
--- ('whsec_' + 64 hex characters, the whole string the HMAC key) become 'whsec_' + base64 of the
--- SHA-256 of that string: HMAC-SHA256 hashes a key longer than its 64-byte block before use, so the
--- new key signs exactly as the old string did and targets verifying Timewheel-Signature with their
--- old secret go on verifying (domain/signing.ts standardFormOfLegacySecret). 32 bytes: 44 base64
+-- Standard Webhooks (docs/signatures.md): a secret is 'whsec_' + base64 of its key bytes. The earlier
+-- secrets ('whsec_' + 64 hex characters, the whole string the HMAC key) become 'whsec_' + base64 of the
+-- SHA-256 of that string: HMAC-SHA256 hashes a key longer than its 64-byte block before use, so the new
+-- key signs exactly as the old string did and targets verifying Timewheel-Signature with their old
+-- secret go on verifying (domain/signing.ts standardFormOfLegacySecret). 32 bytes: 44 base64
 -- characters, no line break in encode's output.
 UPDATE projects SET signing_secret = 'whsec_' || encode(sha256(convert_to(signing_secret, 'UTF8')), 'base64')
   WHERE signing_secret ~ '^whsec_[0-9a-f]{64}$';
@@ -475,7 +475,7 @@ ALTER TABLE triggers ADD COLUMN tracestate text;
     version: 10,
     name: "gate leases and holds",
     sql: `
--- Tag gates admit in memory from budgets leased from here (issue 22, store/gateLeases.ts): one row
+-- Tag gates admit in memory from budgets leased from here (store/gateLeases.ts): one row
 -- per node holding (or wanting) some of a gate's budget — maxConcurrent permits, and tokens of each
 -- throughput window — with what it wants (demand per limit: 'concurrency' or a window label), its
 -- requests in flight, the policy version it last read (policy_seen) and when it last renewed its
@@ -497,9 +497,9 @@ CREATE TABLE gate_leases (
   PRIMARY KEY (project_id, tag, node)
 );
 
--- Backpressure (DECISIONS "Backpressure from the target", store/gateHolds.ts): a tag held after a
--- 429 or 503 of the target, until held_until; backoff_ms is the last backoff without Retry-After
--- (0 once a 2xx of the tag cleared it).
+-- Backpressure (docs/tag-policies.md "Backpressure from the target", store/gateHolds.ts): a tag held
+-- after a 429 or 503 of the target, until held_until; backoff_ms is the last backoff without
+-- Retry-After (0 once a 2xx of the tag cleared it).
 CREATE TABLE gate_holds (
   project_id  uuid NOT NULL REFERENCES projects (id) ON DELETE CASCADE,
   tag         text NOT NULL,
@@ -521,10 +521,10 @@ DROP TABLE gate_starts;
     name: "lateness apart from tag gates",
     sql: `
 -- The overview shows the scheduler's own lateness apart from the time triggers wait for their tags'
--- concurrency and throughput limits (issue 24): a first attempt of a trigger admitted by a tag gate
--- (a policy with maxConcurrent or throughput) is counted in gated_lateness, every other one in
--- lateness as before (domain/deliveryRollup.ts, written with the executions: migration 7). Rows
--- written before this migration have an empty gated_lateness.
+-- concurrency and throughput limits (docs/dashboard.md): a first attempt of a trigger admitted by a tag
+-- gate (a policy with maxConcurrent or throughput) is counted in gated_lateness, every other one in
+-- lateness as before (domain/deliveryRollup.ts, written with the executions: migration 7). Rows written
+-- before this migration have an empty gated_lateness.
 ALTER TABLE delivery_minutes ADD COLUMN gated_lateness bigint[] NOT NULL DEFAULT '{}';
 ALTER TABLE delivery_minutes_pending ADD COLUMN gated_lateness bigint[] NOT NULL DEFAULT '{}';
 `
@@ -614,7 +614,7 @@ ALTER TABLE alert_sends ADD COLUMN circuit_openings integer NOT NULL DEFAULT 0;
 -- A node that gives a shard up while it runs (a rebalance, a graceful stop) says so on the shard's
 -- mark before it lets go of the shard's lock (store/shardMarks.ts). The next owner then knows the
 -- fired triggers the mark covers are still being sent by a live node; a mark taken over without it
--- was left by a node whose session ended (docs/cluster.md, "When a node dies").
+-- was left by a node whose session ended (docs/cluster.md, "On a crash").
 ALTER TABLE shard_marks ADD COLUMN handed_over boolean NOT NULL DEFAULT false;
 `
   }

@@ -1,5 +1,5 @@
-// What `npm start` tells a newcomer to do next (issue 24), in one statement: the oldest project's
-// name, whether any key is live, whether any dashboard administrator exists.
+// What `npm start` tells a newcomer to do next (docs/operations.md "Starting"), in one statement: the
+// oldest project's name, whether any key is live, whether any dashboard administrator exists.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { SetupState } from "../domain/firstSteps.ts"

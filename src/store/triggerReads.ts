@@ -1,15 +1,15 @@
 // Trigger reads of the log endpoints (GET /jobs, GET /jobs/{id}). Every query is scoped by
 // project_id. Listing is newest first with keyset pagination on the UUIDv7 id, so a page is an
 // index range scan of triggers_project (project_id, id DESC); the filter is store/triggerFilter.ts.
-// Cron expression and time zone are never selected (SPEC: they cannot be read back). A trigger its
-// shard's mark has fired reads as `running` (shardMarks.ts).
+// Cron expression and time zone are never selected (docs/reading.md "A trigger": they are never
+// returned). A trigger its shard's mark has fired reads as `running` (shardMarks.ts).
 // The outcome of a completed trigger comes from its latest execution (executionReads.ts), read apart so
-// that a pending trigger reads without the executions table.
-// A list never reads a large body (DECISIONS: over 64 KiB it is listed without its value): only its
-// size (octet_length reads the stored length, not the value) and a short prefix to tell its encoding.
-// Nor does a page read more than about LIST_PAGE_MAX_BYTES (issue 20): the rows past that budget,
-// counted in stored bytes of their large columns, come without them (`fetched` false; the page ends
-// before the first of them, domain/listPage.ts).
+// that a pending trigger reads without the executions table. A list never reads a large body
+// (docs/reading.md "Large bodies in lists": over 64 KiB it is listed without its value): only its size
+// (octet_length reads the stored length, not the value) and a short prefix to tell its encoding. Nor
+// does a page read more than about LIST_PAGE_MAX_BYTES (docs/reading.md "How long a page is"): the rows
+// past that budget, counted in stored bytes of their large columns, come without them (`fetched` false;
+// the page ends before the first of them, domain/listPage.ts).
 // Sealed headers and bodies (ENCRYPTION_KEYS) are opened by openStoredRequest; a sealed body's plain
 // size is its stored size less the seal's overhead, and its prefix opens to the plain prefix.
 import * as Effect from "effect/Effect"

@@ -1,4 +1,4 @@
-// Whether a failure means the database cannot be reached (DECISIONS "Faults"), and the store helper
+// Whether a failure means the database cannot be reached (docs/errors.md: the 503), and the store helper
 // that turns such a failure into the domain's ServiceUnavailable (503 `Database unavailable` with
 // `Retry-After: 1` at the API) as it leaves the store; every other failure passes through unchanged.
 //

@@ -1,4 +1,4 @@
-// Bulk actions against the real service (issue 25, DECISIONS "Bulk actions"): the filter fields of
+// Bulk actions against the real service (docs/bulk-actions.md): the filter fields of
 // GET /jobs, POST /actions' checks in order, the dry run matching exactly what GET /jobs lists, cancel
 // and replay by filter under the single-trigger rules (untouched counted by reason), a replay's URL
 // and headers for its attempt only, a filter matching nothing, an action repeated after it finished

@@ -1,8 +1,8 @@
-// POST /bulk against the real service and database, read like SPEC "POST /bulk", "/bulk
-// differences" and DECISIONS "/bulk response": the check table (each message and its order), the
-// cancel targets (id, object id, customKey, tag; skipped silently when they match nothing or
-// nothing cancellable), upserts matched across the project, a generator edit that keeps its upcoming
-// instance, and all-or-nothing: a call failing after some of its rows were written leaves nothing.
+// POST /bulk against the real service and database, read like docs/declare-and-bulk.md "POST /bulk" and
+// "Errors": the check table (each message and its order), the cancel targets (id, object id, customKey,
+// tag; skipped silently when they match nothing or nothing cancellable), upserts matched across the
+// project, a generator edit that keeps its upcoming instance, and all-or-nothing: a call failing after
+// some of its rows were written leaves nothing.
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
@@ -166,7 +166,7 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /bulk", (it) => {
       Effect.gen(function*() {
         const key = yield* newKey()
         const plain = yield* scheduled({ "ttr-api-key": key, "ttr-url": URL, "ttr-scheduled-at": FAR, "ttr-custom-key": "k", "ttr-tags": "a" })
-        // a /declare trigger with the same key in tag "d" (SPEC /declare rule 9)
+        // a /declare trigger with the same key in tag "d" (docs/internals.md "/declare and /bulk")
         const declaredK = yield* declared(key, { tag: "d", items: [up("k"), up("only-declared")] })
         const first = yield* bulked(key, { upserts: [up("k", { tags: ["a"], method: "POST" }), up("only-declared", { tags: ["d"] }), up("new"), up("past", { scheduledAt: PAST })] })
         assert.deepStrictEqual(entryLines(first), ["unchanged job k", "unchanged job only-declared", "added job new", "skipped job past"])

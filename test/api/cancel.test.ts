@@ -1,7 +1,7 @@
-// DELETE /cancel against the real service (SPEC "DELETE /cancel", "/cancel checks, in order",
-// "States and transitions"): one table row per check in the spec's order (identifiers before the
-// key), every trigger state by id and by custom key, generators, and that a cancelled trigger
-// never fires. States the API cannot reach directly are set with SQL.
+// DELETE /cancel against the real service (docs/scheduling.md "DELETE /cancel", its checks in order):
+// one table row per check in the documented order (identifiers before the key), every trigger state by
+// id and by custom key, generators, and that a cancelled trigger never fires. States the API cannot
+// reach directly are set with SQL.
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"

@@ -1,8 +1,8 @@
-// POST /declare against the real service, read like SPEC's "/declare checks, in order" table: each
+// POST /declare against the real service, read like the table of docs/declare-and-bulk.md "Errors": each
 // status and message, and that each check runs before the next (415 before the body, the body's
 // shape before the key, the key before the items, the repeated key before the item checks);
-// credentials (SPEC "Authentication" 3–5), methods and paths, the body size limit, nothing written
-// on a 400 (rule 11) and no quota (rule 12). The diff itself: declareRules.test.ts.
+// credentials (docs/README.md "Authentication"), methods and paths, the body size limit, nothing
+// written on a 400 and no quota. The diff itself: declareRules.test.ts.
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { assertError } from "../support/assertions.ts"

@@ -1,8 +1,8 @@
-// POST /declare against the real service and database, read like SPEC "POST /declare": the rows of
-// "Matching of an item with a customKey" and the numbered rules, asserted on the answer and on the
-// stored rows (ids kept or new, statuses, instances). States the API cannot reach (retrying,
-// queued — claimed by a node, or held back by a tag gate with no node — running, completed) are set
-// with SQL. What a target receives, and rules that need a delivery: test/e2e/declare.test.ts.
+// POST /declare against the real service and database, read like docs/declare-and-bulk.md "What the
+// call does": the rows of its matching table and its rules, asserted on the answer and on the stored
+// rows (ids kept or new, statuses, instances). States the API cannot reach (retrying, queued — claimed
+// by a node, or held back by a tag gate with no node — running, completed) are set with SQL. What a
+// target receives, and rules that need a delivery: test/e2e/declare.test.ts.
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"

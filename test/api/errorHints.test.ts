@@ -1,6 +1,6 @@
-// DECISIONS "Error hints" against the real service, one row per endpoint × case: every 4xx answer
+// docs/errors.md "Error hints" against the real service, one row per endpoint × case: every 4xx answer
 // carries a `Timewheel-Error` header, one line of plain ASCII naming what was wrong, while the body
-// stays exactly as SPEC says (empty where the spec says empty); /schedule answers its `status`, and
+// stays exactly as documented (empty where the docs say empty); /schedule answers its `status`, and
 // a skipped one-shot a `Timewheel-Warning`. Rows cover /schedule, /cancel, /declare, /bulk,
 // /tag-policies, the log reads and replay, the project retry policy, /mcp, the router's own 404s
 // and a hand-built 404 of the dashboard's assets.
@@ -28,7 +28,7 @@ interface Row {
   readonly headers?: (key: string) => Record<string, string>
   readonly body?: string
   readonly status: number
-  /** The body exactly as SPEC (or DECISIONS) says: "" for the empty ones. */
+  /** The body exactly as the docs say: "" for the empty ones. */
   readonly responseBody: string
   /** The `Timewheel-Error` header, exactly, or a pattern. */
   readonly hint: string | RegExp
@@ -226,7 +226,7 @@ const ROWS: ReadonlyArray<Row> = [
   }
 ]
 
-/** Printable ASCII only: what DECISIONS allows in the header. */
+/** Printable ASCII only: what docs/errors.md "Error hints" allows in the header. */
 const PLAIN_ASCII = /^[\x20-\x7e]+$/
 
 const assertRow = (row: Row, response: TestResponse) => {

@@ -1,8 +1,8 @@
-// Faults against the real service (issue 10, items 3 and 4; DECISIONS "Faults"): a value PostgreSQL
-// cannot store is a 400 from the domain and fails alone among concurrent calls; while the database
-// cannot be reached (its sessions terminated, new ones refused) every endpoint that needs it answers
-// 503 `ServiceUnavailable` with `Retry-After: 1` and /health 503 with its usual body, never a 500;
-// once it is back, the same calls succeed again.
+// Faults against the real service (docs/errors.md "Text the database cannot store", 503): a value
+// PostgreSQL cannot store is a 400 from the domain and fails alone among concurrent calls; while the
+// database cannot be reached (its sessions terminated, new ones refused) every endpoint that needs it
+// answers 503 `ServiceUnavailable` with `Retry-After: 1` and /health 503 with its usual body, never a
+// 500; once it is back, the same calls succeed again.
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestServer, testServerLayer, type TestResponse } from "../support/server.ts"

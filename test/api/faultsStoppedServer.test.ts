@@ -1,4 +1,4 @@
-// A database server that stops under the service (issue 10, item 4; DECISIONS "Faults"): the service
+// A database server that stops under the service (docs/errors.md, the 503): the service
 // runs on a private embedded PostgreSQL of its own (never the machine's shared server), which the test
 // stops; then /schedule, the log reads and the retry policy answer 503 `ServiceUnavailable` with
 // `Retry-After: 1`, and /health 503 with its usual body, never a 500.

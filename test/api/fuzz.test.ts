@@ -1,4 +1,4 @@
-// Property-based fuzzing of the API (issue 10, "Proof"; issue 20, item 5): arbitrary /schedule and
+// Property-based fuzzing of the API (RELIABILITY.md "Fuzzing"): arbitrary /schedule and
 // /cancel headers, bodies of the JSON endpoints (POST /actions included) and query parameters of the log endpoints
 // (test/support/fuzzInputs.ts), and every other endpoint family — /declare, /bulk, /tag-policies, /target-policies,
 // replay, /mcp, the dashboard's endpoints with a signed-in session, the ops port — with deep, wide,

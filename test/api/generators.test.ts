@@ -1,10 +1,9 @@
-// Recurring triggers (generators) through /schedule and /cancel against the real service (SPEC
-// "/schedule" rules 3–10, "/schedule checks, in order" cron rows, "Cron value grammar", "Recurring
-// behaviour", "DELETE /cancel", "States and transitions" generator rows; DECISIONS "Trigger and
-// generator views", "Where SPEC.md says may"): the cron check rows with exact bodies, quota, what a
-// create or an edit stores (generator row and its first instance), kind switches under one custom
-// key, the read view, stable `H`, and cancelling generators and instances. States the API cannot
-// reach directly (queued, retrying, completed instances) are set with SQL.
+// Recurring triggers (generators) through /schedule and /cancel against the real service
+// (docs/scheduling.md "Editing", "Errors", "DELETE /cancel"; docs/cron.md; docs/reading.md "A
+// trigger"): the cron check rows with exact bodies, quota, what a create or an edit stores (generator
+// row and its first instance), kind switches under one custom key, the read view, stable `H`, and
+// cancelling generators and instances. States the API cannot reach directly (queued, retrying,
+// completed instances) are set with SQL.
 import { assert, describe, layer } from "@effect/vitest"
 import { Deferred, Effect, Fiber } from "effect"
 import { SqlClient } from "effect/sql"
@@ -157,7 +156,7 @@ const CHECKS: ReadonlyArray<CheckRow> = [
   { name: "bad cron with a used-up quota → 400, not 402", request: withKey((key) => valid(key, { "ttr-scheduled-at": "cron(61 * * * *)" }), 0), status: 400, message: "Invalid cron expression: minute value 61 out of range 0-59" },
   { name: "valid cron, quota 0 → 402", request: withKey((key) => valid(key), 0), status: 402, message: "Monthly quota of 0 triggers exceeded" },
   { name: "valid cron, quota 0, unknown generator id → 402 before 404", request: withKey((key) => valid(key, { "ttr-trigger-id": UNKNOWN_ID }), 0), status: 402, message: "Monthly quota of 0 triggers exceeded" },
-  // Generator not found (svc-trigger-id with cron)
+  // Generator not found (ttr-trigger-id with cron)
   { name: "unknown generator id", request: withKey((key) => valid(key, { "ttr-trigger-id": UNKNOWN_ID })), status: 404, message: "Generator not found" },
   { name: "malformed generator id", request: withKey((key) => valid(key, { "ttr-trigger-id": "not-a-uuid" })), status: 404, message: "Generator not found" },
   {

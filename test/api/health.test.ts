@@ -1,5 +1,5 @@
-// GET /health's body under TestClock (DECISIONS: "ok" while the scheduler and materializer loops
-// ran in the last 30 s, else "stale" — the endpoint then answers 503).
+// GET /health's body under TestClock (docs/reading.md "GET /health": "ok" while the scheduler and
+// materializer loops ran in the last 30 s, else "stale" — the endpoint then answers 503).
 import { assert, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import { TestClock } from "effect/testing"

@@ -1,11 +1,11 @@
-// Bounded list responses (issue 10, item 5; issue 20, item 1; DECISIONS "Trigger and generator
-// views", docs/reading.md "How long a page is"): in GET /jobs a body whose value would take over
-// 64 KiB in the JSON (escapes and base64 counted) is listed as `{ encoding, value: null, size,
-// truncated: true }`, one over 64 KiB stored is never read whole from the database (the store
-// returns at most a short prefix); GET /jobs/{id} returns every body whole, with its size. In
-// GET /executions and GET /jobs/{id}/executions a response body is cut to what takes 64 KiB in the
-// JSON. A page ends before the entry that would take it past 1 MiB encoded, with a cursor; the store
-// reads no more than that budget of stored bytes. GET /jobs/{id}/executions is written as it is read.
+// Bounded list responses (docs/reading.md "Large bodies in lists", "How long a page is", "Paging"): in
+// GET /jobs a body whose value would take over 64 KiB in the JSON (escapes and base64 counted) is
+// listed as `{ encoding, value: null, size, truncated: true }`, one over 64 KiB stored is never read
+// whole from the database (the store returns at most a short prefix); GET /jobs/{id} returns every body
+// whole, with its size. In GET /executions and GET /jobs/{id}/executions a response body is cut to what
+// takes 64 KiB in the JSON. A page ends before the entry that would take it past 1 MiB encoded, with a
+// cursor; the store reads no more than that budget of stored bytes. GET /jobs/{id}/executions is
+// written as it is read.
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { LIST_PAGE_MAX_BYTES } from "../../src/domain/listPage.ts"

@@ -1,11 +1,11 @@
-// POST /mcp (issue 14) driven by the official TypeScript MCP client (@modelcontextprotocol/sdk) over
+// POST /mcp (docs/mcp.md) driven by the official TypeScript MCP client (@modelcontextprotocol/sdk) over
 // HTTPS against the in-process service (its self-signed certificate accepted for loopback only):
 // initialize in both protocol versions, tools/list (every tool with a schema, read-only ones said
 // so), a session that schedules a trigger and sees it at a recording target, reads its executions,
-// creates a tag policy, declares a tag, and gets the spec's errors (a bad date, an exhausted quota,
+// creates a tag policy, declares a tag, and gets the API's errors (a bad date, an exhausted quota,
 // the same messages as the HTTP endpoints). Then the auth matrix of /mcp — key header, Bearer, both,
 // none, unknown key, a browser's Origin — and another project's ids never visible, whatever session id
-// a request carries. And /mcp without sessions (issue 20, item 2): no answer carries a session id,
+// a request carries. And /mcp without sessions: no answer carries a session id,
 // every request stands alone (no session header needed, a sent one ignored, DELETE 405), and many
 // initialize calls with big payloads leave no session open on the node (its metrics).
 import { assert, describe, it, layer } from "@effect/vitest"
@@ -243,7 +243,7 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /mcp", (it) => {
           yield* failed(client, "schedule_trigger", { url: "https://example.invalid/a", scheduledAt: "soon" }),
           { _tag: "BadRequest", message: "Invalid date: soon" }
         )
-        // /declare never uses quota (SPEC rule 12)
+        // /declare never uses quota (docs/declare-and-bulk.md)
         const declared = yield* ok(client, "declare_triggers", { tag: "free", items: [{ url: "https://example.invalid/b", scheduledAt: "2099-01-01T00:00:00Z" }] })
         assert.strictEqual(declared.summary.added, 1)
       }).pipe(Effect.scoped))
@@ -285,7 +285,7 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /mcp", (it) => {
         const edited = yield* ok(client, "schedule_trigger", { url, scheduledAt: "2099-02-01T00:00:00Z", triggerId: made.triggerId, customKey: "edit-me" })
         assert.deepStrictEqual([edited.triggerId, edited.operation, edited.scheduledAt], [made.triggerId, "reschedule", "2099-02-01T00:00:00.000Z"])
         assert.strictEqual(made.status, "registered")
-        // a past time is skipped: the status says so, and the warning why (DECISIONS "Error hints")
+        // a past time is skipped: the status says so, and the warning why (docs/scheduling.md "Past dates")
         const past = yield* ok(client, "schedule_trigger", { url, scheduledAt: "2020-01-01T09:00" })
         assert.deepStrictEqual([past.status, past.warning], [
           "skipped",
@@ -324,7 +324,7 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /mcp", (it) => {
         assert.strictEqual(generator.kind, "generator")
         const preview = yield* ok(client, "cron_next", { value: "cron(0 9 * * MON-FRI, Europe/Paris)", count: 1 })
         assert.deepStrictEqual(preview.times, [generator.scheduledAt])
-        // a wrong type is the JSON-RPC "invalid params" error (the tool form of the spec's empty 400)
+        // a wrong type is the JSON-RPC "invalid params" error (the tool form of the API's empty 400)
         const invalid = yield* rpcError(client, "schedule_trigger", { url, scheduledAt: 5 })
         assert.match(String(invalid), /-32602/)
       }).pipe(Effect.scoped))
@@ -391,7 +391,7 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /mcp", (it) => {
           _tag: "Gone", message: "Job is not completed (status=registered)"
         })
 
-        // tag policies: the spec's validation messages, the 409, PUT as a patch, delete
+        // tag policies: the documented validation messages, the 409, PUT as a patch, delete
         assert.deepStrictEqual(yield* failed(client, "create_tag_policy", { tag: "p" }), {
           _tag: "BadRequest", message: "At least one of throughput, concurrency, timeout, or retry strategy must be specified"
         })

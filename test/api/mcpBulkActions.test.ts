@@ -1,4 +1,4 @@
-// The bulk actions as MCP tools (issue 25): list_jobs with the actions' filter fields shows the set a
+// The bulk actions as MCP tools (docs/mcp.md): list_jobs with the actions' filter fields shows the set a
 // dry run counts; cancel_by_filter and replay_by_filter preview (dryRun → {matched}) then act, and
 // get_action follows them to completion; a filter matching nothing, an action repeated after it
 // finished, another project's triggers untouched, the HTTP endpoint's messages as tool errors. The

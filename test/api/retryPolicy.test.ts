@@ -1,4 +1,4 @@
-// GET / PUT /project/retry-policy against the real service: SPEC's defaults, patch semantics,
+// GET / PUT /project/retry-policy against the real service: the documented defaults, patch semantics,
 // one 400 per invalid field (and nothing written), 415 / empty 400 body rules, project scoping
 // and the auth matrix.
 import { assert, describe, layer } from "@effect/vitest"

@@ -1,7 +1,7 @@
-// Any-method /schedule against the real service (SPEC "/schedule", "/schedule checks, in order",
-// "States and transitions", "Limits"; DECISIONS "What /schedule stores", "Time", "Retry objects"):
-// one table row per check in the spec's order (each row also breaks later checks, so the order is
-// pinned), the quota arithmetic (also under concurrency), and what a create or an edit stores.
+// Any-method /schedule against the real service (docs/scheduling.md, its "Errors" in order;
+// docs/README.md "Limits at a glance"; docs/retries.md "Per-trigger headers"): one table row per check
+// in the documented order (each row also breaks later checks, so the order is pinned), the quota
+// arithmetic (also under concurrency), and what a create or an edit stores.
 // The check table runs through each way into /schedule (api/fastLane.ts): the fast lane with a key
 // the key cache remembers (its synchronous checks), the fast lane with a key it does not (the
 // route's Effect, run by the lane), and the Effect route itself (a query string keeps a request off
@@ -24,7 +24,7 @@ const URL_OK = "http://127.0.0.1:9/hook"
 const UNKNOWN_KEY = "ttr_" + "0".repeat(48)
 const UNKNOWN_ID = "01890000-0000-7000-8000-000000000000"
 const LONG_TAG = "t".repeat(51)
-/** UUIDv7 (DECISIONS "Time"). */
+/** UUIDv7 (docs/README.md "Conventions"). */
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
 /** The millisecond timestamp in the first 48 bits of a UUIDv7. */
 const uuidTimeMs = (id: string) => parseInt(id.replace(/-/g, "").slice(0, 12), 16)
@@ -59,12 +59,12 @@ const fixtureTrigger = (fixture: Omit<Parameters<typeof insertTrigger>[0], "proj
   }).pipe(Effect.orDie)
 
 const CHECKS: ReadonlyArray<CheckRow> = [
-  // 1. svc-api-key or svc-url missing: empty 400, before everything else
+  // 1. ttr-api-key or ttr-url missing: empty 400, before everything else
   { name: "key missing (URL and tags also invalid)", request: Effect.succeed({ headers: { "ttr-url": "nope", "ttr-tags": "Bad!", "ttr-scheduled-at": "x" } }), status: 400, message: null },
   { name: "key missing, Bearer sent instead", request: withKey((key) => ({ authorization: `Bearer ${key}`, "ttr-url": URL_OK, "ttr-scheduled-at": FAR })), status: 400, message: null },
   { name: "url missing (tags and date also invalid)", request: withKey((key) => ({ "ttr-api-key": key, "ttr-tags": "Bad!", "ttr-scheduled-at": "x" })), status: 400, message: null },
   { name: "url missing with an unknown key", request: Effect.succeed({ headers: { "ttr-api-key": UNKNOWN_KEY, "ttr-scheduled-at": FAR } }), status: 400, message: null },
-  // 3. svc-url empty or not absolute (reported even with a wrong key, before tags)
+  // 3. ttr-url empty or not absolute (reported even with a wrong key, before tags)
   { name: "url empty", request: withKey((key) => valid(key, { "ttr-url": "" })), status: 400, message: "Invalid URL: " },
   { name: "url relative", request: withKey((key) => valid(key, { "ttr-url": "/hooks/a" })), status: 400, message: "Invalid URL: /hooks/a" },
   { name: "url without scheme", request: withKey((key) => valid(key, { "ttr-url": "example.com/a" })), status: 400, message: "Invalid URL: example.com/a" },
@@ -105,7 +105,7 @@ const CHECKS: ReadonlyArray<CheckRow> = [
   // 12. quota
   { name: "quota 0", request: withKey((key) => valid(key), 0), status: 402, message: "Monthly quota of 0 triggers exceeded" },
   { name: "quota 0 and an unknown trigger id: 402 before 404", request: withKey((key) => valid(key, { "ttr-trigger-id": UNKNOWN_ID }), 0), status: 402, message: "Monthly quota of 0 triggers exceeded" },
-  // 13. Trigger not found (svc-trigger-id with a date or now)
+  // 13. Trigger not found (ttr-trigger-id with a date or now)
   { name: "unknown trigger id", request: withKey((key) => valid(key, { "ttr-trigger-id": UNKNOWN_ID })), status: 404, message: "Trigger not found" },
   { name: "malformed trigger id", request: withKey((key) => valid(key, { "ttr-trigger-id": "not-a-uuid" })), status: 404, message: "Trigger not found" },
   { name: "unknown trigger id with now", request: withKey((key) => valid(key, { "ttr-trigger-id": UNKNOWN_ID, "ttr-scheduled-at": "now" })), status: 404, message: "Trigger not found" },

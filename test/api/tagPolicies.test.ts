@@ -1,9 +1,9 @@
-// GET / POST / PUT / DELETE /tag-policies against the real service, read like SPEC's "/tag-policies
-// checks, in order": 415, the empty 400 of a bad JSON body or shape, 401, 404 (PUT and DELETE,
-// before any value is looked at), the validation messages in their order, and the 409 of a second
-// policy for one tag (timewheel's choice). Then the shapes of DECISIONS "Tag policies" (201, 200,
-// 204), PUT as a patch validated after merging, project scoping, and the live counts of the view
-// (gate rows written straight into the database).
+// GET / POST / PUT / DELETE /tag-policies against the real service, read like docs/tag-policies.md
+// "Errors": 415, the empty 400 of a bad JSON body or shape, 401, 404 (PUT and DELETE, before any value
+// is looked at), the validation messages in their order, and the 409 of a second policy for one tag.
+// Then the shapes of docs/tag-policies.md "Endpoints" (201, 200, 204), PUT as a patch validated after
+// merging, project scoping, and the live counts of the view (gate rows written straight into the
+// database).
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"

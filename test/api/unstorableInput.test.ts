@@ -1,6 +1,7 @@
-// No 500 from unstorable input (issue 10, item 6; DECISIONS "Faults"): a NUL in a query filter is a 400
-// naming the parameter, for every parameter of GET /jobs and GET /executions; invalid UTF-8 in a query
-// (`%ED%A0%80`, an encoded surrogate) decodes to U+FFFD and is an ordinary value; NUL in a path is a
+// No 500 from unstorable input (docs/errors.md "Text the database cannot store"): a NUL in a query
+// filter is a 400 naming the parameter, for every parameter of GET /jobs and GET /executions; invalid
+// UTF-8 in a query (`%ED%A0%80`, an encoded surrogate) decodes to U+FFFD and is an ordinary value; NUL
+// in a path is a
 // 404. Headers: Node's parser refuses NUL and control characters itself (its own 400, never our 500),
 // and Latin-1 bytes reach the store as the characters they decode to, which PostgreSQL keeps.
 import { assert, describe, layer } from "@effect/vitest"

@@ -1,6 +1,6 @@
 // The operator CLI as the README runs it (`npm run --silent cli -- …`, a child process per command):
-// what each command prints, what it stores, its exit codes and one-line errors (DECISIONS
-// "Operator contract"); then the embedded database: the CLI alone on a DATA_DIR, and beside a
+// what each command prints, what it stores, its exit codes and one-line errors (docs/settings.md
+// "CLI"); then the embedded database: the CLI alone on a DATA_DIR, and beside a
 // running service on the same DATA_DIR.
 import { PgClient } from "@effect/sql-pg"
 import { assert, describe, it, layer } from "@effect/vitest"

@@ -1,7 +1,7 @@
-// `admin create` at a real terminal (issue 24): the README's command run under a pseudo-terminal
-// (util-linux `script`, which gives the CLI a TTY as a person's shell does) asks for the password
-// twice, echoes none of it, asks again after a short or differing answer, and gives up on Ctrl-C;
-// the admin it creates signs in with that password. Piped stdin and --password stay covered by
+// `admin create` at a real terminal (docs/settings.md "CLI"): the README's command run under a
+// pseudo-terminal (util-linux `script`, which gives the CLI a TTY as a person's shell does) asks for
+// the password twice, echoes none of it, asks again after a short or differing answer, and gives up on
+// Ctrl-C; the admin it creates signs in with that password. Piped stdin and --password stay covered by
 // cli.test.ts.
 import { PgClient } from "@effect/sql-pg"
 import { assert, layer } from "@effect/vitest"

@@ -1,5 +1,5 @@
-// "Last used" of API keys costs no write per request (issue 15): the node's key cache notes the keys
-// that authenticated and writes them in one statement once a minute, and when the node stops.
+// "Last used" of API keys costs no write per request (docs/dashboard.md): the node's key cache notes
+// the keys that authenticated and writes them in one statement once a minute, and when the node stops.
 import { assert, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { TestClock } from "effect/testing"

@@ -1,8 +1,9 @@
-// The chunks of a bulk action on a real database (issue 25: "safe to call again after a crash or a
-// timeout, a trigger is never replayed twice by one action"): chunk after chunk with the counters,
-// a chunk that fails midway rolled back whole and done again, two nodes working on one action at once
-// acting on each trigger once, and the worker giving an action up as `failed` after its chunks keep
-// failing. Delivery is a recording Dispatcher; a failure is a PostgreSQL trigger raising on one row.
+// The chunks of a bulk action on a real database (docs/bulk-actions.md: safe to call again after a
+// crash or a timeout, a trigger never replayed twice by one action): chunk after chunk with the
+// counters, a chunk that fails midway rolled back whole and done again, two nodes working on one action
+// at once acting on each trigger once, and the worker giving an action up as `failed` after its chunks
+// keep failing. Delivery is a recording Dispatcher; a failure is a PostgreSQL trigger raising on one
+// row.
 import { assert, layer } from "@effect/vitest"
 import { Effect, Exit, Layer } from "effect"
 import { SqlClient } from "effect/sql"

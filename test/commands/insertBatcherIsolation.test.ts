@@ -1,8 +1,8 @@
-// One poisoned row of a group-committed insert fails alone (issue 10, item 3), at the store seam with a
-// real PostgreSQL: the domain no longer lets an unstorable value through the API, so rows the domain
-// would never build are handed to the InsertBatcher directly (year 0000, which PostgreSQL cannot read;
-// a NUL in a text column). Its neighbours in the same statement are created and charged one quota unit
-// each; the poisoned call gets PostgreSQL's error and is charged nothing.
+// One poisoned row of a group-committed insert fails alone, at the store seam with a real PostgreSQL:
+// the domain no longer lets an unstorable value through the API, so rows the domain would never build
+// are handed to the InsertBatcher directly (year 0000, which PostgreSQL cannot read; a NUL in a text
+// column). Its neighbours in the same statement are created and charged one quota unit each; the
+// poisoned call gets PostgreSQL's error and is charged nothing.
 import { assert, layer } from "@effect/vitest"
 import { Effect, Exit, Layer } from "effect"
 import { SqlClient } from "effect/sql"

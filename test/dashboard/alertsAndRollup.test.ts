@@ -1,8 +1,8 @@
-// Failure alerts and the overview's rollup on a real database (issue 15), driven step by step under a
-// TestClock: dead letters recorded in a burst give one message per target per minute (the webhook
-// recorder gets `{"text"}`, the local SMTP server one mail), later ones wait for the next minute; a
-// failing target is recorded and not retried; projects without an alert target queue nothing. The
-// rollup: executions recorded in batches are counted per minute by outcome with first attempts'
+// Failure alerts and the overview's rollup on a real database (docs/dashboard.md), driven step by step
+// under a TestClock: dead letters recorded in a burst give one message per target per minute (the
+// webhook recorder gets `{"text"}`, the local SMTP server one mail), later ones wait for the next
+// minute; a failing target is recorded and not retried; projects without an alert target queue nothing.
+// The rollup: executions recorded in batches are counted per minute by outcome with first attempts'
 // lateness percentiles, folded or not, and the tag policy samples.
 import { assert, describe, layer } from "@effect/vitest"
 import { Clock, Effect, Layer } from "effect"
@@ -174,7 +174,7 @@ describe("rollup", () => {
         yield* insertExecution({ projectId, triggerId: retried, attempt: 1, status: "failed", httpStatus: 503, startedAt: new Date(minute + 60_000) })
         yield* insertExecution({ projectId, triggerId: retried, attempt: 2, startedAt: new Date(minute + 120_000) })
         yield* insertExecution({ projectId, triggerId: retried, attempt: 3, triggeredBy: "retry", status: "failed", isDeadLetter: true, startedAt: new Date(minute + 120_500) })
-        // triggers held by their tag's concurrency limit: their wait is counted apart (issue 24); a
+        // triggers held by their tag's concurrency limit: their wait is counted apart; a
         // tag whose policy only sets a timeout holds nothing back
         yield* sql`INSERT INTO tag_policies (id, project_id, tag, max_concurrent, created_at, updated_at)
           VALUES (${nextId()}, ${projectId}, 'gated', 1, now(), now())`

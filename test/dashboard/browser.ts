@@ -2,7 +2,7 @@
 // playwright-core (no browser download), with the flags that work on this machine's closed network,
 // a context that accepts the service's self-signed certificate, and screenshots written under
 // .tmp/screenshots/ (git-ignored) for a person to look at. `layout` photographs a page at a laptop's
-// 1,280 px and a phone's 420 px and fails when the page is wider than the screen (issue 24).
+// 1,280 px and a phone's 420 px and fails when the page is wider than the screen.
 import { Effect } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"

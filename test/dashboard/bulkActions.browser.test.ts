@@ -1,4 +1,4 @@
-// The dashboard's bulk actions in a real browser (issue 25): headless Chromium (Debian's, driven by
+// The dashboard's bulk actions in a real browser (docs/bulk-actions.md): headless Chromium (Debian's, driven by
 // playwright-core) against the real service. On the triggers page, a tag filter shows how many match;
 // "select all" then "Cancel them" asks for a confirmation naming the count and the action, and the
 // progress ends with the count cancelled (another project's trigger with the same tag untouched; a

@@ -1,11 +1,11 @@
-// The dashboard in a real browser (issue 15): headless Chromium (Debian's, driven by playwright-core)
+// The dashboard in a real browser (docs/dashboard.md): headless Chromium (Debian's, driven by playwright-core)
 // against the real service with a local webhook recorder and a local SMTP server. A person's path:
 // wrong password refused, sign in, create a key and use it with /schedule, see the trigger delivered
 // with its response body, replay it, cancel another, create a tag policy (and see a validation
 // message, and a hold of its tag), a target policy with an open circuit on the Targets page and the
 // trigger waiting for its origin saying so, set alerts and send a test alert, dead-letter a trigger and see the alert arrive by
 // webhook and e-mail, the overview, the retry policy; a cross-origin POST with the browser's cookie
-// refused; an expired session sent back to sign-in; sign out. Issue 24: a trigger's outcome beside
+// refused; an expired session sent back to sign-in; sign out. Also: a trigger's outcome beside
 // its status (a dead letter is `completed` too) and the list filtered by it, rows as links (a new
 // tab, the keyboard), a retry policy in words, every overview chart on the chosen range, an alert
 // test whose e-mail failed while its webhook arrived shown as partly failed, the API reference opened

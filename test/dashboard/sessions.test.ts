@@ -1,4 +1,4 @@
-// Dashboard sign-in and sessions against the real service (issue 15): the cookie's attributes,
+// Dashboard sign-in and sessions against the real service (docs/dashboard.md): the cookie's attributes,
 // refusals (wrong password, unknown e-mail, throttling per account and per address, a cross-origin
 // or Origin-less POST), sessions bound to their admin, sign-out everywhere, idle and absolute expiry,
 // the session on the shared endpoints (Timewheel-Project missing or unknown: 400; never /schedule or

@@ -1,5 +1,5 @@
-// The charts' time labels (web/timeAxis.ts, issue 24): `HH:MM` within a day and the date itself at
-// midnight, in UTC — never the month-day pairs (`05-01 11-01`) that read like times.
+// The charts' time labels (web/timeAxis.ts): `HH:MM` within a day and the date itself at midnight, in
+// UTC — never the month-day pairs (`05-01 11-01`) that read like times.
 import { assert, describe, it } from "@effect/vitest"
 import { bucketName, pointLabel, timeLabel } from "../../web/timeAxis.ts"
 

@@ -1,4 +1,4 @@
-// classifyError on constructed errors shaped like those undici and node raise (EFFECT4.md §11), including
+// classifyError on constructed errors shaped like those undici and node raise, including
 // the classes that cannot be provoked on loopback (dns, unreachable) and the after-the-head rule.
 import { assert, describe, it } from "@effect/vitest"
 import { errors } from "undici"

@@ -1,8 +1,8 @@
-// Never early (issue "Safe under faults" 9): a shard fires a little ahead and the dispatcher holds
+// Never early (docs/internals.md "Fine print"): a shard fires a little ahead and the dispatcher holds
 // the rows until their time (delivery/earlyRelease.ts). A timer may fire before the clock reaches its
-// deadline (the event loop measures timers from a cached time); here a clock whose every sleep ends
-// 2 ms short shows that no row is sent before its time, each is sent once it has come, and a row
-// due sooner than the loop sleeps for is not held back by that sleep.
+// deadline (the event loop measures timers from a cached time); here a clock whose every sleep ends 2
+// ms short shows that no row is sent before its time, each is sent once it has come, and a row due
+// sooner than the loop sleeps for is not held back by that sleep.
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect } from "effect"
 import * as Clock from "effect/Clock"

@@ -1,9 +1,9 @@
-// BLOCK_PRIVATE_TARGETS (issue 10, item 10): the classification of target addresses as a table over the
-// IANA special-purpose registries (IPv4 and IPv6, first and last address of each range where it
-// matters, and the public neighbours just outside), then the guard itself with loopback forms and
-// an injected resolver, for deliveries and for alert webhooks (issue 20, item 4: the same guard).
-// No request here is ever sent to a non-loopback address: blocked ones are refused before
-// connecting, and allowed ones are only checked as a pure function.
+// BLOCK_PRIVATE_TARGETS (docs/settings.md "Settings"): the classification of target addresses as a
+// table over the IANA special-purpose registries (IPv4 and IPv6, first and last address of each range
+// where it matters, and the public neighbours just outside), then the guard itself with loopback forms
+// and an injected resolver, for deliveries and for alert webhooks (the same guard). No request here is
+// ever sent to a non-loopback address: blocked ones are refused before connecting, and allowed ones are
+// only checked as a pure function.
 import type { LookupFunction } from "node:net"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"

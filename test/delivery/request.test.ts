@@ -1,4 +1,4 @@
-// prepareRequest (pure): header rules of SPEC "Item headers rules", content type defaults, URL handling;
+// prepareRequest (pure): header rules of docs/declare-and-bulk.md "Headers", content type defaults, URL handling;
 // plus the executor's pure helpers (private address check, UTF-8 truncation).
 import { assert, describe, it } from "@effect/vitest"
 import { Result } from "effect"

@@ -132,7 +132,7 @@ describe("signing secrets", () => {
     const legacy = `whsec_${crypto.randomBytes(32).toString("hex")}`
     const converted = standardFormOfLegacySecret(legacy)
     assert.match(converted, SIGNING_SECRET_PATTERN)
-    // the earlier verification (README before issue 26): HMAC keyed with the whole string
+    // the earlier verification (docs/signatures.md "Timewheel-Signature"): HMAC keyed with the whole string
     const body = Buffer.from("payload")
     const before = crypto.createHmac("sha256", legacy).update(`${T}.`).update(body).digest("hex")
     assert.strictEqual(signatureHeader([converted], T, body), `t=${T},v1=${before}`)

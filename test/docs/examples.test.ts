@@ -1,4 +1,4 @@
-// examples/mcp-client.ts as a user runs it (issue 24): `node examples/mcp-client.ts` against a real
+// examples/mcp-client.ts as a user runs it (docs/mcp.md): `node examples/mcp-client.ts` against a real
 // service over HTTPS, trusting its self-signed certificate through NODE_EXTRA_CA_CERTS, connects
 // to /mcp with the official SDK, lists the tools, schedules a request and sees it delivered; without
 // NODE_EXTRA_CA_CERTS it fails on the certificate, as docs/mcp.md says. Without TARGET_URL it sends

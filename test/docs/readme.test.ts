@@ -1,8 +1,8 @@
-// README.md's five minutes, as written (issue 24): its CLI commands and its first call, taken from
-// the README's own code blocks and run by `sh` against a real service (only the ports differ: the
-// test's service listens on free ones), then what the README says follows: the answer it shows,
-// the request delivered to its target with the answer it names, and the administrator able to
-// sign in to the dashboard (the browser test walks the dashboard itself).
+// README.md's five minutes, as written: its CLI commands and its first call, taken from the README's
+// own code blocks and run by `sh` against a real service (only the ports differ: the test's service
+// listens on free ones), then what the README says follows: the answer it shows, the request delivered
+// to its target with the answer it names, and the administrator able to sign in to the dashboard (the
+// browser test walks the dashboard itself).
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import * as fs from "node:fs"

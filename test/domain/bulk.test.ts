@@ -1,6 +1,7 @@
-// POST /bulk as pure functions: the body's shape and checks (SPEC "/bulk differences"), what the
-// store reads, upserts matched across the project, the cancels forms, silent skips, and the
-// response (DECISIONS "/bulk response": upserts in request order, then one entry per cancelled trigger).
+// POST /bulk as pure functions: the body's shape and checks (docs/declare-and-bulk.md "Errors"), what
+// the store reads, upserts matched across the project, the cancels forms, silent skips, and the
+// response (docs/declare-and-bulk.md "POST /bulk": upserts in request order, then one entry per
+// cancelled trigger).
 import { describe, expect, it } from "vitest"
 import { bulkLookups, decodeBulkBody, planBulk, validateBulkBody } from "../../src/domain/bulk.ts"
 import type { BulkPlan, CancelTarget } from "../../src/domain/bulk.ts"
@@ -81,7 +82,7 @@ describe("decodeBulkBody: empty-body 400", () => {
     expect(read(body)).toBe("Shape")
   })
 
-  // the reason is the Timewheel-Error hint of the empty 400 (DECISIONS "Error hints")
+  // the reason is the Timewheel-Error hint of the empty 400 (docs/errors.md "Error hints")
   it.each([
     [{ upserts: {} }, "upserts must be a list"],
     [{ upserts: [{ url: URL }, { customKey: "k" }] }, "upserts[1].url is required (a string)"],

@@ -1,4 +1,4 @@
-// POST /actions as pure functions (DECISIONS "Bulk actions"): the body's checks in order with their
+// POST /actions as pure functions (docs/bulk-actions.md): the body's checks in order with their
 // messages, a replay's URL and headers (checked like /schedule's request, applied to the attempt
 // only), why a trigger is left untouched, and the action as the API shows it.
 import { describe, expect, it } from "vitest"

@@ -1,5 +1,5 @@
-// POST /declare as a pure diff, read like SPEC: the matching table row by row, then rules 1–12,
-// changedFields, the operations order and summary, and the writes the store is handed.
+// POST /declare as a pure diff, read like docs/declare-and-bulk.md: the matching table row by row, then
+// its rules, changedFields, the operations order and summary, and the writes the store is handed.
 import { describe, expect, it } from "vitest"
 import { planDeclare } from "../../src/domain/declare.ts"
 import type { DeclarePlan } from "../../src/domain/declare.ts"

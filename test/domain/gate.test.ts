@@ -1,5 +1,6 @@
-// The limits of a gate as tables (DECISIONS "Tag policies"): throughput → windows (stretching,
-// pause, a broken window failing closed), a policy's limits, and the stable shard of a gate.
+// The limits of a gate as tables (docs/tag-policies.md "Throughput windows and rates"): throughput →
+// windows (stretching, pause, a broken window failing closed), a policy's limits, and the stable shard
+// of a gate.
 import { describe, expect, it } from "vitest"
 import { effectiveWindows, gateShardOf, limitsSomething, policyLimits } from "../../src/domain/gate.ts"
 import type { GateLimits } from "../../src/domain/gate.ts"

@@ -1,9 +1,9 @@
-// A node's book of one gate (issue 22; DECISIONS "Tag policies"): permits come back with the
-// outcome, a window token a window and the margin after the request was written — or after its
-// admission when it was never written — so that no window sees more starts than the tokens; a write
-// that comes late keeps its token until then. A paused or held gate admits nothing, nor one whose
-// lease ran out. Two tests drive a queue of starts with Effect's TestClock: oldest first, at the
-// pace the policy allows (SPEC Recurring behaviour 3).
+// A node's book of one gate (docs/tag-policies.md "How the limits hold across nodes"): permits come
+// back with the outcome, a window token a window and the margin after the request was written — or
+// after its admission when it was never written — so that no window sees more starts than the tokens; a
+// write that comes late keeps its token until then. A paused or held gate admits nothing, nor one whose
+// lease ran out. Two tests drive a queue of starts with Effect's TestClock: oldest first, at the pace
+// the policy allows (docs/cron.md "How instances are made": instances held back go oldest first).
 import { it as effectIt } from "@effect/vitest"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"

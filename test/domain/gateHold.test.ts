@@ -1,8 +1,8 @@
-// Backpressure from the target as tables (DECISIONS "Backpressure from the target"): what a
+// Backpressure from the target as tables (docs/tag-policies.md, the section of that name): what a
 // Retry-After names (seconds, an HTTP date, capped at an hour; nothing for 0, the past or garbage),
-// which responses hold, and the hold after a refusal: the named time, else a backoff from 1 s
-// doubling on each refusal while held or within a minute of the last hold up to 60 s, cleared by a
-// 2xx; a refusal of a request already on its way when the hold began changes nothing.
+// which responses hold, and the hold after a refusal: the named time, else a backoff from 1 s doubling
+// on each refusal while held or within a minute of the last hold up to 60 s, cleared by a 2xx; a
+// refusal of a request already on its way when the hold began changes nothing.
 import { describe, expect, it } from "vitest"
 import {
   BACKOFF_MEMORY_MS, holdAfterRefusal, holdAfterSuccess, type HoldState, isRefusal, MAX_HOLD_MS, refusalRetryAfterMs,

@@ -1,7 +1,7 @@
-// How nodes share a gate's budget (issue 22), as tables: max-min fair shares by demand, and what one
-// node holds after its lease round — its share taken from what nobody holds, given back down to it
-// only as far as it has units not in use (it then starts nothing beyond its share), and nothing of
-// what gone nodes still reserve.
+// How nodes share a gate's budget (docs/tag-policies.md "How the limits hold across nodes"), as tables:
+// max-min fair shares by demand, and what one node holds after its lease round — its share taken from
+// what nobody holds, given back down to it only as far as it has units not in use (it then starts
+// nothing beyond its share), and nothing of what gone nodes still reserve.
 import { describe, expect, it } from "vitest"
 import { fairShares, planUnits } from "../../src/domain/gateLease.ts"
 

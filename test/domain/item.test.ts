@@ -1,6 +1,6 @@
-// Items of /declare and /bulk as tables (SPEC "Item", "Rules for all item fields", "Body encoding",
-// "Item headers rules", "/declare checks, in order"; DECISIONS "Retry objects", "Faults"):
-// JSON in, the stored definition or the spec's empty-body 400 (Shape) or message out.
+// Items of /declare and /bulk as tables (docs/declare-and-bulk.md "Items", "The body", "Headers",
+// "Errors"; docs/errors.md "Text the database cannot store"): JSON in, the stored definition or the
+// API's empty-body 400 (Shape) or message out.
 import { describe, expect, it } from "vitest"
 import { decodeDeclareBody, decodeItem, decodeWith, validateDeclareBody } from "../../src/domain/item.ts"
 import { parseScheduleValue } from "../../src/domain/schedule.ts"

@@ -1,6 +1,6 @@
-// The nesting limit of JSON bodies (issue 20, item 5): nestsDeeperThan counts arrays and objects
-// opened inside one another, never brackets inside strings (escaped quotes included), and agrees with
-// the depth of the parsed value for any JSON.
+// The nesting limit of JSON bodies (docs/errors.md "The format"): nestsDeeperThan counts arrays and
+// objects opened inside one another, never brackets inside strings (escaped quotes included), and
+// agrees with the depth of the parsed value for any JSON.
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
 import { MAX_JSON_DEPTH, nestsDeeperThan } from "../../src/domain/jsonDepth.ts"

@@ -1,7 +1,7 @@
-// What text costs in a JSON answer (issue 20, item 1): jsonTextBytes is exactly the UTF-8 length of
-// JSON.stringify's escaping (quotes excluded) for any string — control characters, quotes,
-// backslashes, multi-byte characters, surrogate pairs and lone surrogates — and jsonTextPrefix is the
-// longest prefix within a byte limit, never splitting a surrogate pair.
+// What text costs in a JSON answer (docs/reading.md "Large bodies in lists"): jsonTextBytes is exactly
+// the UTF-8 length of JSON.stringify's escaping (quotes excluded) for any string — control characters,
+// quotes, backslashes, multi-byte characters, surrogate pairs and lone surrogates — and jsonTextPrefix
+// is the longest prefix within a byte limit, never splitting a surrogate pair.
 import { assert, describe, it } from "@effect/vitest"
 import fc from "fast-check"
 import { jsonTextBytes, jsonTextPrefix } from "../../src/domain/jsonSize.ts"

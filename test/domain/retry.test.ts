@@ -85,7 +85,7 @@ describe("parseRetryHeaders", () => {
     [{ "ttr-retry-jitter": "yes" }, "Invalid ttr-retry-jitter: yes (true or false)"],
     [{ "ttr-retry-jitter": "TRUE" }, "Invalid ttr-retry-jitter: TRUE (true or false)"],
     [{ "ttr-retry-on": "5xx" }, "Invalid ttr-retry-on: 5xx (one of network_only, 5xx_and_network, non_2xx)"],
-    // checked in SPEC's header order: strategy first
+    // checked in the documented header order: strategy first
     [{ "ttr-retry-on": "bad", "ttr-retry-strategy": "bad" }, "Invalid ttr-retry-strategy: bad (one of none, fixed, exponential)"],
     // an invalid companion header is still an error with strategy none
     [{ "ttr-retry-strategy": "none", "ttr-retry-max-attempts": "x" }, "Invalid ttr-retry-max-attempts: x (an integer from 1 to 2147483647)"]
@@ -142,7 +142,7 @@ describe("validateRetryPolicyPatch (PUT /project/retry-policy)", () => {
     [{ retryJitter: "true" }, "retryJitter must be true or false"],
     [{ retryJitter: null }, "retryJitter must be true or false"],
     [{ retryOn: "all" }, "retryOn must be one of network_only, 5xx_and_network, non_2xx"],
-    // first bad field in SPEC's field order
+    // first bad field in the documented field order
     [{ retryOn: "bad", retryMaxAttempts: 0 }, "retryMaxAttempts must be an integer from 1 to 2147483647"]
   ]
   it.each(rows)("%j", (patch, expected) => {

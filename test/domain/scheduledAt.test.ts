@@ -1,4 +1,4 @@
-// The date language of svc-scheduled-at, as tables: value, now, expected result or message.
+// The date language of ttr-scheduled-at, as tables: value, now, expected result or message.
 import { describe, expect, it } from "vitest"
 import { isPast, MAX_DATE_MS, MIN_DATE_MS, parseDateValue, parseIsoDate, truncateToSecond } from "../../src/domain/scheduledAt.ts"
 
@@ -132,7 +132,7 @@ describe("parseDateValue: errors (SPEC /schedule checks)", () => {
     ["2026-12-01T10:00:00UTC", "Invalid date: 2026-12-01T10:00:00UTC"],
     ["2026-12-01T10:00:00Z[Europe/Paris]", "Invalid date: 2026-12-01T10:00:00Z[Europe/Paris]"],
     ["0000-01-01T00:00:00+01:00", "Invalid date: 0000-01-01T00:00:00+01:00"],
-    // PostgreSQL has no year 0: UTC years 0001–9999 only (DECISIONS "Faults")
+    // PostgreSQL has no year 0: UTC years 0001–9999 only (docs/dates.md "The base")
     ["0000-01-01", "Invalid date: 0000-01-01"],
     ["0000-12-31T23:59:59.999Z", "Invalid date: 0000-12-31T23:59:59.999Z"],
     ["0001-01-01T00:30:00+01:00", "Invalid date: 0001-01-01T00:30:00+01:00"],

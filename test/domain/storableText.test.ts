@@ -1,5 +1,6 @@
-// Text PostgreSQL can store (DECISIONS "Faults"): NUL and unpaired UTF-16 surrogates are found and
-// named; everything else (Latin-1 decoded bytes, astral characters, U+FFFD) passes.
+// Text PostgreSQL can store (docs/errors.md "Text the database cannot store"): NUL and unpaired UTF-16
+// surrogates are found and named; everything else (Latin-1 decoded bytes, astral characters, U+FFFD)
+// passes.
 import { describe, expect, it } from "vitest"
 import { unstorableHeader } from "../../src/api/scheduleRequest.ts"
 import { unstorableCharacter, unstorableMessage } from "../../src/domain/storableText.ts"

@@ -1,4 +1,4 @@
-// Tag policies as tables: the shape of POST/PUT bodies (empty 400), SPEC's validation messages and
+// Tag policies as tables: the shape of POST/PUT bodies (empty 400), the documented validation messages and
 // their order, create versus update (PUT merges, then validates the result), null handling and
 // defaults, the view, and what a policy means for delivery (retry opinion, gating, timeout).
 import { describe, expect, it } from "vitest"

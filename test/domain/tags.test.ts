@@ -1,4 +1,4 @@
-// Tags rules of svc-tags, as a table: header value → tags or the first error message.
+// Tags rules of ttr-tags, as a table: header value → tags or the first error message.
 import { describe, expect, it } from "vitest"
 import { isValidTag, parseTagsHeader } from "../../src/domain/tags.ts"
 

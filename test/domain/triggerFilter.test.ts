@@ -1,6 +1,6 @@
-// The trigger filter of GET /jobs and the bulk actions (DECISIONS "Bulk actions") as a pure decoder:
-// each field's rule and message in both forms (query text, JSON values), the order of the checks,
-// the half-open range, and the JSON an action shows of it.
+// The trigger filter of GET /jobs and the bulk actions (docs/bulk-actions.md "The filter") as a pure
+// decoder: each field's rule and message in both forms (query text, JSON values), the order of the
+// checks, the half-open range, and the JSON an action shows of it.
 import { describe, expect, it } from "vitest"
 import { decodeFilterObject, decodeTriggerFilter, filterJson, isEmptyFilter } from "../../src/domain/triggerFilter.ts"
 
@@ -26,7 +26,7 @@ describe("decodeTriggerFilter: each field, JSON and query forms", () => {
     [{ deadLetter: true }, "query", "deadLetter must be true or false"],
     [{ deadLetter: "yes" }, "query", "deadLetter must be true or false"],
     [{ scheduledFrom: FROM, scheduledTo: TO }, "json", { scheduledFromMs: Date.parse(FROM), scheduledToMs: Date.parse(TO) }],
-    // no offset: UTC; a date alone is midnight UTC (DECISIONS "Time")
+    // no offset: UTC; a date alone is midnight UTC (docs/bulk-actions.md "The filter")
     [{ scheduledFrom: "2030-01-01" }, "query", { scheduledFromMs: Date.parse(FROM) }],
     [{ scheduledTo: "2030-01-01T01:00:00+01:00" }, "query", { scheduledToMs: Date.parse(FROM) }],
     [{ scheduledFrom: "tomorrow" }, "query", "Invalid date: tomorrow"],

@@ -1,11 +1,12 @@
-// A bulk action survives the node running it (issue 25: "a crash of the node mid-action with the
-// action completed by calling again"): a real `npm start` child redrives 2,000 dead letters in chunks
-// of 500; a claim-like row lock held by the test stops the last chunk half-way, so the node is killed
-// with SIGKILL in the middle of the action (1,500 of 2,000 done, a chunk's transaction open). A second
-// start on the same database, called again with the same body, answers the same action (or, if its
-// worker was quicker, a new one that finds nothing left to redrive) and completes it: every dead letter
-// is replayed exactly once by the action (one succeeded `retry` execution each), whichever node queued
-// it, and the replays queued by the dead node are sent by crash recovery.
+// A bulk action survives the node running it (docs/bulk-actions.md "Large sets, crashes and calling
+// again": a crash of the node mid-action, the action completed by calling again): a real `npm start`
+// child redrives 2,000 dead letters in chunks of 500; a claim-like row lock held by the test stops the
+// last chunk half-way, so the node is killed with SIGKILL in the middle of the action (1,500 of 2,000
+// done, a chunk's transaction open). A second start on the same database, called again with the same
+// body, answers the same action (or, if its worker was quicker, a new one that finds nothing left to
+// redrive) and completes it: every dead letter is replayed exactly once by the action (one succeeded
+// `retry` execution each), whichever node queued it, and the replays queued by the dead node are sent
+// by crash recovery.
 import { PgClient } from "@effect/sql-pg"
 import { Deferred, Effect, Exit, ManagedRuntime, Redacted, Scope } from "effect"
 import { SqlClient } from "effect/sql"

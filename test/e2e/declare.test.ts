@@ -1,9 +1,9 @@
-// /declare and /bulk end to end over HTTPS against a local recording target (SPEC "Body encoding
-// (items)", "Item headers rules", "POST /declare" rules 3 and 5, "Recurring behaviour" 6): what the
-// target receives for each row of the body table and each header rule, the hop-by-hop headers that
-// make every attempt fail (recorded as `invalid_request`, nothing sent), and the timing a
-// /declare or /bulk write must keep — a trigger moved near wakes its shard, a cancelled one never
-// fires, a declared generator runs within about 5 s. Waiting is a bounded poll, never a long sleep.
+// /declare and /bulk end to end over HTTPS against a local recording target (docs/declare-and-bulk.md
+// "The body", "Headers", "What the call does"; docs/cron.md "How instances are made"): what the target
+// receives for each row of the body table and each header rule, the hop-by-hop headers that make every
+// attempt fail (recorded as `invalid_request`, nothing sent), and the timing a /declare or /bulk write
+// must keep — a trigger moved near wakes its shard, a cancelled one never fires, a declared generator
+// runs within about 5 s. Waiting is a bounded poll, never a long sleep.
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { bulked, declared, entryLines } from "../support/items.ts"

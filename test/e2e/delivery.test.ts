@@ -1,8 +1,8 @@
 // End to end over HTTPS against the real service and a local recording target on 127.0.0.1
-// (SPEC "What the service does", "/schedule" other request parts, "Events", "Retry policies",
-// "Logs and replay"; DECISIONS "What /schedule stores", "Executions"): what the target receives,
-// firing time, reschedule and cancel, retries and dead letters, replay, and project scoping.
-// Waiting is always a bounded poll of the recorder or the log endpoints, never a fixed long sleep.
+// (docs/scheduling.md "What is stored and sent"; docs/retries.md; docs/reading.md "An execution",
+// "Replay"): what the target receives, firing time, reschedule and cancel, retries and dead letters,
+// replay, and project scoping. Waiting is always a bounded poll of the recorder or the log endpoints,
+// never a fixed long sleep.
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
@@ -24,7 +24,7 @@ const project = (monthlyQuota?: number) =>
         server.call(options.method ?? "POST", "/schedule", { headers: withAuth(headers), ...(options.body === undefined ? {} : { body: options.body }) }),
         (response) => {
           assert.strictEqual(response.status, 200, response.text)
-          // HEAD /schedule answers without a body (SPEC "/schedule" rule 11)
+          // HEAD /schedule answers without a body (docs/scheduling.md "The answer")
           if (options.method === "HEAD") return { triggerId: "", scheduledAt: "", operation: "" }
           return response.json() as { triggerId: string; scheduledAt: string; operation: string }
         }

@@ -1,13 +1,13 @@
-// Encryption at rest (DECISIONS "Tracing and encryption at rest"): with ENCRYPTION_KEYS set, the
-// headers and bodies /schedule, /declare, /bulk and generators' instances store are sealed (the rows
-// in PostgreSQL hold neither a credential nor the body text), and everything that reads them gets
-// them back: delivery (at its time, and a replay), GET /jobs and GET /jobs/{id}, the dashboard's
-// calls, and /declare's diff (an unchanged item stays `unchanged`). The headers a bulk replay adds
-// are sealed too, in both tables that hold them (bulk_actions.replay, replay_overrides), and the same
-// replay called again while it runs is still the same action. Then, on one database: rows written
-// plain and with an older key are re-sealed by `keys rotate-encryption` (the CLI, as an operator runs
-// it), the service runs with the new key alone, and a start with a key missing for stored rows is
-// refused with one clear line, in-process and as `npm start`.
+// Encryption at rest (docs/encryption.md): with ENCRYPTION_KEYS set, the headers and bodies /schedule,
+// /declare, /bulk and generators' instances store are sealed (the rows in PostgreSQL hold neither a
+// credential nor the body text), and everything that reads them gets them back: delivery (at its time,
+// and a replay), GET /jobs and GET /jobs/{id}, the dashboard's calls, and /declare's diff (an unchanged
+// item stays `unchanged`). The headers a bulk replay adds are sealed too, in both tables that hold them
+// (bulk_actions.replay, replay_overrides), and the same replay called again while it runs is still the
+// same action. Then, on one database: rows written plain and with an older key are re-sealed by `keys
+// rotate-encryption` (the CLI, as an operator runs it), the service runs with the new key alone, and a
+// start with a key missing for stored rows is refused with one clear line, in-process and as `npm
+// start`.
 import { assert, describe, it, layer } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer, type Scope } from "effect"
 import { SqlClient } from "effect/sql"

@@ -1,10 +1,10 @@
-// Backpressure from the target end to end (DECISIONS "Backpressure from the target"; issue 22 goal
-// 4), against the real service and a local target that answers from a script: a 429 or 503 of a
-// trigger with a tag that has a policy holds every trigger of the tag until the Retry-After time
-// (they wait `queued`, the policy view shows heldUntil, /metrics counts the hold), then they go;
-// the refused trigger's retry waits at least as long, with a tag or without; without Retry-After
-// the hold is 1 s, doubled by a refusal within a minute, back to 1 s after a 2xx; a Retry-After of
-// two hours holds one hour; an HTTP date is read; other tags and untagged triggers never wait.
+// Backpressure from the target end to end (docs/tag-policies.md "Backpressure from the target"),
+// against the real service and a local target that answers from a script: a 429 or 503 of a trigger
+// with a tag that has a policy holds every trigger of the tag until the Retry-After time (they wait
+// `queued`, the policy view shows heldUntil, /metrics counts the hold), then they go; the refused
+// trigger's retry waits at least as long, with a tag or without; without Retry-After the hold is 1 s,
+// doubled by a refusal within a minute, back to 1 s after a 2xx; a Retry-After of two hours holds one
+// hour; an HTTP date is read; other tags and untagged triggers never wait.
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { request } from "undici"

@@ -1,9 +1,9 @@
-// Tag gates end to end (SPEC "Tag policy", "Retry policies" 1–3 and 9; DECISIONS "Tag policies"):
-// the real service over HTTPS with a target that counts the requests it holds at once and stamps
-// every start. maxConcurrent 1 and 2 are never exceeded; throughput {"1s": 1} and {"5s": 1} space
-// the starts; {"1m": 0} holds a trigger queued and unsent until a PUT or a DELETE releases it, and a
-// PUT pausing a tag answers once the node's lease applied it; the shortest requestTimeoutSeconds of
-// a trigger's tags bounds its attempt; tag retry rules merge.
+// Tag gates end to end (docs/tag-policies.md; docs/retries.md "Which policy applies", "Timeouts"): the
+// real service over HTTPS with a target that counts the requests it holds at once and stamps every
+// start. maxConcurrent 1 and 2 are never exceeded; throughput {"1s": 1} and {"5s": 1} space the starts;
+// {"1m": 0} holds a trigger queued and unsent until a PUT or a DELETE releases it, and a PUT pausing a
+// tag answers once the node's lease applied it; the shortest requestTimeoutSeconds of a trigger's tags
+// bounds its attempt; tag retry rules merge.
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import type { Scope } from "effect"

@@ -1,5 +1,5 @@
-// Tag gates across three real `npm start` processes on one database (issue 22 goals 1–4; DECISIONS
-// "Tag policies", "Backpressure from the target"): each node admits in memory from its lease of
+// Tag gates across three real `npm start` processes on one database (docs/tag-policies.md "How the
+// limits hold across nodes", "Backpressure from the target"): each node admits in memory from its lease of
 // the gate's budget, and a target counting the requests it holds at once (a request whose
 // connection closes counts as ended) and stamping every start sees the limits held for the cluster:
 // - maxConcurrent and throughput hold with triggers fired on every node;

@@ -1,6 +1,6 @@
 // Recurring triggers end to end over HTTPS against the real service and a local recording target on
-// 127.0.0.1 (SPEC "Recurring behaviour", "DELETE /cancel", "Limits" recurring resolution; DECISIONS
-// "Other endpoints" health): a 5-second cron delivers on its beat, a cancel stops it, a cancelled
+// 127.0.0.1 (docs/cron.md "How instances are made"; docs/scheduling.md "DELETE /cancel";
+// docs/reading.md "GET /health"): a 5-second cron delivers on its beat, a cancel stops it, a cancelled
 // upcoming instance is replaced for the same time by the materializer, and /health reports the
 // materializer loop. Waiting is a bounded poll; the only fixed wait is the "nothing more arrives"
 // window after a cancel, which has to be longer than one period.

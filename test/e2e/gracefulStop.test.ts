@@ -1,10 +1,10 @@
-// A graceful stop causes no duplicate (issue "Safe under faults", DECISIONS "Faults"): two real
-// `npm start` nodes share one database and deliver to a target that takes 2 s to answer; one node is
-// stopped with SIGTERM while it holds requests in flight. It stops claiming and hands its shards to
-// the other node at once, but stays present until it has received and recorded every answer, so
-// the other node never sends its in-flight requests again: each trigger arrives exactly once. And a
-// stop while triggers come due every few milliseconds abandons none (issue "Bounded by construction"
-// point 3): what the stopping node fired it sends, what it did not it gives back at once.
+// A graceful stop causes no duplicate (docs/cluster.md "On stop"): two real `npm start` nodes share one
+// database and deliver to a target that takes 2 s to answer; one node is stopped with SIGTERM while it
+// holds requests in flight. It stops claiming and hands its shards to the other node at once, but stays
+// present until it has received and recorded every answer, so the other node never sends its in-flight
+// requests again: each trigger arrives exactly once. And a stop while triggers come due every few
+// milliseconds abandons none (docs/internals.md "The delivery engine", faults): what the stopping node
+// fired it sends, what it did not it gives back at once.
 import { Effect, Exit, Scope } from "effect"
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"

@@ -1,4 +1,4 @@
-// Signed deliveries end to end (DECISIONS "What a target sees beyond the stored request"): the target
+// Signed deliveries end to end (docs/signatures.md): the target
 // verifies what it receives with the `standardwebhooks` package, as docs/signatures.md tells it to,
 // with the project's secret as `project secret show` prints it: a body of raw bytes, no body, a
 // retry (webhook-id stable across attempts), a rotation (both secrets sign, new first; the old one

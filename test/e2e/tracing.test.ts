@@ -1,13 +1,12 @@
-// Tracing through the delay (DECISIONS "Tracing and encryption at rest"), against a local OTLP/HTTP
-// receiver (test/support/otlpReceiver.ts) whose spans are decoded and checked: every API call has a
-// server span continuing the caller's `traceparent`; the trigger keeps that call's trace context
-// (its server span, and the caller's `tracestate`); each delivery attempt is a client span, child of
-// it, with the target host and port, the attempt number, the lateness and the status or error kind;
-// the recording of its outcome is a child of the attempt; the target receives the attempt's
-// `traceparent` and the stored `tracestate`. /declare and /bulk store their call's context; a
-// generator's instances start traces of their own, linked to the call that made the generator.
-// Tracing off (no endpoint): no context stored, a `traceparent` sent to /schedule is forwarded as
-// any stored header.
+// Tracing through the delay (docs/tracing.md), against a local OTLP/HTTP receiver
+// (test/support/otlpReceiver.ts) whose spans are decoded and checked: every API call has a server span
+// continuing the caller's `traceparent`; the trigger keeps that call's trace context (its server span,
+// and the caller's `tracestate`); each delivery attempt is a client span, child of it, with the target
+// host and port, the attempt number, the lateness and the status or error kind; the recording of its
+// outcome is a child of the attempt; the target receives the attempt's `traceparent` and the stored
+// `tracestate`. /declare and /bulk store their call's context; a generator's instances start traces of
+// their own, linked to the call that made the generator. Tracing off (no endpoint): no context stored,
+// a `traceparent` sent to /schedule is forwarded as any stored header.
 import { assert, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"

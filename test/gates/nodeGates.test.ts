@@ -1,8 +1,8 @@
-// A node's gates in memory (gates/nodeGates.ts; issue 22): triggers start in arrival order as far as
-// every gate they carry admits them; one blocked by a full gate does not hold back those behind it
-// without that gate; a ticket gives its permit back with the outcome; what waits at a paused or held
-// gate is handed out for release at once, what waits longer than RELEASE_AFTER_MS too (but not what
-// was taken from PostgreSQL, which reads `queued` already); a stopping node releases everything.
+// A node's gates in memory (gates/nodeGates.ts): triggers start in arrival order as far as every gate
+// they carry admits them; one blocked by a full gate does not hold back those behind it without that
+// gate; a ticket gives its permit back with the outcome; what waits at a paused or held gate is handed
+// out for release at once, what waits longer than RELEASE_AFTER_MS too (but not what was taken from
+// PostgreSQL, which reads `queued` already); a stopping node releases everything.
 import { describe, expect, it } from "vitest"
 import { policyLimits } from "../../src/domain/gate.ts"
 import { GateBook } from "../../src/domain/gateBook.ts"

@@ -26,7 +26,7 @@ describe("makeGroupCommit", () => {
         exits.map((exit) => (Exit.isSuccess(exit) ? exit.value : "failed")),
         ["A1", "B1", "A2", "failed", "B2", "A3", "failed"]
       )
-      // group x fails as a whole, then (bisection, issue 10) each of its inputs alone
+      // group x fails as a whole, then (bisection) each of its inputs alone
       assert.deepStrictEqual([...runs].sort(), [["a1", "a2", "a3"], ["b1", "b2"], ["x1"], ["x1", "x2"], ["x2"]])
     }).pipe(Effect.scoped))
 

@@ -1,6 +1,6 @@
-// Group commit isolates a failing input (issue 10, item 3): a failed run of several inputs is settled
-// again in halves until the input that fails by itself, so its neighbours succeed; a failure that
-// concerns the whole group (transient, e.g. the database unreachable) or an interruption is not split.
+// Group commit isolates a failing input: a failed run of several inputs is settled again in halves
+// until the input that fails by itself, so its neighbours succeed; a failure that concerns the whole
+// group (transient, e.g. the database unreachable) or an interruption is not split.
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit } from "effect"
 import { isTransientFailure, makeGroupCommit } from "../../src/lib/groupCommit.ts"

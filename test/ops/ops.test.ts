@@ -1,4 +1,5 @@
-// The operators' listener (issue 13, part 3): plain HTTP, no credentials, only on the ops port.
+// The operators' listener (docs/operations.md "Operator endpoints and metrics"): plain HTTP, no
+// credentials, only on the ops port.
 // First the whole service: /livez, /readyz and /metrics scraped and parsed after real deliveries
 // (created, outcomes by error kind and status class, lateness and duration histograms, gauges,
 // Node's event-loop delay), with bounded labels only. Then the listener alone with heartbeats the

@@ -1,9 +1,9 @@
-// Retention under TestClock on a real database (issue 13, part 4): which triggers a sweep deletes
-// (finished ones that last changed before the cutoff, with their executions; a cancelled generator
-// only without live instances) and which it keeps; that it deletes in batches with a pause between
-// them, a sweep every interval; that a node finding the lock taken skips its turn; RETENTION_DAYS=0;
-// and that expired previous signing secrets are forgotten. The loop's pauses are TestClock sleeps, so
-// the tests move the clock and await the loop's own reports instead of waiting.
+// Retention under TestClock on a real database (docs/operations.md "Retention"): which triggers a sweep
+// deletes (finished ones that last changed before the cutoff, with their executions; a cancelled
+// generator only without live instances) and which it keeps; that it deletes in batches with a pause
+// between them, a sweep every interval; that a node finding the lock taken skips its turn;
+// RETENTION_DAYS=0; and that expired previous signing secrets are forgotten. The loop's pauses are
+// TestClock sleeps, so the tests move the clock and await the loop's own reports instead of waiting.
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Fiber, Queue } from "effect"
 import { SqlClient } from "effect/sql"

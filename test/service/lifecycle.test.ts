@@ -68,7 +68,7 @@ describe("npm start on an embedded DATA_DIR", () => {
       services.push(first)
       assert.isTrue(fs.existsSync(path.join(dataDir, "pg", "PG_VERSION")))
       assert.strictEqual(postgresProcessesOf(dataDir).length, 1)
-      // a newcomer is told where the dashboard is and the one command for each missing thing (issue 24)
+      // a newcomer is told where the dashboard is and the one command for each missing thing
       await waitUntil(() => first.output().includes("admin create"), 10_000, "the next steps")
       assert.deepStrictEqual(nextSteps(first.output()), [
         `dashboard: https://127.0.0.1:${first.port}/dashboard/ (the certificate is self-signed unless TLS_CERT_FILE is set: the browser asks to trust it once)`,

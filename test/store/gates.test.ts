@@ -1,9 +1,9 @@
-// Triggers waiting for a tag gate in PostgreSQL (store/gates.ts; issue 22): a release from a node's
-// memory is a compare-and-set — a fired trigger still as it was fetched, or one this node took —
-// making it `queued`, claimed by no node, its attempt not counted, with a gate row per tag; takes
-// bring the oldest into one node's memory (claimed by it, still `queued`), never the same ones to two
-// nodes; a start marks a taken one `running`; and an outcome recorded before that start committed is
-// still recorded (executions.ts accepts a trigger queued under the recording node).
+// Triggers waiting for a tag gate in PostgreSQL (store/gates.ts): a release from a node's memory is a
+// compare-and-set — a fired trigger still as it was fetched, or one this node took — making it
+// `queued`, claimed by no node, its attempt not counted, with a gate row per tag; takes bring the
+// oldest into one node's memory (claimed by it, still `queued`), never the same ones to two nodes; a
+// start marks a taken one `running`; and an outcome recorded before that start committed is still
+// recorded (executions.ts accepts a trigger queued under the recording node).
 import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"

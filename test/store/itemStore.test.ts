@@ -1,7 +1,7 @@
 // The store of /declare and /bulk on a real database: which triggers each read returns (statuses,
 // held-back versus claimed queued triggers, generators' instances, other projects), the
 // compare-and-set writes (a status that moved is left alone), the custom-key indexes of migration 3
-// (SPEC "/declare" rule 9), and the apply step of commands/itemWrites.ts when a trigger was claimed
+// (docs/internals.md "/declare and /bulk"), and the apply step of commands/itemWrites.ts when a trigger was claimed
 // between the read and the write (/declare carries on, /bulk stops).
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"

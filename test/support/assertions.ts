@@ -1,4 +1,4 @@
-// Assertions on the spec's error responses (SPEC "Errors"): `null` means the empty-body form.
+// Assertions on the API's error responses (docs/errors.md): `null` means the empty-body form.
 import { assert } from "@effect/vitest"
 import type { TestResponse } from "./server.ts"
 

@@ -1,5 +1,5 @@
-// Arbitrary requests to the endpoint families beyond /schedule, /cancel and the log reads (issue 20,
-// item 5), each with inputs shaped to it (fuzzShapes.ts: deep and wide JSON, huge arrays and strings,
+// Arbitrary requests to the endpoint families beyond /schedule, /cancel and the log reads
+// (RELIABILITY.md "Fuzzing"), each with inputs shaped to it (fuzzShapes.ts: deep and wide JSON, huge arrays and strings,
 // control characters, wrong types, many headers): /declare, /bulk, /tag-policies, /target-policies
 // and /targets, replay, /mcp
 // (JSON-RPC messages, tools with any arguments, any protocol version or session id), the dashboard's

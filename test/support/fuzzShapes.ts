@@ -1,10 +1,10 @@
-// Hostile shapes for the fuzzed JSON bodies and headers (issue 20, item 5): deep JSON (arrays and
-// objects nested up to 200,000 levels), wide JSON (objects of up to 50,000 keys, arrays of up to
+// Hostile shapes for the fuzzed JSON bodies and headers (RELIABILITY.md "Fuzzing"): deep JSON (arrays
+// and objects nested up to 200,000 levels), wide JSON (objects of up to 50,000 keys, arrays of up to
 // 200,000 elements), huge strings (up to 12 MB escaped, of control characters, quotes, emoji or lone
-// surrogates), control characters in short strings, values of the wrong type, and many headers.
-// Big shapes are rare by weight, so a long run sends some of them without spending all its time on
-// them. Every string that parses as an http(s) URL to a host other than 127.0.0.1 is replaced by the
-// safe target (`confine`), so that nothing a fuzzed body makes deliverable leaves the machine.
+// surrogates), control characters in short strings, values of the wrong type, and many headers. Big
+// shapes are rare by weight, so a long run sends some of them without spending all its time on them.
+// Every string that parses as an http(s) URL to a host other than 127.0.0.1 is replaced by the safe
+// target (`confine`), so that nothing a fuzzed body makes deliverable leaves the machine.
 import fc from "fast-check"
 
 /** The only target host a fuzzed request may name: the discard port on loopback (refused at once). */

@@ -1,6 +1,6 @@
 // Public API of the cron domain: parse a `cron(<expression>[, <time zone>])` value into a schedule
-// and compute its next fire instant. Pure: no I/O, no clock. See SPEC "Cron value grammar" and
-// DECISIONS "Where SPEC.md says may" for the rules; the modules next to this one implement them.
+// and compute its next fire instant. Pure: no I/O, no clock. See docs/cron.md ("The value", "Time
+// zones and clock changes") for the rules; the modules next to this one implement them.
 
 import { FIRST_YEAR, LAST_YEAR, nextFire, SEARCH_YEARS } from "./next.ts"
 import { parseExpression } from "./parse.ts"

@@ -1,4 +1,4 @@
-// Next fire instant of a compiled expression in a time zone, with SPEC's clock-change rules.
+// Next fire instant of a compiled expression in a time zone, with the clock-change rules of docs/cron.md.
 //
 // Time is cut into segments of constant UTC offset (between two transitions). Inside a segment the
 // wall clock is instant + offset, so the wall-clock matcher answers directly. Across segments:
@@ -6,10 +6,10 @@
 //   occurs; a repeated wall time occurs twice and both passes run (each segment is searched over
 //   its own wall-clock range).
 // - any other hour field: runs follow the wall clock. The first matching wall time inside a
-//   spring-forward gap runs at (that time + gap), the other skipped times do not run; a repeated
-//   wall time runs only in its first pass (after a fall-back the search resumes at the wall time
-//   the clock had reached). A skipped time still runs when asked from inside the shift window
-//   (DECISIONS: created at 03:15 for a skipped 02:30 -> 03:30 the same day).
+//   spring-forward gap runs at (that time + gap), the other skipped times do not run; a repeated wall
+//   time runs only in its first pass (after a fall-back the search resumes at the wall time the clock
+//   had reached). A skipped time still runs when asked from inside the shift window (docs/cron.md "Time
+//   zones and clock changes": created at 03:15 for a skipped 02:30 -> 03:30 the same day).
 
 import { MS_PER_DAY, MS_PER_SECOND, yearOf, yearStartMs } from "./calendar.ts"
 import { nextLocalMatch } from "./match.ts"

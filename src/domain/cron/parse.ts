@@ -90,8 +90,8 @@ const MONTH_NAMES = ["", "JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG",
 const longestOf = (months: ReadonlyArray<number>): number => Math.max(...months.map(maxDaysInMonth))
 
 /**
- * A day of month that none of the listed months has is rejected (DECISIONS). With `H` in either
- * field the check assumes the least favourable pick, so acceptance never depends on the seed.
+ * A day of month that none of the listed months has is rejected (docs/cron.md "The value"). With `H` in
+ * either field the check assumes the least favourable pick, so acceptance never depends on the seed.
  */
 const checkDaysExist = (dom: FieldValues, month: FieldValues): void => {
   if (dom.unrestricted) return

@@ -12,7 +12,7 @@
 
 import { resolveTimeZoneName } from "./zone.ts"
 
-/** SPEC rule 1: exactly `cron(` ... `)`. Anything else is a date value. */
+/** docs/cron.md "The value": exactly `cron(` ... `)`. Anything else is a date value. */
 export const isCronValue = (value: string): boolean =>
   value.length >= 6 && value.startsWith("cron(") && value.endsWith(")")
 

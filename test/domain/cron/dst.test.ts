@@ -1,6 +1,6 @@
-// Clock changes (SPEC "Cron value grammar", last rule; DECISIONS on skipped times): specific-hour
-// fields follow the wall clock (first skipped time runs one gap later, a repeated hour runs once in
-// its first pass); every-hour fields follow elapsed time (nothing in a skipped hour, both passes).
+// Clock changes (docs/cron.md "Time zones and clock changes"): specific-hour fields follow the wall
+// clock (first skipped time runs one gap later, a repeated hour runs once in its first pass);
+// every-hour fields follow elapsed time (nothing in a skipped hour, both passes).
 //
 // 2025 transitions used below (local wall clock):
 //   America/New_York    Mar 9  02:00 EST -> 03:00 EDT (07:00Z)   Nov 2  02:00 EDT -> 01:00 EST (06:00Z)

@@ -1,4 +1,4 @@
-// SPEC's clock-change rules checked against a slow, independent reference: walk every minute
+// The clock-change rules of docs/cron.md checked against a slow, independent reference: walk every minute
 // around real transitions, read the wall clock from Intl, and apply the rules literally:
 //   every-hour field (all 24 hours): a minute fires when its wall time matches (both passes of a
 //     repeated hour, nothing in a skipped one);

@@ -1,6 +1,6 @@
-// Cron value grammar (SPEC "Cron value grammar", DECISIONS "Where SPEC.md says may") as tables:
-// accepted values with their next fire times from a fixed start, rejected values with their exact
-// 400 message, the wrapper and time-zone split, H stability, and the stored expression/zone.
+// Cron value grammar (docs/cron.md "The value") as tables: accepted values with their next fire times
+// from a fixed start, rejected values with their exact 400 message, the wrapper and time-zone split, H
+// stability, and the stored expression/zone.
 import { describe, expect, it } from "vitest"
 import {
   expressionAndZone,

@@ -2,15 +2,15 @@
 // zones and start instants: both must accept or reject the same expressions, and give the same
 // next 5 fire times.
 //
-// Left out, because SPEC/DECISIONS differ from cron-parser (each checked against cron-parser's output):
+// Left out, because docs/cron.md differs from cron-parser (each checked against cron-parser's output):
 // 1. Clock changes: a case is not compared when its start or any fire time (ours or cron-parser's)
 //    lies within 26 hours of a UTC-offset change of the zone. There cron-parser
 //    a. runs every wall time a spring-forward skips, each shifted by the gap (`0 */15 2 * * *` in
-//       New York on 2025-03-09: 03:00, 03:15, 03:30, 03:45). SPEC: only the first skipped time runs.
+//       New York on 2025-03-09: 03:00, 03:15, 03:30, 03:45). Ours: only the first skipped time runs.
 //    b. does not run a skipped time when asked between it and its shifted time (`0 30 2 * * *` in
-//       New York from 03:15 EDT on 2025-03-09 gives 2025-03-10 02:30). DECISIONS: 03:30 that day.
+//       New York from 03:15 EDT on 2025-03-09 gives 2025-03-10 02:30). Ours: 03:30 that day.
 //    c. asked inside the second pass of a repeated hour, runs a specific-hour field again in that
-//       pass (`*/30 1 * * *` in New York from 01:10 EST on 2025-11-02 gives 01:30 EST). SPEC: a
+//       pass (`*/30 1 * * *` in New York from 01:10 EST on 2025-11-02 gives 01:30 EST). Ours: a
 //       repeated hour runs once, in its first pass.
 //    d. with 30-minute changes (Australia/Lord_Howe) skips wall times that exist (02:30 on the
 //       spring-forward day), skips the second pass for every-hour fields, and sometimes throws
@@ -18,11 +18,11 @@
 //       dstReference.test.ts cover it).
 // 2. A day of month written as a single value that none of the listed months has while other
 //    listed days exist (`0 0 9,31 6 *`, or `31` in November with a restricted day of week):
-//    cron-parser accepts it, DECISIONS rejects it. The generator knows when it wrote one; for those
+//    cron-parser accepts it, we reject it. The generator knows when it wrote one; for those
 //    cases the test asserts our rejection message instead of comparing.
 // 3. Not generated here, covered by grammar.test.ts: `5L` in the day of month (cron-parser rejects
-//    it, SPEC: same as L), `H` (cron-parser hashes with its own PRNG), fewer than 5 fields
-//    (cron-parser fills them in, DECISIONS rejects), aliases and the cron(...) wrapper.
+//    it, ours: same as L), `H` (cron-parser hashes with its own PRNG), fewer than 5 fields
+//    (cron-parser fills them in, we reject them), aliases and the cron(...) wrapper.
 import { CronExpressionParser } from "cron-parser"
 import { describe, expect, it } from "vitest"
 import { nextFireAfter, parseCronValue } from "../../../src/domain/cron/index.ts"
@@ -102,7 +102,7 @@ const generator = (random: () => number) => {
     const dow = field("dow", 0, 7)
     const texts = [minute.text, hour.text, dom.text, month.text, dow.text]
     if (second !== null) texts.unshift(second.text)
-    // DECISIONS: a written day that no listed month has is rejected
+    // docs/cron.md "The value": a written day that no listed month has is rejected
     const longest = Math.max(...month.values.map((m) => MONTH_LENGTH[m]))
     const domRestricted = dom.text !== "*" && dom.text !== "?"
     const missingDay = domRestricted && (dom.singles.some((d) => d > longest) || (!dom.last && dom.values.every((d) => d > longest)))
