@@ -15,6 +15,7 @@ import { HttpServer } from "effect/http"
 import { loadTls } from "./api/tls.ts"
 import { ConfigError, loadConfig } from "./config.ts"
 import { startupGuidance } from "./commands/firstSteps.ts"
+import { tracingStartLine } from "./ops/tracing.ts"
 import { loggingLayer, ServiceLive } from "./service.ts"
 import { startupFailureLine } from "./startupFailure.ts"
 
@@ -65,6 +66,9 @@ const announce = Layer.effectDiscard(Effect.gen(function*() {
   yield* Effect.log(`timewheel listening on https://${config.host}:${port}`).pipe(
     Effect.annotateLogs({ event: "start", host: config.host, port })
   )
+  if (config.tracing !== null) {
+    yield* Effect.log(tracingStartLine(config.tracing)).pipe(Effect.annotateLogs({ event: "tracing" }))
+  }
   const guidance = yield* startupGuidance(config.host, port).pipe(Effect.orElseSucceed((): ReadonlyArray<string> => []))
   for (const line of guidance) yield* Effect.log(line).pipe(Effect.annotateLogs({ event: "next_step" }))
   yield* Effect.addFinalizer(() =>

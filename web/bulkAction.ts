@@ -1,6 +1,6 @@
 // "Select all that match this filter" (docs/bulk-actions.md), for the triggers and dead-letters pages: how many
 // triggers the page's filter matches (a dry run of POST /actions), then, once selected, a cancel or
-// a dead-letter replay of all of them behind a confirmation naming the count and the action, then the
+// a dead-letter replay of all of them (a cancel only under a filter) behind a confirmation naming the count and the action, then the
 // action's progress (GET /actions/{id}, every half second) until it ends. A replay may send its
 // attempts to another URL. The API's messages are shown as they are.
 import "./bulkAction.css"
@@ -65,6 +65,8 @@ export const SelectAllMatching = ({ filter, actions, onDone, describe = (n) => `
   describe?: (count: number) => string
 }) => {
   const key = JSON.stringify(filter)
+  /** A cancel takes a filter (docs/bulk-actions.md): without one it is not offered. */
+  const offered = actions.filter((kind) => kind !== "cancel" || Object.keys(filter).length > 0)
   /** Counted again after each action. */
   const [generation, setGeneration] = useState(0)
   const [count, setCount] = useState<number | undefined>(undefined)
@@ -78,9 +80,11 @@ export const SelectAllMatching = ({ filter, actions, onDone, describe = (n) => `
     setSelected(false)
     setConfirming(undefined)
     setCount(undefined)
-    // the size of the set, whatever the action: a replay's dry run takes every filter, the empty one too
-    api<{ matched: number }>("POST", "/actions", { action: "replay", filter, dryRun: true })
-      .then((r) => setCount(r.matched), (e) => setError(messageOf(e)))
+    // the size of the set, whatever the action: a replay's dry run takes every filter; the empty one
+    // is every dead letter there (docs/bulk-actions.md), so every trigger is those and the others
+    const parts: ReadonlyArray<Filter> = Object.keys(filter).length === 0 ? [{ deadLetter: true }, { deadLetter: false }] : [filter]
+    Promise.all(parts.map((part) => api<{ matched: number }>("POST", "/actions", { action: "replay", filter: part, dryRun: true })))
+      .then((answers) => setCount(answers.reduce((sum, r) => sum + r.matched, 0)), (e) => setError(messageOf(e)))
   }, [key, generation])
 
   const ended = () => {
@@ -128,8 +132,9 @@ export const SelectAllMatching = ({ filter, actions, onDone, describe = (n) => `
       <span class="bulk-count">${count === undefined ? "Counting…" : describe(count)}</span>
       ${selected
         ? html`<span class="strong">All ${plural(count ?? 0, "matching trigger")} selected.</span>
-            ${actions.map((kind) => html`<button class=${kind === "cancel" ? "danger" : "primary"} disabled=${filter.deadLetter === false && kind === "replay"}
+            ${offered.map((kind) => html`<button class=${kind === "cancel" ? "danger" : "primary"} disabled=${filter.deadLetter === false && kind === "replay"}
               onClick=${() => ask(kind)}>${WORDING[kind].button}</button>`)}
+            ${offered.length < actions.length ? html`<span class="muted small no-cancel">Set a filter to cancel triggers.</span>` : null}
             <button class="link" onClick=${() => { setSelected(false); setConfirming(undefined) }}>Clear selection</button>`
         : html`<button disabled=${count === undefined || count === 0} onClick=${() => setSelected(true)}>
             Select all ${count === undefined ? "" : count.toLocaleString("en")} that match this filter</button>`}

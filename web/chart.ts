@@ -3,9 +3,12 @@
 // given (the overview's 1, 6 or 24 h), whatever the data covers, so every chart of a page shares
 // it; the scale it drew is left on the figure (data-x-min, data-x-max) for the browser test. Times
 // are shown in UTC (timeAxis.ts); stacked bars are drawn from cumulative sums while the legend shows
-// each series' own value; lines show their points too, so a lone bucket is visible.
+// each series' own value; lines show their points too, so a lone bucket is visible. A chart of counts
+// ticks at whole numbers only, and a chart with nothing to show says so ("No data in this range", or
+// its own words; chartScale.ts).
 import { useEffect, useRef } from "preact/hooks"
 import uPlot from "uplot"
+import { COUNT_STEPS, countAxisMax, countLabel, nothingToShow } from "./chartScale.ts"
 import { pointLabel, timeLabel } from "./timeAxis.ts"
 import { html } from "./ui.ts"
 
@@ -29,6 +32,10 @@ export interface ChartProps {
   readonly height?: number
   /** Formats a y value in the axis and the legend. */
   readonly format?: (value: number) => string
+  /** The values are counts: whole-number ticks and labels. */
+  readonly counts?: boolean
+  /** What an empty chart says (default: "No data in this range"). */
+  readonly emptyText?: string
   /** The x axis, in seconds (else the data's extent). */
   readonly range?: { readonly from: number; readonly to: number }
 }
@@ -55,7 +62,8 @@ export const Chart = (props: ChartProps) => {
   const range = useRef(props.range)
   range.current = props.range
   const shape = props.series.map((s) => `${s.label}${s.bars === true}`).join("|") + String(props.stacked)
-  const format = props.format ?? ((v: number) => String(Math.round(v * 100) / 100))
+  const counts = props.counts === true
+  const format = props.format ?? (counts ? countLabel : (v: number) => String(Math.round(v * 100) / 100))
 
   useEffect(() => {
     const element = container.current!
@@ -68,18 +76,19 @@ export const Chart = (props: ChartProps) => {
       cursor: { drag: { x: false, y: false }, points: { show: false } },
       scales: {
         x: { time: true, range: (_u, min, max) => (range.current === undefined ? [min, max] : [range.current.from, range.current.to]) },
-        y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.15 : 1] }
+        y: { range: (_u, _min, max) => [0, counts ? countAxisMax(max) : max > 0 ? max * 1.15 : 1] }
       },
       hooks: {
         setScale: [(u, key) => {
           if (key !== "x") return
-          element.parentElement?.setAttribute("data-x-min", String(u.scales.x!.min))
-          element.parentElement?.setAttribute("data-x-max", String(u.scales.x!.max))
+          element.closest("figure")?.setAttribute("data-x-min", String(u.scales.x!.min))
+          element.closest("figure")?.setAttribute("data-x-max", String(u.scales.x!.max))
         }]
       },
       axes: [
         { stroke: "#667085", grid: { stroke: "#eef0f3" }, ticks: { stroke: "#eef0f3" }, values: (_u, ticks) => ticks.map(timeLabel) },
-        { stroke: "#667085", grid: { stroke: "#eef0f3" }, ticks: { stroke: "#eef0f3" }, size: 60, values: (_u, ticks) => ticks.map(format) }
+        { stroke: "#667085", grid: { stroke: "#eef0f3" }, ticks: { stroke: "#eef0f3" }, size: 60, values: (_u, ticks) => ticks.map(format),
+          ...(counts ? { incrs: COUNT_STEPS } : {}) }
       ],
       series: [
         { value: (_u, v) => (v === null ? "—" : pointLabel(v)) },
@@ -111,5 +120,7 @@ export const Chart = (props: ChartProps) => {
     plot.current?.setData([[...props.t], ...drawn(props)] as uPlot.AlignedData)
   }, [props.t, props.values, props.range?.from, props.range?.to])
 
-  return html`<figure class="chart"><figcaption>${props.title}</figcaption><div ref=${container}></div></figure>`
+  const empty = nothingToShow(props.values)
+  return html`<figure class="chart" data-empty=${empty}><figcaption>${props.title}</figcaption>
+    <div class="chart-plot"><div ref=${container}></div>${empty ? html`<div class="chart-empty">${props.emptyText ?? "No data in this range"}</div>` : null}</div></figure>`
 }

@@ -1,5 +1,6 @@
 // The dashboard (docs/dashboard.md): signs in, picks a project, and shows its pages. Every read and action
 // goes through the service's endpoints with the session cookie (api.ts); no page keeps any secret.
+// On a phone the sidebar is a one-line bar whose pages unfold under a menu button (style.css).
 import "uplot/dist/uPlot.min.css"
 import "./style.css"
 import { render } from "preact"
@@ -73,8 +74,12 @@ const Shell = ({ me, projects, onSignOut }: { me: Me; projects: ReadonlyArray<Pr
   }, [path, projects.length])
   setProject(project?.id ?? null)
   const section = match?.[2] ?? "overview"
+  /** On a phone the pages' menu is folded under one button (the top bar stays one line). */
+  const [menuOpen, setMenuOpen] = useState(false)
+  useEffect(() => setMenuOpen(false), [path])
+  const current = SECTIONS.find(([slug]) => slug === section)?.[1] ?? "Menu"
   return html`<div class="shell">
-    <aside class="sidebar">
+    <aside class=${`sidebar${menuOpen ? " menu-open" : ""}`}>
       <div class="brand">timewheel</div>
       <label class="project-picker">
         <span>Project</span>
@@ -82,7 +87,9 @@ const Shell = ({ me, projects, onSignOut }: { me: Me; projects: ReadonlyArray<Pr
           ${projects.map((p) => html`<option value=${p.id} selected=${p.id === projectId}>${p.name}</option>`)}
         </select>
       </label>
-      <nav>
+      <button class="menu-toggle" aria-expanded=${menuOpen} aria-controls="pages-menu" onClick=${() => setMenuOpen(!menuOpen)}>
+        <span aria-hidden="true">☰</span> ${current}</button>
+      <nav id="pages-menu">
         ${SECTIONS.map(([slug, label]) => html`<a href=${`/dashboard/p/${projectId}/${slug}`} onClick=${linkHandler}
           class=${slug === section ? "active" : ""}>${label}</a>`)}
         <a href="/docs" class="external" title="Every endpoint, with its headers, bodies and answers">API reference</a>
@@ -135,7 +142,7 @@ const App = () => {
     void load()
   }, [])
   useEffect(() => {
-    if (me === null && path !== "/dashboard/sign-in") navigate(`/dashboard/sign-in?next=${encodeURIComponent(path)}`, true)
+    if (me === null && path !== "/dashboard/sign-in") navigate(`/dashboard/sign-in?next=${encodeURIComponent(path + location.search)}`, true)
   }, [me, path])
 
   if (error !== undefined) return html`<div class="center"><${Notice} kind="error">${error}</${Notice}></div>`

@@ -1,5 +1,6 @@
 // The pages' addresses, all under /dashboard (the service answers index.html for each): history
-// navigation without reloads, and a subscribe hook for the app to re-render on a change.
+// navigation without reloads, and a subscribe hook for the app to re-render on a change. A page's
+// filters live in the query string (setQuery), so a reload, the back button or a shared link keeps them.
 import { useEffect, useState } from "preact/hooks"
 
 const listeners = new Set<() => void>()
@@ -14,6 +15,12 @@ export const navigate = (to: string, replace = false) => {
 addEventListener("popstate", () => {
   for (const listener of listeners) listener()
 })
+
+/** Goes to the current page with this query (empty values left out): a new history entry. */
+export const setQuery = (values: Readonly<Record<string, string>>) => {
+  const search = new URLSearchParams(Object.entries(values).filter(([, value]) => value !== "")).toString()
+  navigate(location.pathname + (search === "" ? "" : `?${search}`))
+}
 
 /** The current path and query, re-rendering on navigation. */
 export const useLocation = () => {

@@ -1,7 +1,7 @@
 // The long fuzz run (RELIABILITY.md "Fuzzing"): arbitrary requests to every endpoint family
 // against a started service on loopback — /schedule and /cancel headers, the JSON endpoints' bodies,
-// the log endpoints' query parameters and ids (test/support/fuzzInputs.ts), and /declare, /bulk,
-// /tag-policies, replay, /mcp, the dashboard's endpoints with a signed-in session, the ops port and
+// the log endpoints' query parameters and ids, /actions (test/support/fuzzInputs.ts), and /declare, /bulk,
+// /tag-policies, /target-policies, /targets, replay, /mcp, the dashboard's endpoints with a signed-in session, the ops port and
 // the documents, with deep, wide, huge and broken inputs and many headers
 // (test/support/fuzzFamilies.ts) — then /health. Prints the statuses seen per endpoint, every 5xx (the
 // first 20 in full), whether the service still answers, and its memory: VmRSS (with the V8 heap and
@@ -38,7 +38,7 @@ const endpointOf = (req: FuzzRequest): string => {
   const shape = path
     .replace(/^\/jobs\/[^/]*\/executions$/, "/jobs/{id}/executions")
     .replace(/^\/jobs\/[^/]*\/cancel$/, "/jobs/{id}/cancel")
-    .replace(/^\/(jobs|executions|tag-policies|keys)\/[^/]+$/, "/$1/{id}")
+    .replace(/^\/(jobs|executions|tag-policies|target-policies|actions|keys)\/[^/]+$/, "/$1/{id}")
     .replace(/^\/dashboard\/.*$/, "/dashboard/…")
   return `${req.port === "ops" ? "ops " : ""}${req.method} ${shape}`
 }

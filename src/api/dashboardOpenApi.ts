@@ -29,10 +29,11 @@ const common = {
 
 const keyView = {
   type: "object",
-  required: ["id", "hint", "createdAt", "lastUsedAt", "revokedAt"],
+  required: ["id", "hint", "label", "createdAt", "lastUsedAt", "revokedAt"],
   properties: {
     id: { type: "string", format: "uuid" },
     hint: { type: "string", description: "Prefix and last 4 characters." },
+    label: { type: ["string", "null"], description: "What the key is for, as given at creation (null: none)." },
     createdAt: { type: "string", format: "date-time" },
     lastUsedAt: { type: ["string", "null"], format: "date-time", description: "Written at most once a minute per node." },
     revokedAt: { type: ["string", "null"], format: "date-time" }
@@ -74,7 +75,7 @@ export const dashboardPaths = (): Paths => ({
   },
   "/keys": {
     get: { operationId: "listKeys", security: SESSION_ONLY, summary: "The project's API keys", description: sessionOnly, parameters: [projectHeader], responses: { 200: jsonResponseOf("`{keys: [...]}`, oldest first.", { type: "object", properties: { keys: { type: "array", items: keyView } } }), ...common } },
-    post: { operationId: "createKey", security: SESSION_ONLY, summary: "Create an API key", description: `${sessionOnly} The clear key is in this answer only.`, parameters: [projectHeader, originHeader], responses: { 201: jsonResponseOf("The key's view and `key`.", { ...keyView, properties: { ...keyView.properties, key: { type: "string" } } }), ...common } }
+    post: { operationId: "createKey", security: SESSION_ONLY, summary: "Create an API key", description: `${sessionOnly} The clear key is in this answer only.`, parameters: [projectHeader, originHeader], requestBody: { required: false, content: { "application/json": { schema: { type: "object", properties: { label: { type: ["string", "null"], maxLength: 100, description: "What the key is for (trimmed; blank: none); no control characters." } } } } } }, responses: { 201: jsonResponseOf("The key's view and `key`.", { ...keyView, properties: { ...keyView.properties, key: { type: "string" } } }), ...common, 400: errorResponse("`Timewheel-Project` missing or unknown, a bad label (`label must be at most 100 characters`, …), or a body that is not a JSON object.") } }
   },
   "/keys/{id}": {
     delete: { operationId: "revokeKey", security: SESSION_ONLY, summary: "Revoke an API key (every node at once)", description: sessionOnly, parameters: [{ name: "id", in: "path", required: true, schema: { type: "string" } }, projectHeader, originHeader], responses: { 204: emptyResponse("Revoked."), 404: errorResponse("`Key not found`."), ...common } }

@@ -31,6 +31,8 @@ export const docsPage = (document: { readonly info: { readonly title: string } }
     <meta charset="utf-8" />
     <title>${document.info.title.replace(/</g, "&lt;")}</title>
     <meta name="viewport" content="width=device-width, initial-scale=1" />
+    <!-- no icon: without this line the browser asks for /favicon.ico, a 404 -->
+    <link rel="icon" href="data:," />
   </head>
   <body>
     <div id="api-reference-container"></div>

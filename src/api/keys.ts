@@ -1,15 +1,18 @@
 // The dashboard's key endpoints (docs/dashboard.md: a dashboard session only, 401 to
-// an API key in either header): GET /keys lists the project's keys (hint, created, last used,
-// revoked), POST /keys creates one and answers it with the clear key — the only time it is shown —
-// (201), DELETE /keys/{id} revokes it on every node at once (204; another project's or an unknown
+// an API key in either header): GET /keys lists the project's keys (hint, label, created, last used,
+// revoked), POST /keys creates one — with an optional JSON body `{label}` — and answers it with the
+// clear key, the only time it is shown (201; a bad label: 400 naming it), DELETE /keys/{id} revokes
+// it on every node at once (204; another project's or an unknown
 // id: 404 `Key not found`). The project is the session's `Timewheel-Project`.
 import * as Effect from "effect/Effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { createProjectApiKey, listProjectApiKeys, revokeProjectApiKey } from "../commands/apiKeys.ts"
+import { parseKeyLabel } from "../domain/apiKey.ts"
+import { BadRequest } from "../domain/errors.ts"
 import { authenticateSession } from "./auth.ts"
 import { jsonResponse } from "./errors.ts"
 import { handle } from "./handle.ts"
-import { requireExactPath } from "./requestParts.ts"
+import { readJsonBody, requireExactPath } from "./requestParts.ts"
 
 const sessionProject = (path: RegExp) =>
   Effect.gen(function*() {
@@ -26,7 +29,14 @@ export const KeyRoutes = HttpRouter.use(Effect.fn(function*(router) {
     return jsonResponse(200, yield* listProjectApiKeys(yield* sessionProject(KEYS)))
   })))
   yield* router.add("POST", "/keys", handle(Effect.gen(function*() {
-    const created = yield* createProjectApiKey(yield* sessionProject(KEYS))
+    const projectId = yield* sessionProject(KEYS)
+    const body = yield* readJsonBody(yield* HttpServerRequest.HttpServerRequest, 4 * 1024, true)
+    if (body !== undefined && (typeof body !== "object" || body === null || Array.isArray(body))) {
+      return yield* Effect.fail(new BadRequest("body must be a JSON object"))
+    }
+    const label = parseKeyLabel((body as { label?: unknown } | undefined)?.label)
+    if ("problem" in label) return yield* Effect.fail(new BadRequest(label.problem))
+    const created = yield* createProjectApiKey(projectId, label.label)
     return jsonResponse(201, created).pipe(HttpServerResponse.setHeader("cache-control", "no-store"))
   })))
   yield* router.add("DELETE", "/keys/:id", handle(Effect.gen(function*() {

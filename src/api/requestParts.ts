@@ -93,9 +93,9 @@ const JSON_MEDIA_TYPE = "application/json"
  * The request's JSON body: a Content-Type other than application/json (parameters such as
  * charset allowed) → 415; no Content-Type (or an empty one) → read as JSON; unreadable or
  * invalid JSON, or JSON nested deeper than MAX_JSON_DEPTH → empty 400; with `maxBytes`, a larger
- * body → 413 (read to its end, not kept).
+ * body → 413 (read to its end, not kept). With `optional`, an empty body is `undefined`.
  */
-export const readJsonBody = (request: HttpServerRequest.HttpServerRequest, maxBytes?: number) =>
+export const readJsonBody = (request: HttpServerRequest.HttpServerRequest, maxBytes?: number, optional = false) =>
   Effect.gen(function*() {
     const contentType = request.headers["content-type"]
     if (contentType !== undefined && contentType.trim() !== "") {
@@ -109,7 +109,10 @@ export const readJsonBody = (request: HttpServerRequest.HttpServerRequest, maxBy
         maxBytes !== undefined && failure === "TooLarge" ? new ContentTooLarge({ maxBytes }) : new MalformedRequest("body could not be read")
       )
     )
-    if (text.trim() === "") return yield* Effect.fail(new MalformedRequest("body is empty: send a JSON object"))
+    if (text.trim() === "") {
+      if (optional) return undefined
+      return yield* Effect.fail(new MalformedRequest("body is empty: send a JSON object"))
+    }
     if (nestsDeeperThan(text)) return yield* Effect.fail(new MalformedRequest("body nests deeper than 256 levels"))
     try {
       return JSON.parse(text) as unknown

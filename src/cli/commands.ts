@@ -7,6 +7,7 @@ import { createApiKey, listApiKeys, revokeApiKey } from "../commands/apiKeys.ts"
 import { resealStoredTriggers } from "../commands/encryptionKeys.ts"
 import { createProject, rotateSigningSecret, setProjectQuota, showSigningSecret } from "../commands/projects.ts"
 import type { Keyring } from "../domain/sealing.ts"
+import { parseKeyLabel } from "../domain/apiKey.ts"
 import { MAX_SIGNING_SECRET_OVERLAP_HOURS } from "../domain/signing.ts"
 
 export class CliError extends Data.TaggedError("CliError")<{ readonly message: string }> {}
@@ -35,13 +36,20 @@ export const parseOverlapHours = (raw: string | undefined) =>
     ? Effect.succeed(Number(raw))
     : fail(`--overlap-hours must be a whole number from 0 to ${MAX_SIGNING_SECRET_OVERLAP_HOURS}, got "${raw ?? ""}"`)
 
-export const keyCreate = (projectName: string) => createApiKey(projectName)
+/** A new key of the project, labelled with `--label` when given; the clear key alone. */
+export const keyCreate = (projectName: string, label: string | null) => createApiKey(projectName, label)
+
+/** `--label`'s value as a key's label (absent or blank: none). */
+export const parseLabel = (raw: string | undefined) => {
+  const parsed = parseKeyLabel(raw)
+  return "problem" in parsed ? fail(`--label: ${parsed.problem}`) : Effect.succeed(parsed.label)
+}
 
 export const keyList = (projectName: string) =>
   Effect.map(listApiKeys(projectName), (keys) =>
     keys
       .map((key) =>
-        [key.id, key.hint, key.createdAt.toISOString(), key.revokedAt === null ? "active" : `revoked ${key.revokedAt.toISOString()}`].join("\t")
+        [key.id, key.hint, key.createdAt.toISOString(), key.revokedAt === null ? "active" : `revoked ${key.revokedAt.toISOString()}`, key.label ?? ""].join("\t")
       )
       .join("\n"))
 

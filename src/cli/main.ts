@@ -12,7 +12,7 @@ import { AppConfig, ConfigError, loadConfig } from "../config.ts"
 import { isSpecFailure } from "../domain/errors.ts"
 import { type Database, DatabaseLive } from "../store/db.ts"
 import {
-  adminCreate, CliError, keyCreate, keyList, keyRevoke, keysRotateEncryption, parseOverlapHours, parseQuota, projectCreate, projectSetQuota,
+  adminCreate, CliError, keyCreate, keyList, keyRevoke, keysRotateEncryption, parseLabel, parseOverlapHours, parseQuota, projectCreate, projectSetQuota,
   secretRotate, secretShow
 } from "./commands.ts"
 import { promptNewPassword } from "./passwordPrompt.ts"
@@ -22,7 +22,7 @@ export const USAGE = `usage: npm run --silent cli -- <command>
   project set-quota <name> <N>
   project secret show <name>
   project secret rotate <name> [--overlap-hours N]   (default 24: the old secret signs too until then)
-  key create <project-name>
+  key create <project-name> [--label TEXT]   (what the key is for: shown by key list and the dashboard)
   key list <project-name>
   key revoke <key-id>
   admin create <email> [--password P]      (at a terminal the password is asked twice; else read from stdin)
@@ -102,7 +102,10 @@ const databaseCommand = (args: ReadonlyArray<string>): Effect.Effect<DatabaseCom
         return yield* usage(`project secret expects show <name> or rotate <name>`)
       })
     case "key create":
-      return Effect.map(expect(3, "<project-name>"), () => keyCreate(first!))
+      return Effect.gen(function*() {
+        yield* expect(3, "<project-name>")
+        return keyCreate(first!, yield* parseLabel(options.get("label")))
+      })
     case "key list":
       return Effect.map(expect(3, "<project-name>"), () => keyList(first!))
     case "key revoke":

@@ -1,4 +1,4 @@
-// API keys: created for a project (the clear key is returned once and stored only as a hash),
+// API keys: created for a project, optionally labelled (the clear key is returned once and stored only as a hash),
 // listed, revoked (every node forgets it at once) — by the CLI (project by name) and the dashboard
 // (the session's project, with last-used times), and resolved to their project to authenticate a
 // request (through the node's ApiKeyCache).
@@ -13,13 +13,13 @@ import { orUnavailable } from "../store/unavailable.ts"
 import { ApiKeyCache } from "./apiKeyCache.ts"
 import { findProjectByName } from "./projects.ts"
 
-/** A new key for the named project; the clear key (shown once). */
-export const createApiKey = Effect.fnUntraced(function*(projectName: string) {
+/** A new key for the named project, with an optional label (already parsed); the clear key (shown once). */
+export const createApiKey = Effect.fnUntraced(function*(projectName: string, label: string | null = null) {
   const config = yield* AppConfig
   const project = yield* findProjectByName(projectName)
   const nowMs = yield* Clock.currentTimeMillis
   const key = generateApiKey(config.prefix)
-  yield* apiKeysCreate({ id: uuidv7(nowMs), projectId: project.id, hash: hashApiKey(key), hint: apiKeyHint(key), nowMs })
+  yield* apiKeysCreate({ id: uuidv7(nowMs), projectId: project.id, hash: hashApiKey(key), hint: apiKeyHint(key), label, nowMs })
   return key
 })
 
@@ -40,28 +40,30 @@ export const revokeApiKey = Effect.fnUntraced(function*(keyId: string) {
 export interface ApiKeyView {
   readonly id: string
   readonly hint: string
+  readonly label: string | null
   readonly createdAt: string
   readonly lastUsedAt: string | null
   readonly revokedAt: string | null
 }
 
-const keyView = (key: { readonly id: string; readonly hint: string; readonly createdAt: Date; readonly lastUsedAt: Date | null; readonly revokedAt: Date | null }): ApiKeyView => ({
+const keyView = (key: { readonly id: string; readonly hint: string; readonly label: string | null; readonly createdAt: Date; readonly lastUsedAt: Date | null; readonly revokedAt: Date | null }): ApiKeyView => ({
   id: key.id,
   hint: key.hint,
+  label: key.label,
   createdAt: key.createdAt.toISOString(),
   lastUsedAt: key.lastUsedAt?.toISOString() ?? null,
   revokedAt: key.revokedAt?.toISOString() ?? null
 })
 
-/** A new key for a project (dashboard): its view and the clear key, shown this once. */
-export const createProjectApiKey = (projectId: string) =>
+/** A new key for a project (dashboard), with an optional label (already parsed): its view and the clear key, shown this once. */
+export const createProjectApiKey = (projectId: string, label: string | null) =>
   orUnavailable(Effect.gen(function*() {
     const config = yield* AppConfig
     const nowMs = yield* Clock.currentTimeMillis
     const key = generateApiKey(config.prefix)
     const id = uuidv7(nowMs)
-    yield* apiKeysCreate({ id, projectId, hash: hashApiKey(key), hint: apiKeyHint(key), nowMs })
-    return { ...keyView({ id, hint: apiKeyHint(key), createdAt: new Date(nowMs), lastUsedAt: null, revokedAt: null }), key }
+    yield* apiKeysCreate({ id, projectId, hash: hashApiKey(key), hint: apiKeyHint(key), label, nowMs })
+    return { ...keyView({ id, hint: apiKeyHint(key), label, createdAt: new Date(nowMs), lastUsedAt: null, revokedAt: null }), key }
   }))
 
 /** The project's keys, oldest first, revoked ones included. */

@@ -2,7 +2,8 @@
 // - alerts: every ALERT_TICK_MS, the projects whose dead letters (or circuit openings) wait and whose alert may send now
 //   (at most one message a minute each, store/alerts.ts) get one message per target; a failing
 //   target is recorded (alert_sends), never retried;
-// - the rollup: pending rows folded every few seconds, tag policies sampled once a minute, rows past
+// - the rollup: pending rows folded and tag policies sampled every 5 s (each minute's row keeps its
+//   peak, so a hold of a few seconds shows: docs/dashboard.md), rows past
 //   ROLLUP_KEEP_MS deleted;
 // - ended sessions, old failed sign-ins, orphaned outbox rows and old alert records deleted.
 // Each runs in its own loop (lib/backgroundLoop.ts: a failure is logged and the loop goes on).
@@ -19,7 +20,8 @@ import { statsFold, statsPurge, statsSampleTagPolicies } from "../store/delivery
 import { AlertSenders } from "./alertSenders.ts"
 
 export const ALERT_TICK_MS = 2_000
-const FOLD_EVERY_MS = 5_000
+/** How often the rollup is folded and the tag policies sampled. */
+export const SAMPLE_EVERY_MS = 5_000
 const PURGE_EVERY_MS = 10 * 60_000
 /** What the overview can show (24 h) with room to spare. */
 export const ROLLUP_KEEP_MS = 8 * 86_400_000
@@ -41,16 +43,11 @@ export const sendDueAlerts = Effect.gen(function*() {
     }), { concurrency: "unbounded", discard: true })
 })
 
-/** Folds the rollup; once a minute also samples the tag policies. */
-const rollupTurn = (state: { lastSampleMinute: number }) =>
-  Effect.gen(function*() {
-    yield* statsFold()
-    const minute = Math.floor((yield* Clock.currentTimeMillis) / 60_000) * 60_000
-    if (minute !== state.lastSampleMinute) {
-      yield* statsSampleTagPolicies(minute)
-      state.lastSampleMinute = minute
-    }
-  })
+/** Folds the rollup and, on the node that folded (one at a time), samples the tag policies into the current minute's peak. */
+const rollupTurn = Effect.gen(function*() {
+  if (!(yield* statsFold())) return
+  yield* statsSampleTagPolicies(Math.floor((yield* Clock.currentTimeMillis) / 60_000) * 60_000)
+})
 
 const purge = Effect.gen(function*() {
   const nowMs = yield* Clock.currentTimeMillis
@@ -63,7 +60,7 @@ const purge = Effect.gen(function*() {
 export class DashboardJobs extends Context.Service<DashboardJobs, {}>()("timewheel/DashboardJobs") {
   static readonly layer = Layer.effect(DashboardJobs, Effect.gen(function*() {
     yield* forkLoop("alert sender", sendDueAlerts, { every: ALERT_TICK_MS })
-    yield* forkLoop("overview rollup", rollupTurn({ lastSampleMinute: 0 }), { every: FOLD_EVERY_MS })
+    yield* forkLoop("overview rollup", rollupTurn, { every: SAMPLE_EVERY_MS })
     yield* forkLoop("dashboard purge", purge, { every: PURGE_EVERY_MS })
     return DashboardJobs.of({})
   })).pipe(Layer.provideMerge(AlertSenders.layer))

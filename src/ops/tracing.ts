@@ -14,6 +14,17 @@ import { OtlpSerialization, OtlpTracer } from "effect/observability"
 import type { TracingSettings } from "../config.ts"
 import { DeliveryTracing, makeAttemptTracer } from "../delivery/attemptTracing.ts"
 
+/**
+ * The start log's line when tracing is on (docs/tracing.md): where spans go, how, and under which
+ * service name; the endpoint without any user and password it holds, and never the export headers.
+ */
+export const tracingStartLine = (settings: TracingSettings): string => {
+  const url = new URL(settings.url)
+  url.username = ""
+  url.password = ""
+  return `tracing on: spans exported to ${url.toString()} (OTLP ${settings.protocol}) as service ${settings.serviceName}`
+}
+
 /** How long a stopping service waits for its last spans to be exported. */
 const SHUTDOWN_TIMEOUT = "3 seconds"
 

@@ -1,4 +1,4 @@
-// API keys: only the SHA-256 hash is stored. Authentication looks a key up by hash; a revocation is
+// API keys: only the SHA-256 hash is stored (with a hint and an optional label). Authentication looks a key up by hash; a revocation is
 // announced with NOTIFY so running services forget the keys they remembered.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
@@ -7,6 +7,8 @@ import { KEY_REVOKED_CHANNEL } from "./notifications.ts"
 export interface ApiKeyListing {
   readonly id: string
   readonly hint: string
+  /** What the key is for, as its creator said; null when none. */
+  readonly label: string | null
   readonly createdAt: Date
   readonly revokedAt: Date | null
   /** When a request last used it (written at most once a minute per node); null when never. */
@@ -18,19 +20,20 @@ export const apiKeysCreate = Effect.fnUntraced(function*(input: {
   readonly projectId: string
   readonly hash: Uint8Array
   readonly hint: string
+  readonly label: string | null
   readonly nowMs: number
 }) {
   const sql = yield* SqlClient.SqlClient
-  yield* sql`INSERT INTO api_keys (id, project_id, key_hash, key_hint, created_at)
-    VALUES (${input.id}, ${input.projectId}, ${input.hash}, ${input.hint}, ${new Date(input.nowMs)})`
+  yield* sql`INSERT INTO api_keys (id, project_id, key_hash, key_hint, label, created_at)
+    VALUES (${input.id}, ${input.projectId}, ${input.hash}, ${input.hint}, ${input.label}, ${new Date(input.nowMs)})`
 })
 
 export const apiKeysList = Effect.fnUntraced(function*(projectId: string) {
   const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql<{ id: string; key_hint: string; created_at: Date; revoked_at: Date | null; last_used_at: Date | null }>`
-    SELECT id, key_hint, created_at, revoked_at, last_used_at FROM api_keys WHERE project_id = ${projectId} ORDER BY created_at, id`
+  const rows = yield* sql<{ id: string; key_hint: string; label: string | null; created_at: Date; revoked_at: Date | null; last_used_at: Date | null }>`
+    SELECT id, key_hint, label, created_at, revoked_at, last_used_at FROM api_keys WHERE project_id = ${projectId} ORDER BY created_at, id`
   return rows.map((row): ApiKeyListing => ({
-    id: row.id, hint: row.key_hint, createdAt: row.created_at, revokedAt: row.revoked_at, lastUsedAt: row.last_used_at
+    id: row.id, hint: row.key_hint, label: row.label, createdAt: row.created_at, revokedAt: row.revoked_at, lastUsedAt: row.last_used_at
   }))
 })
 

@@ -34,7 +34,10 @@ export const statsFold = Effect.fnUntraced(function*() {
   }))
 })
 
-/** Samples the queued and in-flight triggers of every tag policy for `minuteMs` (once: later samples of it are ignored). */
+/**
+ * Samples the queued and in-flight triggers of every tag policy into the row of `minuteMs`: sampled
+ * several times a minute, the row keeps the minute's peak of each (a short hold shows).
+ */
 export const statsSampleTagPolicies = Effect.fnUntraced(function*(minuteMs: number) {
   const sql = yield* SqlClient.SqlClient
   yield* sql`INSERT INTO tag_policy_samples (project_id, tag, minute, queued, in_flight)
@@ -43,7 +46,10 @@ export const statsSampleTagPolicies = Effect.fnUntraced(function*(minuteMs: numb
         AND EXISTS (SELECT FROM triggers t WHERE t.id = s.trigger_id AND ${sql.unsafe(WAITING_SQL)})),
       (SELECT coalesce(sum(l.in_flight), 0) FROM gate_leases l WHERE l.project_id = p.project_id AND l.tag = p.tag AND l.gone_at IS NULL)
     FROM tag_policies p
-    ON CONFLICT DO NOTHING`
+    ON CONFLICT (project_id, minute, tag) DO UPDATE SET
+      queued = greatest(tag_policy_samples.queued, excluded.queued),
+      in_flight = greatest(tag_policy_samples.in_flight, excluded.in_flight)
+    WHERE excluded.queued > tag_policy_samples.queued OR excluded.in_flight > tag_policy_samples.in_flight`
 })
 
 /** Deletes rollup rows and samples older than `beforeMs`. */

@@ -125,7 +125,7 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /declare rules", (it)
   })
 
   describe("rules", () => {
-    it.effect("1: every field is compared, changedFields in SPEC's order; status and runMissed are not", () =>
+    it.effect("1: every field is compared, changedFields in the documented order; status and runMissed are not", () =>
       Effect.gen(function*() {
         const p = yield* project
         yield* p.declare([item("a"), item("p", { scheduledAt: PAST })])

@@ -240,8 +240,8 @@ const assertRow = (row: Row, response: TestResponse) => {
   else assert.match(hint as string, row.hint, label)
 }
 
-layer(testServerLayer(), { timeout: "120 seconds" })("DECISIONS \"Error hints\"", (it) => {
-  describe("every 4xx names what was wrong in Timewheel-Error; bodies stay as SPEC says", () => {
+layer(testServerLayer(), { timeout: "120 seconds" })("error hints (docs/errors.md)", (it) => {
+  describe("every 4xx names what was wrong in Timewheel-Error; bodies stay as documented", () => {
     for (const row of ROWS) {
       it.effect(`${row.endpoint}: ${row.name} → ${row.status}`, () =>
         Effect.gen(function*() {

@@ -91,7 +91,7 @@ layer(testServerLayer(), { timeout: "60 seconds" })("foundation", (it) => {
     }
   })
 
-  it.effect("GET / sends a browser to the dashboard (issue 24)", () =>
+  it.effect("GET / sends a browser to the dashboard", () =>
     Effect.gen(function*() {
       const response = yield* (yield* TestServer).call("GET", "/")
       assert.deepStrictEqual([response.status, response.headers["location"]], [302, "/dashboard/"])
@@ -181,6 +181,8 @@ layer(testServerLayer(), { timeout: "60 seconds" })("foundation", (it) => {
         assert.include(docs.text, '"openapi":"3.1.0"')
         assert.include(docs.text, `"servers":[{"url":"https://127.0.0.1:${new URL(server.baseUrl).port}"`)
         assert.include(docs.text, '"securitySchemes":{"apiKey"')
+        // an inline (empty) icon: the browser does not ask for /favicon.ico, which is a 404
+        assert.include(docs.text, '<link rel="icon" href="data:," />')
         const anonymous = yield* server.call("GET", "/docs")
         assert.strictEqual(anonymous.status, 401)
       }))

@@ -114,7 +114,7 @@ layer(testServerLayer(), { timeout: "120 seconds" })("bounded list bodies", (it)
       }))
   })
 
-  describe("bounded by what is sent (issue 20)", () => {
+  describe("bounded by what is sent", () => {
     it.effect("a body is listed only when its value takes at most 64 KiB in the JSON, escapes counted", () =>
       Effect.gen(function*() {
         const p = yield* newProject

@@ -186,7 +186,7 @@ layer(testServerLayer(), { timeout: "60 seconds" })("logs and replay", (it) => {
         assert.strictEqual((yield* other.get("/jobs")).json().jobs.length, 1)
       }))
 
-    it.effect("outcome: how a trigger ended, from its status and latest attempt, and a filter (issue 24)", () =>
+    it.effect("outcome: how a trigger ended, from its status and latest attempt, and a filter", () =>
       Effect.gen(function*() {
         const p = yield* newProject
         const job = (status: string) => insertTrigger({ projectId: p.projectId, status })

@@ -636,7 +636,7 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /mcp", (it) => {
       }))
   })
 
-  describe("bounded answers (issue 20)", () => {
+  describe("bounded answers", () => {
     it.effect("get_job leaves out a body whose value would take over 64 KiB in JSON; GET /jobs/{id} has it whole", () =>
       Effect.gen(function*() {
         const server = yield* TestServer

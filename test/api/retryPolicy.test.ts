@@ -27,7 +27,7 @@ const newProject = Effect.gen(function*() {
 })
 
 layer(testServerLayer(), { timeout: "60 seconds" })("project retry policy", (it) => {
-  it.effect("a new project has SPEC's defaults", () =>
+  it.effect("a new project has the documented defaults", () =>
     Effect.gen(function*() {
       const p = yield* newProject
       const response = yield* p.get()

@@ -221,7 +221,7 @@ layer(testServerLayer(), { timeout: "120 seconds" })("tag policies", (it) => {
     }
   })
 
-  describe("the check order across the table (SPEC /tag-policies checks)", () => {
+  describe("the check order across the table (docs/tag-policies.md)", () => {
     type Caller = (method: string, path: string, options?: CallOptions) => Effect.Effect<TestResponse>
     type Call = (call: Caller, key: string, existingId: string) => Effect.Effect<TestResponse>
     const post = (headers: Record<string, string>, body: string): Call => (call) => call("POST", "/tag-policies", { headers, body })
@@ -315,7 +315,7 @@ layer(testServerLayer(), { timeout: "120 seconds" })("tag policies", (it) => {
     }
   })
 
-  describe("responses (DECISIONS Tag policies)", () => {
+  describe("responses (docs/tag-policies.md)", () => {
     it.effect("POST → 201 with the policy: UUID id, every request field (unset ones null), timestamps, live counts", () =>
       Effect.gen(function*() {
         const p = yield* newProject

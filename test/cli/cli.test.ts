@@ -176,6 +176,28 @@ layer(CliDatabase, { timeout: "120 seconds" })("cli on DATABASE_URL", (it) => {
         failsWith(yield* cli(["key", "create", "nope"]), `no project named "nope"`)
         failsWith(yield* cli(["key", "list", "nope"]), `no project named "nope"`)
       }), SPAWNS_TIMEOUT)
+
+    it.effect("create --label labels the key; list shows the label last (empty without one); a bad label creates nothing", () =>
+      Effect.gen(function*() {
+        succeeds(yield* cli(["project", "create", "labelled"]))
+        const billing = succeeds(yield* cli(["key", "create", "labelled", "--label", "  billing worker (prod)  "]))
+        assert.match(billing, KEY)
+        const plain = succeeds(yield* cli(["key", "create", "labelled"]))
+        const listing = () => Effect.map(cli(["key", "list", "labelled"]), (result) => {
+          assert.deepStrictEqual({ code: result.code, stderr: result.stderr }, { code: 0, stderr: "" })
+          return result.stdout.replace(/\n$/, "").split("\n").map((line) => line.split("\t"))
+        })
+        const lines = yield* listing()
+        assert.deepStrictEqual(lines.map((fields) => [fields[1], fields[4]]), [
+          [`ttr_…${billing.slice(-4)}`, "billing worker (prod)"],
+          [`ttr_…${plain.slice(-4)}`, ""]
+        ])
+        const stored = yield* query<{ label: string | null }>("SELECT label FROM api_keys WHERE key_hash = $1", [sha256(plain)])
+        assert.deepStrictEqual(stored, [{ label: null }])
+        failsWith(yield* cli(["key", "create", "labelled", "--label", "x".repeat(101)]), "--label: label must be at most 100 characters")
+        failsWith(yield* cli(["key", "create", "labelled", "--label", "a\tb"]), "--label: label must not contain control characters or unpaired surrogates")
+        assert.strictEqual((yield* listing()).length, 2)
+      }), SPAWNS_TIMEOUT)
   })
 
   describe("admin", () => {

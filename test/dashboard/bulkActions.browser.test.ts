@@ -15,7 +15,7 @@ import { insertDeadLetters, insertTriggers, statusOf } from "../support/fixtures
 import { TestServer, testServerLayer } from "../support/server.ts"
 import { target } from "../support/target.ts"
 import { pollUntil } from "../support/wait.ts"
-import { browserSession, screenshot, step } from "./browser.ts"
+import { browserSession, layout, screenshot, step } from "./browser.ts"
 
 const Env = Layer.unwrap(Effect.sync(() => {
   // the pages' bundle, as npm start builds it
@@ -37,7 +37,7 @@ layer(Env, { timeout: "240 seconds", excludeTestServices: true })("bulk actions 
       const leaving = yield* insertTriggers(Array.from({ length: 12 }, () => ({ projectId, tags: ["leaving"] })))
       const [done] = yield* insertTriggers([{ projectId, tags: ["leaving"], status: "completed" }])
       const [theirs] = yield* insertTriggers([{ projectId: otherId, tags: ["leaving"] }])
-      yield* insertDeadLetters(Array.from({ length: 5 }, (_, n) => ({ projectId, url: `${hooks.origin}/down?n=${n}` })))
+      const deadLetters = yield* insertDeadLetters(Array.from({ length: 5 }, (_, n) => ({ projectId, url: `${hooks.origin}/down?n=${n}` })))
 
       const { page } = yield* browserSession
       const base = server.baseUrl
@@ -47,8 +47,18 @@ layer(Env, { timeout: "240 seconds", excludeTestServices: true })("bulk actions 
       yield* step(() => page.getByRole("button", { name: "Sign in" }).click())
       yield* step(() => page.getByRole("heading", { name: "Overview" }).waitFor())
 
-      // triggers: a filter matching nothing offers nothing to select
+      // triggers: without a filter, everything can be selected but not cancelled (a cancel takes a filter)
       yield* step(() => page.goto(`${base}/dashboard/p/${projectId}/triggers`))
+      // every trigger of the project counts: 12 leaving, 1 done, 5 dead letters (the empty filter is not "the dead letters")
+      yield* step(() => page.getByText("18 triggers match this filter.").waitFor())
+      yield* step(() => page.getByRole("button", { name: "Select all 18 that match this filter" }).click())
+      yield* step(() => page.getByText("Set a filter to cancel triggers.").waitFor())
+      assert.strictEqual(yield* step(() => page.getByRole("button", { name: "Cancel them" }).count()), 0)
+      assert.strictEqual(yield* step(() => page.getByRole("button", { name: "Replay dead letters" }).count()), 1)
+      yield* screenshot(page, "bulk-00-no-filter-no-cancel")
+      yield* step(() => page.getByRole("button", { name: "Clear selection" }).click())
+
+      // a filter matching nothing offers nothing to select
       yield* step(() => page.getByLabel("Tag", { exact: true }).fill("nobody-has-this"))
       yield* step(() => page.getByRole("button", { name: "Apply" }).click())
       yield* step(() => page.getByText("0 triggers match this filter.").waitFor())
@@ -57,6 +67,16 @@ layer(Env, { timeout: "240 seconds", excludeTestServices: true })("bulk actions 
       // the tag: 13 match; select all, cancel them, confirm naming 13, follow the progress
       yield* step(() => page.getByLabel("Tag", { exact: true }).fill("leaving"))
       yield* step(() => page.getByRole("button", { name: "Apply" }).click())
+      yield* step(() => page.getByText("13 triggers match this filter.").waitFor())
+      // the filter is in the address: a reload (or the link, shared) keeps it, and back goes to the previous one
+      assert.match(page.url(), /\/triggers\?tag=leaving$/)
+      yield* step(() => page.reload())
+      yield* step(() => page.getByText("13 triggers match this filter.").waitFor())
+      assert.strictEqual(yield* step(() => page.getByLabel("Tag", { exact: true }).inputValue()), "leaving")
+      yield* step(() => page.goBack())
+      yield* step(() => page.getByText("0 triggers match this filter.").waitFor())
+      assert.strictEqual(yield* step(() => page.getByLabel("Tag", { exact: true }).inputValue()), "nobody-has-this")
+      yield* step(() => page.goForward())
       yield* step(() => page.getByText("13 triggers match this filter.").waitFor())
       yield* screenshot(page, "bulk-01-triggers-matching")
       yield* step(() => page.getByRole("button", { name: "Select all 13 that match this filter" }).click())
@@ -100,5 +120,17 @@ layer(Env, { timeout: "240 seconds", excludeTestServices: true })("bulk actions 
       }), { everyMs: 300 })
       assert.isTrue(yield* step(() => page.getByRole("button", { name: /^Select all/ }).isDisabled()))
       yield* screenshot(page, "bulk-06-no-dead-letter-left")
+
+      // a replayed attempt's page says where it went: the replay's URL, not the trigger's
+      yield* step(() => page.goto(`${base}/dashboard/p/${projectId}/triggers/${deadLetters[0]}`))
+      const replayAttempt = page.locator(`details.execution[data-attempt="2"]`)
+      yield* step(() => replayAttempt.locator(".tag.override", { hasText: "other URL" }).waitFor())
+      if (!(yield* step(() => replayAttempt.evaluate((details) => (details as unknown as { open: boolean }).open)))) {
+        yield* step(() => replayAttempt.locator("summary").click())
+      }
+      const sentTo = yield* step(() => replayAttempt.locator(".sent-to").textContent())
+      assert.include(sentTo, `${hooks.origin}/up`)
+      assert.include(sentTo, "the replay's URL, not the trigger's")
+      yield* layout(page, "bulk-07-replayed-attempt")
     })))
 })

@@ -69,12 +69,20 @@ layer(Env, { timeout: "240 seconds", excludeTestServices: true })("dashboard in 
       assert.deepStrictEqual([session.httpOnly, session.secure, session.sameSite], [true, true, "Strict"])
       yield* step(() => page.getByLabel("Project").selectOption({ label: "shop" }))
       yield* step(() => page.waitForURL(new RegExp(`/dashboard/p/${projectId}/overview`)))
+      // nothing delivered yet: every chart says so rather than drawing an empty frame
+      yield* step(() => page.locator(".chart-empty", { hasText: "No delivery in this range" }).waitFor())
+      assert.strictEqual(yield* step(() => page.locator("figure.chart[data-empty=\"true\"] .chart-empty").count()),
+        yield* step(() => page.locator("figure.chart").count()))
+      yield* layout(page, "02b-overview-no-data")
 
       // keys: create one, its clear key shown once; use it with /schedule
       yield* go("keys")
+      yield* step(() => page.getByLabel("Label of the new key").fill("checkout service"))
       yield* step(() => page.getByRole("button", { name: "Create key" }).click())
       const key = (yield* step(() => page.locator("code.clear-key").textContent()))!
       assert.match(key, /^ttr_[0-9a-f]{48}$/)
+      // the label is listed beside the key's hint
+      yield* step(() => page.locator(`tr[data-key="ttr_…${key.slice(-4)}"] td.key-label`, { hasText: "checkout service" }).waitFor())
       yield* layout(page, "03-keys-created")
       const schedule = (headers: Record<string, string>, body?: string) =>
         Effect.map(server.call("POST", "/schedule", { headers: { "ttr-api-key": key, "content-type": "application/json", ...headers }, ...(body === undefined ? {} : { body }) }), (r) => {
@@ -94,6 +102,28 @@ layer(Env, { timeout: "240 seconds", excludeTestServices: true })("dashboard in 
       yield* step(() => page.locator(`tr[data-trigger="${later}"]`).waitFor())
       yield* step(() => page.locator(`tr[data-trigger="${delivered}"] [data-outcome="delivered"]`, { hasText: "delivered" }).waitFor())
       yield* layout(page, "04-triggers")
+      // on a phone: the top bar is one short line, its pages unfold under the menu button, none cut;
+      // each trigger is a block of labelled lines, its status and attempts on the screen
+      yield* step(() => page.setViewportSize({ width: 420, height: 900 }))
+      const bar = (yield* step(() => page.locator("aside.sidebar").boundingBox()))!
+      assert.isAtMost(bar.height, 64, `the top bar is ${bar.height} px high`)
+      assert.isFalse(yield* step(() => page.locator("#pages-menu a", { hasText: "Dead letters" }).isVisible()))
+      yield* step(() => page.getByRole("button", { name: /Triggers/ }).click())
+      yield* screenshot(page, "04b-phone-menu-open")
+      for (const name of ["Overview", "Triggers", "Dead letters", "Tag policies", "Targets", "Retry policy", "API keys", "Alerts", "API reference"]) {
+        const box = (yield* step(() => page.locator("#pages-menu a", { hasText: name }).first().boundingBox()))!
+        assert.isAtMost(box.x + box.width, 420, `${name} reaches ${box.x + box.width} px`)
+      }
+      for (const label of ["Status", "Attempts", "Scheduled (UTC)"]) {
+        const cell = (yield* step(() => page.locator(`tr[data-trigger="${delivered}"] td[data-label="${label}"]`).boundingBox()))!
+        assert.isAtMost(cell.x + cell.width, 420, `${label} reaches ${cell.x + cell.width} px`)
+      }
+      yield* step(() => page.locator("#pages-menu a", { hasText: "Dead letters" }).click())
+      yield* step(() => page.getByRole("heading", { name: "Dead letters" }).waitFor())
+      assert.isFalse(yield* step(() => page.locator("#pages-menu a", { hasText: "Alerts" }).isVisible()))
+      yield* step(() => page.setViewportSize({ width: 1280, height: 900 }))
+      yield* go("triggers")
+      yield* step(() => page.locator(`tr[data-trigger="${delivered}"]`).waitFor())
       // the title is a link: it opens in a new tab, and from the keyboard
       const link = page.getByRole("link", { name: "Order 42 shipped" })
       assert.strictEqual(yield* step(() => link.getAttribute("href")), `/dashboard/p/${projectId}/triggers/${delivered}`)
@@ -235,14 +265,14 @@ layer(Env, { timeout: "240 seconds", excludeTestServices: true })("dashboard in 
 
       // overview: the rollup's charts, every one (a tag's too) on the chosen range
       yield* sql`INSERT INTO tag_policy_samples (project_id, tag, minute, queued, in_flight)
-        VALUES (${projectId}, 'orders', date_trunc('minute', now()), 4, 1) ON CONFLICT DO NOTHING`
+        VALUES (${projectId}, 'orders', date_trunc('minute', now()), 4, 1) ON CONFLICT (project_id, minute, tag) DO UPDATE SET queued = 4, in_flight = 1`
       yield* go("overview")
       yield* step(() => page.locator(".stat", { hasText: "triggers ending in a dead letter now" }).locator(".value", { hasText: "1" }).waitFor())
       yield* step(() => page.locator(".chart canvas").first().waitFor())
       const ranges = () => step(() => page.locator("figure.chart[data-x-min]").evaluateAll((figures) =>
         figures.filter((figure) => !figure.textContent!.startsWith("Dead-letter attempts per hour"))
           .map((figure) => [figure.querySelector("figcaption")!.textContent, Number(figure.getAttribute("data-x-min")), Number(figure.getAttribute("data-x-max"))] as const)))
-      for (const [hours, caption] of [[1, "Tag orders: queued and in flight (peak per minute)"], [24, "Tag orders: queued and in flight (peak per 15 minutes)"]] as const) {
+      for (const [hours, caption] of [[1, "Tag orders: queued and in flight (peak per minute, sampled every 5 s)"], [24, "Tag orders: queued and in flight (peak per 15 minutes, sampled every 5 s)"]] as const) {
         yield* step(() => page.getByRole("button", { name: `${hours} h` }).click())
         yield* step(() => page.locator("figcaption", { hasText: caption }).waitFor())
         yield* pollUntil(`the charts of ${hours} h`, Effect.map(ranges(), (charts) => {
@@ -251,6 +281,11 @@ layer(Env, { timeout: "240 seconds", excludeTestServices: true })("dashboard in 
         }))
         yield* layout(page, `14-overview-${hours}h`)
       }
+      // the range is in the address: a reload keeps it
+      assert.match(page.url(), /\/overview\?hours=24$/)
+      yield* step(() => page.reload())
+      yield* step(() => page.locator("figcaption", { hasText: "Tag orders: queued and in flight (peak per 15 minutes, sampled every 5 s)" }).waitFor())
+      assert.strictEqual(yield* step(() => page.getByRole("button", { name: "24 h" }).getAttribute("aria-pressed")), "true")
 
       // retry policy
       yield* go("retry-policy")
@@ -273,9 +308,17 @@ layer(Env, { timeout: "240 seconds", excludeTestServices: true })("dashboard in 
       assert.match(hint[2]!, /^body is not valid JSON: /)
 
       // the API reference, from the sidebar, with the session alone
+      const failedLoads: Array<string> = []
+      const onResponse = (response: { status(): number; url(): string }) => void (response.status() >= 400 && failedLoads.push(`${response.status()} ${response.url()}`))
+      page.on("response", onResponse)
       yield* step(() => page.getByRole("link", { name: "API reference" }).click())
       yield* step(() => page.waitForURL(`${base}/docs`))
       yield* step(() => page.getByText("/schedule", { exact: false }).first().waitFor())
+      yield* step(() => page.waitForLoadState("load"))
+      yield* step(() => page.waitForTimeout(1_000))
+      page.off("response", onResponse)
+      // nothing the page asks for is refused (no /favicon.ico 404)
+      assert.deepStrictEqual(failedLoads, [])
       yield* screenshot(page, "17-api-reference")
       yield* go("keys")
       yield* step(() => page.locator("tr[data-key]").first().waitFor())
@@ -311,5 +354,5 @@ layer(Env, { timeout: "240 seconds", excludeTestServices: true })("dashboard in 
       const after = yield* step(() => context.request.get(`${base}/session`))
       assert.strictEqual(after.status(), 401)
       yield* layout(page, "19-signed-out")
-    })))
+    })), 180_000)
 })

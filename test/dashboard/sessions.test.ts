@@ -164,7 +164,7 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
       assert.strictEqual((yield* server.call("GET", "/keys", { headers: { "timewheel-project": project } })).status, 401)
     }))
 
-  it.effect("the API reference (GET /docs) belongs to no project: a session opens it without Timewheel-Project (issue 24)", () =>
+  it.effect("the API reference (GET /docs) belongs to no project: a session opens it without Timewheel-Project", () =>
     Effect.gen(function*() {
       const server = yield* TestServer
       const admin = yield* newAdmin
@@ -243,7 +243,8 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
       assert.strictEqual(scheduled.status, 200, scheduled.text)
       const listed = (yield* sessionCall(token, "GET", "/keys", { project })).json().keys as Array<any>
       const entry = listed.find((k) => k.id === id)
-      assert.deepStrictEqual(Object.keys(entry).sort(), ["createdAt", "hint", "id", "lastUsedAt", "revokedAt"])
+      assert.deepStrictEqual(Object.keys(entry).sort(), ["createdAt", "hint", "id", "label", "lastUsedAt", "revokedAt"])
+      assert.strictEqual(entry.label, null)
       assert.isUndefined(listed.find((k) => "key" in k))
       assert.strictEqual((yield* sessionCall(token, "DELETE", `/keys/${id}`, { project: otherProject })).status, 404)
       assert.strictEqual((yield* sessionCall(token, "DELETE", `/keys/${id}`, { project })).status, 204)
@@ -254,6 +255,37 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
       assert.strictEqual(refused.status, 401)
       const after = (yield* sessionCall(token, "GET", "/keys", { project })).json().keys as Array<any>
       assert.isString(after.find((k) => k.id === id).revokedAt)
+    }))
+
+  it.effect("keys: an optional label at creation, trimmed and listed; a bad label or body is a 400 naming it, and no key is made", () =>
+    Effect.gen(function*() {
+      const server = yield* TestServer
+      const project = yield* projectIdOfKey(yield* server.newKey())
+      const admin = yield* newAdmin
+      const token = yield* signedIn(admin.email, admin.password)
+      const labelled = yield* sessionCall(token, "POST", "/keys", { project, body: JSON.stringify({ label: "  billing worker  " }) })
+      assert.strictEqual(labelled.status, 201, labelled.text)
+      assert.strictEqual(labelled.json().label, "billing worker")
+      for (const body of ["{}", "{\"label\":null}", "{\"label\":\"  \"}"]) {
+        const plain = yield* sessionCall(token, "POST", "/keys", { project, body })
+        assert.strictEqual(plain.status, 201, plain.text)
+        assert.strictEqual(plain.json().label, null)
+      }
+      const before = (yield* sessionCall(token, "GET", "/keys", { project })).json().keys as Array<any>
+      // the project's first key (of the test server) and these four, oldest first
+      assert.deepStrictEqual(before.map((k) => k.label), [null, "billing worker", null, null, null])
+      for (const [body, message] of [
+        [JSON.stringify({ label: "x".repeat(101) }), "label must be at most 100 characters"],
+        [JSON.stringify({ label: 5 }), "label must be a string"],
+        [JSON.stringify({ label: "a\nb" }), "label must not contain control characters or unpaired surrogates"],
+        ["[1]", "body must be a JSON object"]
+      ] as const) {
+        const refused = yield* sessionCall(token, "POST", "/keys", { project, body })
+        assert.strictEqual(refused.status, 400, body)
+        assert.strictEqual(refused.json().message, message)
+      }
+      const after = (yield* sessionCall(token, "GET", "/keys", { project })).json().keys as Array<any>
+      assert.strictEqual(after.length, before.length)
     }))
 
   it.effect("alerts: settings checked field by field; a test alert without a target is 400", () =>

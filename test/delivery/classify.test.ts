@@ -158,7 +158,7 @@ describe("classifyError", () => {
     assert.strictEqual(kind({ code: 42 }), "unknown")
   })
 
-  it("only produces kinds from SPEC's list", () => {
+  it("only produces kinds from the documented list", () => {
     const samples: Array<unknown> = [
       sysError("ENOTFOUND", "getaddrinfo"),
       new errors.ConnectTimeoutError(),

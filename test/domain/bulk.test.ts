@@ -190,7 +190,7 @@ describe("upserts: matched by customKey across the whole project", () => {
     expect(plan.operations).toEqual([{ operation: "added", customKey: "a", kind: "job", id: "new-1" }])
   })
 
-  it("a key with two pending owners of one kind (SPEC /declare rule 9): the one created outside any tag, as /schedule edits", () => {
+  it("a key with two pending owners of one kind (docs/declare-and-bulk.md): the one created outside any tag, as /schedule edits", () => {
     const triggers = [job("declared", "a", { keyScope: "t" }), job("plain", "a"), generator("g", "a", { keyScope: "t" })]
     const plan = bulk({ upserts: [{ customKey: "a", scheduledAt: PAST }] }, triggers)
     expect(plan.operations).toEqual([{ operation: "updated", customKey: "a", kind: "job", id: "plain", changedFields: ["scheduledAt"] }])
@@ -272,7 +272,7 @@ describe("an upsert and a cancel on the same trigger", () => {
   })
 })
 
-describe("response (DECISIONS /bulk response)", () => {
+describe("response (docs/declare-and-bulk.md)", () => {
   it("summary counts; upserts in request order, then one cancelled entry per trigger cancelled", () => {
     const plan = bulk({
       upserts: [

@@ -100,7 +100,7 @@ describe("actionView", () => {
     id: "a1", action: "cancel" as const, filter: { tag: "x" }, status: "running" as const, matched: 10, processed: 4, acted: 3,
     untouched: { completed: 1 }, created_at: new Date("2030-01-01T00:00:00.000Z"), finished_at: null
   }
-  it("a cancel counts `cancelled`, a replay `replayed`, in DECISIONS' field order", () => {
+  it("a cancel counts `cancelled`, a replay `replayed`, in the documented field order", () => {
     expect(JSON.stringify(actionView(row))).toBe(JSON.stringify({
       id: "a1", action: "cancel", filter: { tag: "x" }, status: "running", matched: 10, processed: 4, cancelled: 3,
       untouched: { completed: 1 }, createdAt: "2030-01-01T00:00:00.000Z", finishedAt: null

@@ -76,7 +76,7 @@ describe("alert settings and messages", () => {
   })
 })
 
-describe("the overview's columns (issue 24: charts follow the range, bars wide enough to see)", () => {
+describe("the overview's columns (charts follow the range, bars wide enough to see)", () => {
   const NOW = Date.UTC(2030, 0, 2, 12, 7, 30)
   const MINUTE = 60_000
   const minuteRow = (minuteMs: number, succeeded: number, lateness: Array<number> = [], gatedLateness: Array<number> = []) =>

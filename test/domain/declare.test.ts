@@ -66,7 +66,7 @@ const declare = (
 const cancelled = (id: string, customKey: string | null, kind: "job" | "generator" = "job") =>
   ({ operation: "cancelled", customKey, kind, id })
 
-describe("matching of an item with a customKey (SPEC table)", () => {
+describe("matching of an item with a customKey (docs/declare-and-bulk.md)", () => {
   it("none → added, new id", () => {
     const plan = declare([{ customKey: "a", scheduledAt: FUTURE }], [])
     expect(plan.operations).toEqual([{ operation: "added", customKey: "a", kind: "job", id: "new-1" }])
@@ -192,7 +192,7 @@ describe("rule 1: fields compared, changedFields names", () => {
     ["retry changed", { retry: { maxAttempts: 5 } }, { def: { retry: TRIGGER_DEFAULT_RETRY } }, ["retry"]],
     ["retry omitted clears it", {}, { def: { retry: TRIGGER_DEFAULT_RETRY } }, ["retry"]],
     ["status not compared (skipped, future item)", {}, { status: "skipped" }, []],
-    ["all, in SPEC order",
+    ["all, in the documented order",
       { scheduledAt: "2031-01-01", url: "x", method: "PUT", headers: { a: "1" }, body: 1, title: "t", tags: ["x"], retry: {} }, {},
       ["scheduledAt", "url", "method", "headers", "body", "title", "tags", "retry"]]
   ]
@@ -210,7 +210,7 @@ describe("rule 1: fields compared, changedFields names", () => {
     ["same expression, spaces", { scheduledAt: "cron( 0 9 * * * , UTC )" }, []],
     ["cronExpr", { scheduledAt: "cron(0 10 * * *)" }, ["cronExpr"]],
     ["tz", { scheduledAt: "cron(0 9 * * *, Europe/Paris)" }, ["tz"]],
-    ["all, in SPEC order",
+    ["all, in the documented order",
       { scheduledAt: "cron(0 10 * * *, Asia/Tokyo)", url: "x", method: "PUT", headers: { a: "1" }, body: 1, title: "t", tags: ["x"], retry: {} },
       ["cronExpr", "tz", "url", "method", "headers", "body", "title", "tags", "retry"]]
   ]

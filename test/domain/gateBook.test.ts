@@ -196,7 +196,7 @@ const runQueue = (throughput: Throughput, names: ReadonlyArray<string>) =>
     return Object.fromEntries(startedAt)
   })
 
-describe("under a TestClock (SPEC Recurring behaviour 3: oldest first, at the policy's pace)", () => {
+describe("under a TestClock (docs/tag-policies.md: oldest first, at the policy's pace)", () => {
   effectIt.effect("{\"1m\": 0.5}: one every two minutes (and the margin)", () =>
     Effect.gen(function*() {
       const step = 120_000 + tokenMarginMs(120_000)

@@ -193,7 +193,7 @@ describe("shape: empty-body 400", () => {
   })
 })
 
-describe("a wrong shape names the value (DECISIONS \"Error hints\": the reason is the Timewheel-Error header)", () => {
+describe("a wrong shape names the value (docs/errors.md: the reason is the Timewheel-Error header)", () => {
   const reasonOf = (json: unknown) => {
     const decoded = decodeDeclareBody(json)
     return decoded._tag === "Shape" ? decoded.reason : "Ok"
@@ -334,7 +334,7 @@ describe("/declare checks, in order: the message of the first failure", () => {
   })
 })
 
-describe("values a database cannot store: 400 before any write (DECISIONS Faults)", () => {
+describe("values a database cannot store: 400 before any write", () => {
   const rows: ReadonlyArray<readonly [name: string, body: unknown, message: string]> = [
     ["declared tag", { tag: "t\u0000", items: [] }, "tag must not contain NUL characters"],
     ["declared tag before the items", { tag: "t\u0000", items: [{ url: "u", customKey: "a" }, { url: "u", customKey: "a" }] },
@@ -364,7 +364,7 @@ describe("values a database cannot store: 400 before any write (DECISIONS Faults
   })
 })
 
-describe("retry objects (DECISIONS Retry objects)", () => {
+describe("retry objects (docs/retries.md)", () => {
   const rows: ReadonlyArray<readonly [name: string, retry: unknown, expected: unknown]> = [
     ["omitted: no per-trigger policy", undefined, null],
     ["{} opts in with the defaults", {}, TRIGGER_DEFAULT_RETRY],

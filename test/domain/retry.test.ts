@@ -23,7 +23,7 @@ const policy = (over: Partial<RetryPolicy> = {}): RetryPolicy => ({ ...TRIGGER_D
 const status = (httpStatus: number): AttemptResult => ({ _tag: "Response", httpStatus })
 const noResponse = (errorKind: ErrorKind): AttemptResult => ({ _tag: "NoResponse", errorKind })
 
-describe("defaults (SPEC Project retry policy, DECISIONS Retry objects)", () => {
+describe("defaults (docs/retries.md)", () => {
   it("project default", () => {
     expect(PROJECT_DEFAULT_RETRY).toEqual({
       strategy: "exponential", maxAttempts: 3, initialDelaySeconds: 30, maxDelaySeconds: null, jitter: false, retryOn: "network_only"
@@ -34,7 +34,7 @@ describe("defaults (SPEC Project retry policy, DECISIONS Retry objects)", () => 
       strategy: "exponential", maxAttempts: 3, initialDelaySeconds: 30, maxDelaySeconds: null, jitter: false, retryOn: "5xx_and_network"
     })
   })
-  it("error kinds are SPEC's list", () => {
+  it("error kinds are the documented list", () => {
     expect(ERROR_KINDS).toEqual([
       "dns", "connect_timeout", "connection_refused", "unreachable", "tls", "connection_reset", "timeout", "protocol",
       "body_read", "invalid_request", "unknown"
@@ -156,7 +156,7 @@ describe("validateRetryPolicyPatch (PUT /project/retry-policy)", () => {
     expect(validateRetryPolicyPatch(stored, { retryJitter: true })).toEqual({ _tag: "Ok", policy: { ...stored, jitter: true } })
   })
 
-  it("projectPolicyView uses SPEC's field names", () => {
+  it("projectPolicyView uses the documented field names", () => {
     expect(projectPolicyView(PROJECT_DEFAULT_RETRY)).toEqual({
       retryStrategy: "exponential", retryMaxAttempts: 3, retryInitialDelaySeconds: 30, retryMaxDelaySeconds: null,
       retryJitter: false, retryOn: "network_only"
@@ -164,7 +164,7 @@ describe("validateRetryPolicyPatch (PUT /project/retry-policy)", () => {
   })
 })
 
-describe("precedence and tag merge (SPEC Retry policies rules 1–3)", () => {
+describe("precedence and tag merge (docs/retries.md)", () => {
   const project = PROJECT_DEFAULT_RETRY
   const trigger = policy({ maxAttempts: 5 })
   const tagA = policy({ strategy: "fixed", maxAttempts: 4, initialDelaySeconds: 10, maxDelaySeconds: 100, retryOn: "non_2xx" })
@@ -204,7 +204,7 @@ describe("precedence and tag merge (SPEC Retry policies rules 1–3)", () => {
   })
 })
 
-describe("isSuccess / isRetryable (SPEC rule 6)", () => {
+describe("isSuccess / isRetryable (docs/retries.md)", () => {
   type Row = readonly [AttemptResult, success: boolean, networkOnly: boolean, fiveXx: boolean, non2xx: boolean]
   const rows: ReadonlyArray<Row> = [
     [status(200), true, false, false, false],
@@ -229,7 +229,7 @@ describe("isSuccess / isRetryable (SPEC rule 6)", () => {
   })
 })
 
-describe("decideOutcome (SPEC rules 7–8)", () => {
+describe("decideOutcome (docs/retries.md)", () => {
   const retry = (delayMs: number): Outcome => ({ _tag: "RetryAt", delayMs })
   const DEAD: Outcome = { _tag: "DeadLetter" }
   const OK: Outcome = { _tag: "Succeeded" }

@@ -90,7 +90,7 @@ describe("parseDateValue: ISO dates", () => {
   })
 })
 
-describe("parseDateValue: errors (SPEC /schedule checks)", () => {
+describe("parseDateValue: errors (docs/scheduling.md)", () => {
   const rows: ReadonlyArray<Row> = [
     // Invalid date: <value>, the whole value as sent
     ["", "Invalid date: "],

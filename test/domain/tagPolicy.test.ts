@@ -69,7 +69,7 @@ const MAX_DELAY_MAX = "retryMaxDelaySeconds must be ≤ 86400 (1 day)"
 
 const windows = (n: number): Record<string, number> => Object.fromEntries(Array.from({ length: n }, (_, i) => [`${i + 1}s`, 1]))
 
-describe("shape: 400 with an empty body (SPEC /tag-policies checks, row 2)", () => {
+describe("shape: 400 with an empty body (docs/tag-policies.md)", () => {
   const rows: ReadonlyArray<readonly [what: string, body: unknown]> = [
     ["null body", null],
     ["array body", [{ tag: "a", maxConcurrent: 1 }]],
@@ -245,7 +245,7 @@ describe("validation messages, exact text (POST)", () => {
   })
 })
 
-describe("order: a body breaking two rules gets the earlier message (SPEC's order)", () => {
+describe("order: a body breaking two rules gets the earlier message (the documented order)", () => {
   const rows: ReadonlyArray<readonly [what: string, body: Record<string, unknown>, expected: string]> = [
     ["tag before at-least-one", { tag: "A" }, INVALID_TAG],
     ["tag before timeout", { tag: "A", requestTimeoutSeconds: 0 }, INVALID_TAG],
@@ -357,7 +357,7 @@ describe("null handling and defaults on create", () => {
   })
 })
 
-describe("tagRetryPolicy and the merge of several tags (SPEC Retry policies 1–3)", () => {
+describe("tagRetryPolicy and the merge of several tags (docs/retries.md)", () => {
   const rows: ReadonlyArray<readonly [what: string, policy: TagPolicyFields, expected: RetryPolicy | null]> = [
     ["no strategy: no opinion", fields({ maxConcurrent: 1 }), null],
     ["none: no opinion", fields({ retryStrategy: "none", retryMaxAttempts: 1 }), null],
@@ -405,7 +405,7 @@ describe("tagRetryPolicy and the merge of several tags (SPEC Retry policies 1–
   })
 })
 
-describe("view (DECISIONS Tag policies)", () => {
+describe("view (docs/tag-policies.md)", () => {
   const stored: StoredTagPolicy = {
     ...fields({ tag: "api", throughput: { "1s": 10, "1h": 500 }, maxConcurrent: 3 }),
     id: "0190b1c2-0000-7000-8000-000000000002",

@@ -123,13 +123,20 @@ describe("npm start with the default LOG_FORMAT", () => {
     const dataDir = makeTempDir("text-logs")
     let service: RunningService | undefined
     try {
-      service = await startService({ DATA_DIR: dataDir, PORT: "0", HOST: "127.0.0.1", SHARDS: String(SHARDS) })
+      service = await startService({
+        DATA_DIR: dataDir, PORT: "0", HOST: "127.0.0.1", SHARDS: String(SHARDS),
+        // tracing on, toward a closed loopback port (nothing is traced here: no request is made)
+        OTEL_EXPORTER_OTLP_ENDPOINT: "http://user:s3cret@127.0.0.1:9", OTEL_EXPORTER_OTLP_PROTOCOL: "http/json", OTEL_EXPORTER_OTLP_HEADERS: "x-key=s3cret"
+      })
       const running = service
       await waitUntil(() => running.output().includes("event=shards_taken"), 30_000, `the shards taken\n${running.output()}`)
       assert.strictEqual(await running.stop(), 0)
       const lines = serviceLines(running.output()).filter((line) => line.includes(" level="))
       for (const line of lines) assert.match(line, /^timestamp=\S+ level=[A-Z]+ fiber=#\d+ message=/)
       assert.isTrue(lines.some((line) => line.includes(`message="timewheel listening on https://127.0.0.1:${running.port}"`)))
+      // tracing on: the start log says so, and where the spans go (never the export headers)
+      assert.isTrue(lines.some((line) => line.includes(`message="tracing on: spans exported to http://127.0.0.1:9/v1/traces (OTLP http/json) as service timewheel"`)), lines.join("\n"))
+      assert.isFalse(running.output().includes("s3cret"))
       assert.isTrue(lines.some((line) => line.includes(`message="took ${SHARDS} shards (owns ${SHARDS} of ${SHARDS}, 1 node present)"`)))
       assert.isTrue(lines.some((line) => line.includes(`message="timewheel stopped"`)))
       assert.isFalse(lines.some((line) => line.startsWith("{")))

@@ -4,11 +4,11 @@
 // and /targets, replay, /mcp
 // (JSON-RPC messages, tools with any arguments, any protocol version or session id), the dashboard's
 // endpoints with a signed-in session (keys, alerts, overview, cancel, sign-in, its pages and the
-// shared endpoints through the session), the ops port (/livez, /readyz, /metrics), and /health,
+// shared endpoints through the session, POST /actions and /dead-letters among them), the ops port (/livez, /readyz, /metrics), and /health,
 // /docs, /openapi/json. Loopback only: URLs in bodies are confined to the safe target, and the
 // session is never signed out (DELETE /session is sent with other cookies only).
 import fc from "fast-check"
-import { anyRequest, type FuzzRequest } from "./fuzzInputs.ts"
+import { actionBody, actionReadPath, anyRequest, deadLettersPath, type FuzzRequest } from "./fuzzInputs.ts"
 import { controlString, hostileJson, jsonText, manyHeaders, SAFE_TARGET, shapedBody, wrongType } from "./fuzzShapes.ts"
 
 /** What the requests may use: the key, some ids of the project, and a signed-in dashboard session. */
@@ -237,9 +237,11 @@ export const dashboardRequest = (ctx: FuzzContext) => {
   const signIn = fc.record({ email: fc.oneof(fc.emailAddress(), controlString, wrongType), password: fc.oneof(fc.string({ maxLength: 20 }), wrongType) }, { requiredKeys: [] })
   const target = fc.oneof(
     fc.constant({ method: "GET", path: "/session" }),
+    fc.constant({ method: "DELETE", path: "/session" }),
     fc.constant({ method: "GET", path: "/projects" }),
     fc.constant({ method: "GET", path: "/keys" }),
     fc.constant({ method: "POST", path: "/keys" }),
+    shapedBody(fc.record({ label: fc.oneof(fc.string({ maxLength: 120 }), controlString, wrongType) }, { requiredKeys: [] })).map((body) => ({ method: "POST", path: "/keys", body })),
     uuid.map((id) => ({ method: "DELETE", path: `/keys/${id}` })),
     fc.constant({ method: "GET", path: "/alerts" }),
     shapedBody(alerts).map((body) => ({ method: "PUT", path: "/alerts", body })),
@@ -249,8 +251,13 @@ export const dashboardRequest = (ctx: FuzzContext) => {
     shapedBody(signIn).map((body) => ({ method: "POST", path: "/session", body })),
     fc.constantFrom("/jobs?limit=5", "/executions?deadLetterOnly=true", "/tag-policies", "/target-policies", "/targets", "/project/retry-policy")
       .map((path) => ({ method: "GET", path })),
+    idOf(ctx.jobIds).map((id) => ({ method: "GET", path: `/jobs/${id}` })),
+    uuid.map((id) => ({ method: "GET", path: `/executions/${id}` })),
+    deadLettersPath.map((path) => ({ method: "GET", path })),
+    actionBody.map((body) => ({ method: "POST", path: "/actions", body })),
+    actionReadPath.map((path) => ({ method: "GET", path })),
     shapedBody(declareBody).map((body) => ({ method: "POST", path: "/declare", body })),
-    fc.constantFrom("/dashboard", "/dashboard/", "/dashboard/triggers", "/dashboard/x/../../etc/passwd", "/dashboard/%00", "/dashboard/assets/app.js", "/dashboard/nope.css").map((path) => ({ method: "GET", path }))
+    fc.constantFrom("/", "/?x=1", "/dashboard", "/dashboard/", "/dashboard/triggers", "/dashboard/x/../../etc/passwd", "/dashboard/%00", "/dashboard/assets/app.js", "/dashboard/nope.css").map((path) => ({ method: "GET", path }))
   )
   return fc.record({
     target,
@@ -269,8 +276,10 @@ export const dashboardRequest = (ctx: FuzzContext) => {
     ],
     ...("body" in target ? { body: target.body } : {})
   }))
-    // never end the fuzzer's own session
-    .filter((req) => !(req.method === "DELETE" && req.path === "/session"))
+    // never end the fuzzer's own session: a sign-out is sent with the other cookies only
+    .map((req) => (req.method === "DELETE" && req.path === "/session" && req.headers.some(([name, value]) => name === "cookie" && value === session.cookie)
+      ? { ...req, headers: req.headers.map(([name, value]) => (name === "cookie" ? [name, "__Host-timewheel-session=x"] as const : [name, value] as const)) }
+      : req))
 }
 
 /** The ops port: its three endpoints and anything else, any method, many headers. */

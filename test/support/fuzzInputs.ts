@@ -229,20 +229,35 @@ const FILTER_KEYS = ["status", "kind", "tag", "customKey", "deadLetter", "schedu
 const replayUrl = fc.constantFrom(SAFE_TARGET, `${SAFE_TARGET}/x?y=1`, "ftp://127.0.0.1/x", "", "not a url", "\u0000", 5, null)
 const replayHeaders = fc.dictionary(fc.oneof(headerName, fc.constantFrom("Host", "ttr-url", "bad name", "content-type")), fc.oneof(headerText(), fc.constantFrom("a\r\nb", 1)), { maxKeys: 3 })
 
+/** A POST /actions body: cancel and replay by filter, dry runs, overrides, any JSON, broken JSON. */
+export const actionBody: fc.Arbitrary<string> = fc.oneof(
+  { weight: 6, arbitrary: fc.record({
+    action: fc.oneof({ weight: 4, arbitrary: fc.constantFrom("cancel", "replay") }, { weight: 1, arbitrary: jsonAny }),
+    filter: fc.oneof({ weight: 6, arbitrary: fc.dictionary(fc.constantFrom(...FILTER_KEYS), filterValue, { maxKeys: 4 }) }, { weight: 1, arbitrary: jsonAny }),
+    dryRun: fc.oneof(fc.boolean(), jsonAny),
+    replay: fc.oneof(fc.record({ url: replayUrl, headers: replayHeaders }, { requiredKeys: [] }), jsonAny)
+  }, { requiredKeys: ["action"] }).map((o) => JSON.stringify(o)) },
+  { weight: 1, arbitrary: jsonAny.map((value) => JSON.stringify(value) ?? "null") },
+  { weight: 1, arbitrary: fc.constantFrom("", "{", "{\"action\":\"cancel\",\"filter\":{\"tag\":\"\\u0000\"}}", "[1,2") }
+)
+
+/** GET /actions and GET /actions/{id}: arbitrary query parameters and ids. */
+export const actionReadPath: fc.Arbitrary<string> = fc.oneof(
+  query(["limit", "cursor"]).map((q) => `/actions${q}`),
+  fc.oneof(percentEncoded, uuidLike.map(encodeURIComponent)).map((id) => `/actions/${id === "" ? "x" : id}`)
+)
+
+/** GET /dead-letters (the dashboard's, a session only): arbitrary limits and cursors. */
+export const deadLettersPath: fc.Arbitrary<string> = fc.oneof(
+  fc.constantFrom("/dead-letters", "/dead-letters?limit=5", "/dead-letters?limit=500"),
+  query(["limit", "cursor"]).map((q) => `/dead-letters${q}`)
+)
+
 /** POST /actions bodies (cancel and replay by filter, dry runs, overrides) and GET /actions, /actions/{id}. */
 export const actionRequest = (key: string): fc.Arbitrary<FuzzRequest> =>
   fc.oneof(
     { weight: 4, arbitrary: fc.record({
-      body: fc.oneof(
-        { weight: 6, arbitrary: fc.record({
-          action: fc.oneof({ weight: 4, arbitrary: fc.constantFrom("cancel", "replay") }, { weight: 1, arbitrary: jsonAny }),
-          filter: fc.oneof({ weight: 6, arbitrary: fc.dictionary(fc.constantFrom(...FILTER_KEYS), filterValue, { maxKeys: 4 }) }, { weight: 1, arbitrary: jsonAny }),
-          dryRun: fc.oneof(fc.boolean(), jsonAny),
-          replay: fc.oneof(fc.record({ url: replayUrl, headers: replayHeaders }, { requiredKeys: [] }), jsonAny)
-        }, { requiredKeys: ["action"] }).map((o) => JSON.stringify(o)) },
-        { weight: 1, arbitrary: jsonAny.map((value) => JSON.stringify(value) ?? "null") },
-        { weight: 1, arbitrary: fc.constantFrom("", "{", "{\"action\":\"cancel\",\"filter\":{\"tag\":\"\\u0000\"}}", "[1,2") }
-      ),
+      body: actionBody,
       contentType
     }).map(({ body, contentType }): FuzzRequest => ({
       method: "POST",
@@ -250,10 +265,7 @@ export const actionRequest = (key: string): fc.Arbitrary<FuzzRequest> =>
       headers: [["ttr-api-key", key], ...(contentType === null ? [] : [["content-type", contentType] as const])],
       body
     })) },
-    { weight: 1, arbitrary: fc.oneof(
-      query(["limit", "cursor"]).map((q) => `/actions${q}`),
-      fc.oneof(percentEncoded, uuidLike.map(encodeURIComponent)).map((id) => `/actions/${id === "" ? "x" : id}`)
-    ).map((path): FuzzRequest => ({ method: "GET", path, headers: [["ttr-api-key", key]] })) }
+    { weight: 1, arbitrary: actionReadPath.map((path): FuzzRequest => ({ method: "GET", path, headers: [["ttr-api-key", key]] })) }
   )
 
 /** Every kind of request, weighted toward /schedule. */

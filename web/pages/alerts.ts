@@ -74,13 +74,13 @@ export const AlertsPage = () => {
       </form>
       <section class="card flush">
         <h2 class="card-title padded">Latest messages</h2>
-        ${data.recent.length === 0 ? html`<${Empty}>No alert sent yet.</${Empty}>` : html`<table class="rows">
+        ${data.recent.length === 0 ? html`<${Empty}>No alert sent yet.</${Empty}>` : html`<table class="rows stack">
           <thead><tr><th>Sent (UTC)</th><th>Target</th><th>Reported</th><th>Outcome</th></tr></thead>
           <tbody>${data.recent.map((r) => html`<tr>
-            <td><${Time} iso=${r.sentAt} /></td>
-            <td>${r.channel === "webhook" ? "chat webhook" : "e-mail"}</td>
-            <td>${r.test ? "test" : reported(r)}</td>
-            <td>${r.error === null ? html`<${Badge} text="sent" tone="green" />` : html`<${Badge} text="failed" tone="red" /> <span class="small">${r.error}</span>`}</td>
+            <td data-label="Sent (UTC)"><${Time} iso=${r.sentAt} /></td>
+            <td data-label="Target">${r.channel === "webhook" ? "chat webhook" : "e-mail"}</td>
+            <td data-label="Reported">${r.test ? "test" : reported(r)}</td>
+            <td data-label="Outcome">${r.error === null ? html`<${Badge} text="sent" tone="green" />` : html`<span><${Badge} text="failed" tone="red" /> <span class="small">${r.error}</span></span>`}</td>
           </tr>`)}</tbody>
         </table>`}
       </section>`}

@@ -1,5 +1,5 @@
-// API keys of the project: create one (its clear key is shown this once), list them with hint,
-// creation and last use (written at most once a minute), revoke one (every node refuses it at once).
+// API keys of the project: create one with an optional label (its clear key is shown this once),
+// list them with label, hint, creation and last use (written at most once a minute), revoke one (every node refuses it at once).
 import { useState } from "preact/hooks"
 import { api } from "../api.ts"
 import { Badge, Empty, html, messageOf, Notice, PageHeader, Time, useLoad } from "../ui.ts"
@@ -7,6 +7,7 @@ import { Badge, Empty, html, messageOf, Notice, PageHeader, Time, useLoad } from
 interface Key {
   readonly id: string
   readonly hint: string
+  readonly label: string | null
   readonly createdAt: string
   readonly lastUsedAt: string | null
   readonly revokedAt: string | null
@@ -17,9 +18,12 @@ export const KeysPage = () => {
   const [created, setCreated] = useState<string | undefined>(undefined)
   const [copied, setCopied] = useState(false)
   const [answer, setAnswer] = useState<string | undefined>(undefined)
-  const create = async () => {
+  const [label, setLabel] = useState("")
+  const create = async (event?: Event) => {
+    event?.preventDefault()
     try {
-      const key = await api<Key & { key: string }>("POST", "/keys")
+      const key = await api<Key & { key: string }>("POST", "/keys", label.trim() === "" ? {} : { label })
+      setLabel("")
       setCreated(key.key)
       setCopied(false)
       setAnswer(undefined)
@@ -40,7 +44,11 @@ export const KeysPage = () => {
   const keys = data?.keys ?? []
   return html`<div>
     <${PageHeader} title="API keys" subtitle="Keys authenticate /schedule, /cancel and the API. Only a hint of each is kept; last use is updated within a minute.">
-      <button class="primary" onClick=${create}>Create key</button>
+      <form class="inline-form" onSubmit=${create}>
+        <input name="label" aria-label="Label of the new key" placeholder="Label (optional)" maxLength=${100} value=${label}
+          onInput=${(e: Event) => setLabel((e.target as HTMLInputElement).value)} />
+        <button class="primary" type="submit">Create key</button>
+      </form>
     </${PageHeader}>
     ${answer === undefined ? null : html`<${Notice} kind="error">${answer}</${Notice}>`}
     ${created === undefined ? null : html`<div class="card new-key">
@@ -53,13 +61,14 @@ export const KeysPage = () => {
     </div>`}
     ${error === undefined ? null : html`<${Notice} kind="error">${error}</${Notice}>`}
     ${data === undefined ? html`<div class="muted">Loading…</div>` : keys.length === 0 ? html`<${Empty}>No key yet.</${Empty}>` : html`
-      <div class="card flush"><table class="rows">
-        <thead><tr><th>Key</th><th>Created (UTC)</th><th>Last used (UTC)</th><th>State</th><th></th></tr></thead>
+      <div class="card flush"><table class="rows stack">
+        <thead><tr><th>Key</th><th>Label</th><th>Created (UTC)</th><th>Last used (UTC)</th><th>State</th><th></th></tr></thead>
         <tbody>${[...keys].reverse().map((key) => html`<tr key=${key.id} data-key=${key.hint}>
-          <td class="mono">${key.hint}</td>
-          <td><${Time} iso=${key.createdAt} /></td>
-          <td>${key.lastUsedAt === null ? html`<span class="muted">never</span>` : html`<${Time} iso=${key.lastUsedAt} />`}</td>
-          <td>${key.revokedAt === null ? html`<${Badge} text="active" tone="green" />` : html`<${Badge} text="revoked" /> <span class="muted small"><${Time} iso=${key.revokedAt} /></span>`}</td>
+          <td class="mono" data-label="Key">${key.hint}</td>
+          <td class="key-label" data-label="Label">${key.label ?? html`<span class="muted">—</span>`}</td>
+          <td data-label="Created (UTC)"><${Time} iso=${key.createdAt} /></td>
+          <td data-label="Last used (UTC)">${key.lastUsedAt === null ? html`<span class="muted">never</span>` : html`<${Time} iso=${key.lastUsedAt} />`}</td>
+          <td data-label="State">${key.revokedAt === null ? html`<${Badge} text="active" tone="green" />` : html`<${Badge} text="revoked" /> <span class="muted small"><${Time} iso=${key.revokedAt} /></span>`}</td>
           <td class="actions-cell">${key.revokedAt === null ? html`<button class="small danger" onClick=${() => revoke(key)}>Revoke</button>` : null}</td>
         </tr>`)}</tbody>
       </table></div>`}

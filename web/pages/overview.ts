@@ -2,11 +2,11 @@
 // apart from the wait of triggers held by their tags' limits — how many triggers end in a dead letter
 // now (the Dead letters page's count, linked), dead-letter attempts per hour over 24 h, and
 // queued / in-flight triggers per tag policy, all from the service's rollup (GET /overview),
-// refreshed every 15 s. Every chart's axis is the chosen range (1, 6 or 24 h); bars are buckets of
-// 1, 5 or 15 minutes.
-import { useState } from "preact/hooks"
+// refreshed every 15 s. Every chart's axis is the chosen range (1, 6 or 24 h, kept in the address as
+// `?hours=`); bars are buckets of 1, 5 or 15 minutes.
 import { api } from "../api.ts"
 import { Chart } from "../chart.ts"
+import { setQuery, useLocation } from "../router.ts"
 import { bucketName } from "../timeAxis.ts"
 import { Empty, formatMs, html, Link, Notice, PageHeader, useLoad } from "../ui.ts"
 
@@ -39,7 +39,9 @@ const Stat = ({ label, value, tone, href }: { label: string; value: string; tone
 const count = (n: number) => n.toLocaleString("en-US")
 
 export const OverviewPage = ({ projectId }: { projectId: string }) => {
-  const [hours, setHours] = useState<number>(1)
+  const asked = Number(useLocation().query.get("hours"))
+  const hours: number = (RANGES as ReadonlyArray<number>).includes(asked) ? asked : 1
+  const setHours = (h: number) => setQuery({ hours: String(h) })
   const { data, error } = useLoad(() => api<Overview>("GET", `/overview?hours=${hours}`), [hours], 15_000)
   const per = data === undefined ? "" : bucketName(data.bucketSeconds)
   return html`<div>
@@ -59,18 +61,19 @@ export const OverviewPage = ({ projectId }: { projectId: string }) => {
         <${Stat} label=${`held by tag limits p99 (${hours} h)`} value=${formatMs(data.totals.gatedLatenessP99)} />
       </div>
       <div class="grid two">
-        <div class="card"><${Chart} title=${`Deliveries per ${per}`} t=${data.deliveries.t} range=${data.range} stacked=${true}
+        <div class="card"><${Chart} title=${`Deliveries per ${per}`} t=${data.deliveries.t} range=${data.range} stacked=${true} counts=${true} emptyText="No delivery in this range"
           values=${[data.deliveries.succeeded, data.deliveries.failed, data.deliveries.deadLetters]}
           series=${[{ label: "delivered", color: "#12a150", bars: true }, { label: "failed, retried", color: "#e59a0b", bars: true },
             { label: "dead-letter attempts", color: "#d92d20", bars: true }]} /></div>
         <div class="card"><${Chart} title="Scheduler lateness of first attempts (start − scheduled time; triggers without tag limits)"
-          t=${data.lateness.t} range=${data.range} values=${[data.lateness.p50, data.lateness.p99]} format=${formatMs}
+          t=${data.lateness.t} range=${data.range} values=${[data.lateness.p50, data.lateness.p99]} format=${formatMs} emptyText="No first attempt in this range"
           series=${[{ label: "p50", color: "#2563eb" }, { label: "p99", color: "#7c3aed" }]} /></div>
         <div class="card"><${Chart} title="Wait of triggers with tag limits (lateness and time held by concurrency or throughput)"
           t=${data.lateness.t} range=${data.range} values=${[data.lateness.gatedP50, data.lateness.gatedP99]} format=${formatMs}
+          emptyText="No first attempt of a trigger with tag limits in this range"
           series=${[{ label: "p50", color: "#0ea5e9" }, { label: "p99", color: "#c2410c" }]} /></div>
         <div class="card"><${Chart} title=${`Dead-letter attempts per hour, last 24 h (${count(data.deadLetters24h)} in all; a trigger replayed and failed again counts again)`}
-          t=${data.deadLettersByHour.t} values=${[data.deadLettersByHour.count]}
+          t=${data.deadLettersByHour.t} values=${[data.deadLettersByHour.count]} counts=${true} emptyText="No dead-letter attempt in the last 24 h"
           series=${[{ label: "dead-letter attempts", color: "#d92d20", bars: true }]} /></div>
         <div class="card">
           <h2 class="card-title">Tag policies: queued and in flight</h2>
@@ -82,8 +85,8 @@ export const OverviewPage = ({ projectId }: { projectId: string }) => {
       </div>
       ${data.tagPolicies.length === 0 ? null : html`<div class="grid two">
         ${data.tagPolicies.map((p) => !p.sampled
-          ? html`<div class="card" key=${p.id}><h2 class="card-title">Tag ${p.tag}: queued and in flight</h2><${Empty}>No sample in this range yet: taken once a minute.</${Empty}></div>`
-          : html`<div class="card" key=${p.id}><${Chart} title=${`Tag ${p.tag}: queued and in flight (peak per ${per})`} height=${160}
+          ? html`<div class="card" key=${p.id}><h2 class="card-title">Tag ${p.tag}: queued and in flight</h2><${Empty}>No sample in this range yet: taken every 5 s.</${Empty}></div>`
+          : html`<div class="card" key=${p.id}><${Chart} title=${`Tag ${p.tag}: queued and in flight (peak per ${per}, sampled every 5 s)`} height=${160} counts=${true} emptyText="Nothing queued or in flight in this range"
           t=${p.t} range=${data.range} values=${[p.queuedSeries, p.inFlightSeries]}
           series=${[{ label: "queued", color: "#7c3aed", fill: true }, { label: "in flight", color: "#0ea5e9", fill: true }]} /></div>`)}
       </div>`}

@@ -3,7 +3,7 @@
 // delete; the API's validation messages shown as they are.
 import { useState } from "preact/hooks"
 import { api } from "../api.ts"
-import { Empty, html, messageOf, Notice, PageHeader, useLoad } from "../ui.ts"
+import { Empty, formatTime, html, messageOf, Notice, PageHeader, useLoad } from "../ui.ts"
 
 interface Policy {
   readonly id: string
@@ -121,20 +121,20 @@ export const TagPoliciesPage = () => {
     ${error === undefined ? null : html`<${Notice} kind="error">${error}</${Notice}>`}
     ${answer === undefined ? null : html`<${Notice} kind="error">${answer}</${Notice}>`}
     <div class="policy-list">${data === undefined ? html`<div class="muted">Loading…</div>` : data.length === 0 ? html`<div class="card"><${Empty}>No tag policy yet.</${Empty}></div>` : html`
-      <div class="card flush"><table class="rows">
+      <div class="card flush"><table class="rows stack">
         <thead><tr><th>Tag</th><th class="num">Max concurrent</th><th>Throughput</th><th class="num">Timeout</th><th>Retry</th>
           <th class="num">Queued</th><th class="num">In flight</th><th>Held</th><th></th></tr></thead>
         <tbody>${data.map((p) => html`<tr key=${p.id} data-policy=${p.tag}>
-          <td><code>${p.tag}</code></td>
-          <td class="num">${p.maxConcurrent ?? "—"}</td>
-          <td>${throughputText(p.throughput) || "—"}</td>
-          <td class="num">${p.requestTimeoutSeconds === null ? "—" : `${p.requestTimeoutSeconds} s`}</td>
-          <td>${p.retryStrategy === null ? "—" : `${p.retryStrategy}${p.retryMaxAttempts === null ? ", unlimited" : `, ${p.retryMaxAttempts} attempts`}`}</td>
-          <td class="num live">${p.queued}</td>
-          <td class="num live">${p.inFlight}</td>
-          <td class="live" title=${p.heldUntil === null ? "" : "The target answered 429 or 503: nothing of the tag starts before then"}>${p.heldUntil === null
+          <td data-label="Tag"><code>${p.tag}</code></td>
+          <td class="num" data-label="Max concurrent">${p.maxConcurrent ?? "—"}</td>
+          <td data-label="Throughput">${throughputText(p.throughput) || "—"}</td>
+          <td class="num" data-label="Timeout">${p.requestTimeoutSeconds === null ? "—" : `${p.requestTimeoutSeconds} s`}</td>
+          <td data-label="Retry">${p.retryStrategy === null ? "—" : `${p.retryStrategy}${p.retryMaxAttempts === null ? ", unlimited" : `, ${p.retryMaxAttempts} attempts`}`}</td>
+          <td class="num live" data-label="Queued">${p.queued}</td>
+          <td class="num live" data-label="In flight">${p.inFlight}</td>
+          <td class="live" title=${p.heldUntil === null ? "" : "The target answered 429 or 503: nothing of the tag starts before then"} data-label="Held">${p.heldUntil === null
             ? "—"
-            : html`<span class="badge">held until ${new Date(p.heldUntil).toLocaleTimeString()}</span>`}</td>
+            : html`<span class="badge">held until ${formatTime(p.heldUntil)}</span>`}</td>
           <td class="actions-cell">
             <button class="small" onClick=${() => setEditing(p)}>Edit</button>
             <button class="small danger" onClick=${() => remove(p)}>Delete</button>

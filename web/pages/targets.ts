@@ -4,7 +4,7 @@
 // delete). Refreshed every 3 s; the API's validation messages shown as they are.
 import { useState } from "preact/hooks"
 import { api } from "../api.ts"
-import { Badge, Empty, html, messageOf, Notice, PageHeader, Time, useLoad } from "../ui.ts"
+import { Badge, Empty, formatTime, html, messageOf, Notice, PageHeader, Time, useLoad } from "../ui.ts"
 import { numberOrNull, parseThroughput, throughputText } from "./tagPolicies.ts"
 
 export interface TargetPolicy {
@@ -37,7 +37,7 @@ export const CircuitBadge = ({ circuit }: { circuit: Target["circuit"] | null })
   circuit === null ? html`<span class="muted">per origin</span>` : html`<${Badge} text=${circuit} tone=${CIRCUIT_TONE[circuit]} />`
 
 const heldText = (heldUntil: string | null) =>
-  heldUntil === null ? "—" : html`<span class="badge amber">held until ${new Date(heldUntil).toLocaleTimeString()}</span>`
+  heldUntil === null ? "—" : html`<span class="badge amber">held until ${formatTime(heldUntil)}</span>`
 
 const limitsText = (p: TargetPolicy) =>
   [
@@ -98,17 +98,17 @@ const OriginsCard = ({ targets }: { targets: ReadonlyArray<Target> | undefined }
     <h2 class="card-title padded">Origins now</h2>
     ${targets === undefined ? html`<div class="muted">Loading…</div>` : targets.length === 0
       ? html`<${Empty}>Nothing held, open, queued or in flight.</${Empty}>`
-      : html`<table class="rows targets">
+      : html`<table class="rows targets stack">
         <thead><tr><th>Origin</th><th>Circuit</th><th>Held</th><th class="num">Queued</th><th class="num">In flight</th>
           <th class="num">Failures in a row</th><th>Last opened</th></tr></thead>
         <tbody>${targets.map((t) => html`<tr key=${t.origin} data-origin=${t.origin}>
-          <td class="mono origin">${t.origin}</td>
-          <td><${CircuitBadge} circuit=${t.circuit} /></td>
-          <td>${heldText(t.heldUntil)}</td>
-          <td class="num live">${t.queued}</td>
-          <td class="num live">${t.inFlight}</td>
-          <td class="num">${t.consecutiveFailures}</td>
-          <td class="small">${t.circuitOpenedAt === null ? html`<span class="muted">never</span>` : html`<${Time} iso=${t.circuitOpenedAt} />
+          <td class="mono origin" data-label="Origin">${t.origin}</td>
+          <td data-label="Circuit"><${CircuitBadge} circuit=${t.circuit} /></td>
+          <td data-label="Held">${heldText(t.heldUntil)}</td>
+          <td class="num live" data-label="Queued">${t.queued}</td>
+          <td class="num live" data-label="In flight">${t.inFlight}</td>
+          <td class="num" data-label="Failures in a row">${t.consecutiveFailures}</td>
+          <td class="small" data-label="Last opened">${t.circuitOpenedAt === null ? html`<span class="muted">never</span>` : html`<${Time} iso=${t.circuitOpenedAt} />
             <div class="muted break">${t.circuitReason ?? ""}</div>`}</td>
         </tr>`)}</tbody>
       </table>`}
@@ -138,15 +138,15 @@ export const TargetsPage = () => {
     <${OriginsCard} targets=${targets.data} />
     <div class="policy-list">${policies.data === undefined ? html`<div class="muted">Loading…</div>` : policies.data.length === 0
       ? html`<div class="card"><${Empty}>No target policy yet: without one nothing is limited per origin.</${Empty}></div>`
-      : html`<div class="card flush"><h2 class="card-title padded">Policies</h2><table class="rows">
+      : html`<div class="card flush"><h2 class="card-title padded">Policies</h2><table class="rows stack">
         <thead><tr><th>Origin</th><th>Limits</th><th>Circuit</th><th>Held</th><th class="num">Queued</th><th class="num">In flight</th><th></th></tr></thead>
         <tbody>${policies.data.map((p) => html`<tr key=${p.id} data-policy=${p.origin}>
-          <td class="mono origin">${p.origin === "*" ? html`<strong>*</strong> <span class="muted">each origin</span>` : p.origin}</td>
-          <td>${limitsText(p)}</td>
-          <td><${CircuitBadge} circuit=${p.circuit} /></td>
-          <td>${heldText(p.heldUntil)}</td>
-          <td class="num live">${p.queued}</td>
-          <td class="num live">${p.inFlight}</td>
+          <td class="mono origin" data-label="Origin">${p.origin === "*" ? html`<strong>*</strong> <span class="muted">each origin</span>` : p.origin}</td>
+          <td data-label="Limits">${limitsText(p)}</td>
+          <td data-label="Circuit"><${CircuitBadge} circuit=${p.circuit} /></td>
+          <td data-label="Held">${heldText(p.heldUntil)}</td>
+          <td class="num live" data-label="Queued">${p.queued}</td>
+          <td class="num live" data-label="In flight">${p.inFlight}</td>
           <td class="actions-cell">
             <button class="small" onClick=${() => setEditing(p)}>Edit</button>
             <button class="small danger" onClick=${() => remove(p)}>Delete</button>

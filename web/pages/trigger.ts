@@ -6,7 +6,7 @@
 // trigger whose origin holds it back (GET /targets) says why.
 import { useState } from "preact/hooks"
 import { api } from "../api.ts"
-import { Badge, Empty, formatMs, html, Link, messageOf, Notice, PageHeader, StatusBadges, Time, useLoad } from "../ui.ts"
+import { Badge, Empty, formatMs, formatTime, html, Link, messageOf, Notice, PageHeader, StatusBadges, Time, useLoad } from "../ui.ts"
 import type { Target } from "./targets.ts"
 import type { Job } from "./triggers.ts"
 
@@ -69,7 +69,7 @@ const originOf = (url: string): string | null => {
   }
 }
 
-const at = (iso: string | null) => (iso === null ? "" : new Date(iso).toLocaleTimeString())
+const at = (iso: string | null) => (iso === null ? "" : formatTime(iso))
 
 /** Why a queued trigger waits for its origin (docs/protecting-targets.md), from GET /targets; null when its origin holds nothing back. */
 const originWait = (target: Target): string | null => {
