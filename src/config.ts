@@ -88,7 +88,7 @@ export interface AppConfigShape {
    * already taken (several nodes on one host) only leaves this node without an ops listener.
    */
   readonly opsPortRequired: boolean
-  /** Finished triggers (and their executions) are deleted this many days after they last changed; 0 keeps them. */
+  /** Executions are dropped by whole days this many days old, finished triggers deleted this many days after they last changed; 0 keeps them. */
   readonly retentionDays: number
   /** A dashboard session unused this long ends. */
   readonly sessionIdleMinutes: number

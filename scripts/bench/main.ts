@@ -11,6 +11,7 @@ import type { DatabaseServer } from "./database.ts"
 import { failWith, readFlags } from "./cliFlags.ts"
 import { runDeliveryCeiling } from "./deliveryCeiling.ts"
 import { DELIVERY_CEILING_SETTINGS } from "./deliveryCeiling.ts"
+import type { Costs } from "./costs.ts"
 import { runBareCeiling } from "./ingestWrk.ts"
 import { REDRIVE_DEFAULT_N, runRedrive } from "./redrive.ts"
 import { describeMachine, markdown, writeJson } from "./report.ts"
@@ -141,8 +142,12 @@ const summary = (workload: WorkloadName, m: Metrics): string => {
     const declare = d === undefined ? "" : `; /declare ${Math.round(d.firstMs!)} ms, again ${Math.round(d.againMs!)} ms, ` +
       `claim waits ${Math.round(d.declareLockWaitMs!)} / ${Math.round(d.bulkLockWaitMs!)} ms`
     const { unkeyed: u, keyed: k } = m as unknown as Record<string, Record<string, number>>
-    return `unkeyed ${u!.ratePerS} jobs/s (p50 ${u!.callP50Ms}, p99 ${u!.callP99Ms} ms), keyed ${k!.ratePerS} jobs/s ` +
-      `(p50 ${k!.callP50Ms}, p99 ${k!.callP99Ms} ms), ${r.errors} errors, ${r.peakRssMiB} MiB${declare}`
+    const costs = (run: Record<string, unknown>) => {
+      const c = run.costs as Costs | undefined
+      return c === undefined ? "" : `, ${c.workerCpuUs} + ${c.postgresCpuUs} µs CPU/job`
+    }
+    return `unkeyed ${u!.ratePerS} jobs/s (p50 ${u!.callP50Ms}, p99 ${u!.callP99Ms} ms${costs(u!)}), keyed ${k!.ratePerS} jobs/s ` +
+      `(p50 ${k!.callP50Ms}, p99 ${k!.callP99Ms} ms${costs(k!)}), ${r.errors} errors, ${r.peakRssMiB} MiB${declare}`
   }
   return `lateness p50 ${r.latenessP50Ms} / p99 ${r.latenessP99Ms} / max ${r.latenessMaxMs} ms, ${r.missing} missing, ${r.peakRssMiB} MiB`
 }

@@ -51,6 +51,8 @@ export interface BatchRun {
   readonly ratePerS: number
   readonly callP50Ms: number
   readonly callP99Ms: number
+  /** Per job scheduled, over the timed calls (costs.ts): the working process's and PostgreSQL's CPU time, WAL. */
+  readonly costs?: Costs
 }
 
 export interface BatchMetrics {
@@ -281,7 +283,7 @@ export const runPrecision = async (contender: Contender, databaseUrl: string, si
   }
 }
 
-const batchRun = (batch: CallBatch): BatchRun => {
+const batchRun = (batch: CallBatch, costs?: Costs): BatchRun => {
   const ok = batch.latenciesMs.length * BATCH_SIZE
   const sorted = sortedCopy(batch.latenciesMs)
   return {
@@ -292,7 +294,8 @@ const batchRun = (batch: CallBatch): BatchRun => {
     elapsedMs: round(batch.elapsedMs),
     ratePerS: round(ok / (batch.elapsedMs / 1000), 0),
     callP50Ms: round(percentile(sorted, 50), 1),
-    callP99Ms: round(percentile(sorted, 99), 1)
+    callP99Ms: round(percentile(sorted, 99), 1),
+    ...(costs === undefined ? {} : { costs })
   }
 }
 
@@ -315,11 +318,14 @@ export const runBatch = async (contender: Contender, databaseUrl: string, sink: 
   const system = await contender.start(databaseUrl, false)
   const deadlineMs = Date.now() + Math.max(240_000, n * 4)
   const { result, peakRssMiB } = await withSystem(system, async () => {
+    const probe = await costProbe(databaseUrl, system.pid)
     const timed = async (first: number, warmUpFirst: number, keyed: boolean) => {
       // warm-up, not timed: a just-started system (timewheel's shard actors starting, code not yet
       // compiled by V8) is not what a batch API meets in steady use
       await system.batch(jobsFrom(warmUpFirst, BATCH_WARM_UP), BATCH_SIZE, BATCH_CONCURRENCY, deadlineMs, keyed)
-      return system.batch(jobsFrom(first, n), BATCH_SIZE, BATCH_CONCURRENCY, deadlineMs, keyed)
+      const before = await probe.snapshot()
+      const batch = await system.batch(jobsFrom(first, n), BATCH_SIZE, BATCH_CONCURRENCY, deadlineMs, keyed)
+      return { batch, costs: await probe.perOperation(before, await probe.snapshot(), n) }
     }
     const unkeyed = await timed(0, 3 * n, false)
     const keyed = await timed(n, 3 * n + BATCH_WARM_UP, true)
@@ -329,9 +335,9 @@ export const runBatch = async (contender: Contender, databaseUrl: string, sink: 
   const { unkeyed, keyed, declare } = result
   return {
     n,
-    unkeyed: batchRun(unkeyed),
-    keyed: batchRun(keyed),
-    errors: unkeyed.errors + keyed.errors,
+    unkeyed: batchRun(unkeyed.batch, unkeyed.costs),
+    keyed: batchRun(keyed.batch, keyed.costs),
+    errors: unkeyed.batch.errors + keyed.batch.errors,
     peakRssMiB,
     ...(declare === undefined ? {} : { declare })
   }

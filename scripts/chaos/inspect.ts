@@ -86,14 +86,17 @@ export interface TriggerRecord {
   readonly shard: number
   readonly status: string
   readonly executions: number
+  /** Its execution rows with status `succeeded`. */
+  readonly succeeded: number
   /** Attempt numbers of its execution rows, ascending. */
   readonly attempts: ReadonlyArray<number>
 }
 
 /** Every one-shot trigger of the scenario's database, by id. */
 export const triggerRecords = async (cluster: PrivateCluster, database: string): Promise<Map<string, TriggerRecord>> => {
-  const rows = await cluster.query<{ id: string; shard: number; status: string; executions: number; attempts: string }>(database, `
+  const rows = await cluster.query<{ id: string; shard: number; status: string; executions: number; succeeded: number; attempts: string }>(database, `
     SELECT t.id::text AS id, t.shard, t.status, count(e.id)::int AS executions,
+      count(e.id) FILTER (WHERE e.status = 'succeeded')::int AS succeeded,
       coalesce(string_agg(e.attempt::text, ',' ORDER BY e.attempt), '') AS attempts
     FROM triggers t LEFT JOIN executions e ON e.trigger_id = t.id
     WHERE t.kind = 'job'
@@ -102,6 +105,7 @@ export const triggerRecords = async (cluster: PrivateCluster, database: string):
     shard: Number(row.shard),
     status: row.status,
     executions: Number(row.executions),
+    succeeded: Number(row.succeeded),
     attempts: row.attempts === "" ? [] : row.attempts.split(",").map(Number)
   }]))
 }

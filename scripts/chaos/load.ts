@@ -1,7 +1,8 @@
 // The load: triggers scheduled through `/schedule` over HTTPS, round-robin over the nodes, with at most
 // CONCURRENCY calls in flight (undici keep-alive agents, self-signed certificates accepted). Each
 // trigger `n` is a POST of `{"n":n}` to the target's `/t?n=n`, dated with an absolute
-// `ttr-scheduled-at` (milliseconds) so that the due instants are known to the harness.
+// `ttr-scheduled-at` (milliseconds) so that the due instants are known to the harness. Also the cancels
+// of the crash-then-cancel scenario: `DELETE /cancel` by id, sent again while the service answers 503.
 import { Agent, request } from "undici"
 import type { NodeProcess } from "./nodes.ts"
 import type { Target } from "./target.ts"
@@ -139,4 +140,75 @@ export const scheduleTriggers = async (
     await agents.close()
   }
   return { scheduled, startedAt, endedAt: Date.now(), failures }
+}
+
+/** What one DELETE /cancel finally answered: its status, with the instants of the first try and of the answer. */
+export interface CancelAnswer {
+  readonly n: number
+  readonly triggerId: string
+  /** 204, 404, 410, …; "unanswered" when the bound came first. */
+  readonly status: string
+  readonly firstTryMs: number
+  readonly answeredMs: number
+  /** Tries answered 503 or failed to connect before this answer. */
+  readonly retries: number
+}
+
+/** Statuses a cancel is sent again after: the database not reachable yet, no connection, a timeout. */
+const retryable = (bucket: string) => bucket === "503" || !/^\d+$/.test(bucket)
+
+/**
+ * DELETE /cancel of every scheduled trigger by id (node i % nodes), CONCURRENCY at once: each is sent
+ * again every `retryEveryMs` while it is answered 503 or cannot connect, until `deadlineMs`.
+ */
+export const cancelTriggers = async (
+  nodes: ReadonlyArray<NodeProcess>, key: string, triggers: ReadonlyArray<Scheduled>, deadlineMs: number, retryEveryMs = 50
+): Promise<ReadonlyArray<CancelAnswer>> => {
+  const agents = new Agents(Math.ceil(CONCURRENCY / Math.max(1, nodes.length)))
+  const targets = triggers.filter((t) => t.triggerId !== undefined)
+  const answers: Array<CancelAnswer> = []
+  let next = 0
+  const cancelOne = async (origin: string, triggerId: string): Promise<string> => {
+    try {
+      const response = await request(`${origin}/cancel`, {
+        method: "DELETE",
+        dispatcher: agents.get(origin),
+        headers: { [`${PREFIX}-api-key`]: key, [`${PREFIX}-trigger-id`]: triggerId },
+        headersTimeout: 5_000,
+        bodyTimeout: 5_000
+      })
+      await response.body.dump()
+      return String(response.statusCode)
+    } catch (error) {
+      return errorBucket(error)
+    }
+  }
+  const caller = async () => {
+    while (next < targets.length) {
+      const i = next++
+      const trigger = targets[i]!
+      const node = nodes[i % nodes.length]!
+      const firstTryMs = Date.now()
+      let retries = 0
+      for (;;) {
+        const status = await cancelOne(node.origin, trigger.triggerId!)
+        if (!retryable(status)) {
+          answers.push({ n: trigger.n, triggerId: trigger.triggerId!, status, firstTryMs, answeredMs: Date.now(), retries })
+          break
+        }
+        if (Date.now() >= deadlineMs) {
+          answers.push({ n: trigger.n, triggerId: trigger.triggerId!, status: "unanswered", firstTryMs, answeredMs: Date.now(), retries })
+          break
+        }
+        retries++
+        await new Promise((resolve) => setTimeout(resolve, retryEveryMs))
+      }
+    }
+  }
+  try {
+    await Promise.all(Array.from({ length: Math.min(CONCURRENCY, Math.max(1, targets.length)) }, caller))
+  } finally {
+    await agents.close()
+  }
+  return answers
 }

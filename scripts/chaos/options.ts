@@ -2,12 +2,12 @@
 import { failWith, readFlags } from "../bench/cliFlags.ts"
 import { SCENARIOS, type ScenarioName } from "./scenarios.ts"
 
-export const USAGE = `usage: npm run chaos -- [--only kill9,sigterm,sigterm-fast,pg-restart-fast,pg-restart-immediate]
+export const USAGE = `usage: npm run chaos -- [--only kill9,sigterm,sigterm-fast,pg-restart-fast,pg-restart-immediate,pg-crash-cancel]
                         [--n 1500] [--nodes N] [--commit REV]
   --only    scenarios to run, comma-separated (default: all, in this order)
   --n       triggers per scenario (default 1500): kill9/sigterm a burst of n at one instant plus n/5 after it,
-            pg-restart-* n spread over 15 s (20 s)
-  --nodes   nodes per scenario (default 3 for kill9/sigterm, 2 for pg-restart-*)
+            pg-restart-* n spread over 15 s (20 s), pg-crash-cancel n spread over 2 s
+  --nodes   nodes per scenario (default 3 for kill9/sigterm, 2 for pg-restart-* and pg-crash-cancel)
   --commit  build and run this commit (exported with git archive into a temporary directory)
             instead of the working tree`
 

@@ -74,6 +74,12 @@ export const details = (results: ReadonlyArray<ScenarioResult>): string =>
     if (r.outageMs !== undefined) {
       lines.push(`- outage ${ms(r.outageMs)}; first delivery ${ms(r.resumeMs)} after PostgreSQL was back; triggers due during the outage all arrived ${ms(r.backlogDeliveredMs)} after it`)
     }
+    if (r.cancels !== undefined) {
+      const k = r.cancels
+      lines.push(`- cancels after the restart: ${Object.entries(k.answers).map(([status, count]) => `${status} ×${count}`).join(", ")} (${k.retries} tries answered 503 or refused, sent again); first answer ${ms(k.firstAnswerMs)}, last ${ms(k.lastAnswerMs)} after PostgreSQL was back`)
+      lines.push(`- invariants (0 each): 204 for a trigger holding a succeeded execution ${k.cancelledButSucceeded}, 204 for a trigger the target received ${k.cancelledButArrived}, cancelled triggers holding an execution ${k.executionsOnCancelled}` +
+        (k.violations.length === 0 ? "" : `; e.g. [n, answer, status, executions, succeeded, arrivals] ${JSON.stringify(k.violations.slice(0, 5))}`))
+    }
     if (r.shardsReownedMs !== undefined || r.takeoverMs !== undefined) {
       lines.push(`- node 0's shards locked by other nodes ${ms(r.shardsReownedMs)} after the fault; first delivery of one of their triggers by another node ${ms(r.takeoverMs)} after it`)
     }

@@ -10,17 +10,21 @@
 // - pg-restart-fast / pg-restart-immediate: N triggers spread over 15 s (20 s); 3 s in,
 //   `pg_ctl stop -m fast|immediate`, 3 s of outage, start on the same port; the immediate variant then
 //   kills node 0 with SIGKILL 10 s after T and checks that the survivors deliver the rest.
+// - pg-crash-cancel: N triggers due over 2 s; 1 s in, `pg_ctl stop -m immediate`, 3 s of outage, start;
+//   then every trigger is cancelled by id as soon as the API answers (a cancel answered 503 is sent
+//   again). No cancel may answer 204 for a trigger that was delivered (it holds a succeeded execution,
+//   or the target received it), and no cancelled trigger may hold an execution.
 import { sleep } from "../bench/common.ts"
 import { analyse, type ArrivalBuckets, arrivalBuckets, type Counts, type FaultContext } from "./analysis.ts"
 import { claimedBy, type Ownership, shardCounts, takenBySql, triggerRecords, type TriggerRecord } from "./inspect.ts"
-import { measureIngestRate, type Scheduled, scheduleTriggers, type TriggerSpec } from "./load.ts"
+import { type CancelAnswer, cancelTriggers, measureIngestRate, type Scheduled, scheduleTriggers, type TriggerSpec } from "./load.ts"
 import type { LogSummary } from "./logs.ts"
 import type { StopMode } from "./postgres.ts"
 import { type Histogram, histogram, lastStaleness } from "./probes.ts"
 import type { Arrival, ScanStats } from "./target.ts"
 import type { World } from "./world.ts"
 
-export const SCENARIOS = ["kill9", "sigterm", "sigterm-fast", "pg-restart-fast", "pg-restart-immediate"] as const
+export const SCENARIOS = ["kill9", "sigterm", "sigterm-fast", "pg-restart-fast", "pg-restart-immediate", "pg-crash-cancel"] as const
 export type ScenarioName = (typeof SCENARIOS)[number]
 
 export const SLOW_TARGET_MS = 2_000
@@ -75,10 +79,29 @@ export interface Measured {
   readonly arrivalTimeline: ArrivalBuckets
   /** Shard lock counts after a node fault, at each change, until the victim's shards were re-owned (at most 20 s). */
   readonly ownershipTrace?: ReadonlyArray<OwnershipChange> | undefined
+  /** pg-crash-cancel: the cancels sent after the restart, and the invariants they must keep. */
+  readonly cancels?: CancelCheck | undefined
   /** Raw data: see perTrigger(). */
   readonly triggers: ReadonlyArray<unknown>
   readonly ownership: Readonly<Record<string, unknown>>
   readonly notes: ReadonlyArray<string>
+}
+
+export interface CancelCheck {
+  /** Each cancel's final answer (status → count; "unanswered": still 503 or unreachable at the bound). */
+  readonly answers: Readonly<Record<string, number>>
+  /** Tries answered 503 or not connected, sent again. */
+  readonly retries: number
+  /** From PostgreSQL accepting connections again to the first final answer, and to the last. */
+  readonly firstAnswerMs: number | undefined
+  readonly lastAnswerMs: number | undefined
+  /** Invariants, each 0 when kept: a 204 for a trigger holding a succeeded execution, or received by the target. */
+  readonly cancelledButSucceeded: number
+  readonly cancelledButArrived: number
+  /** Invariant: a trigger whose final status is `cancelled` holding an execution row. */
+  readonly executionsOnCancelled: number
+  /** Up to 20 offenders: trigger number, cancel answer, final status, executions, succeeded ones, arrivals. */
+  readonly violations: ReadonlyArray<readonly [number, string, string, number, number, number]>
 }
 
 export interface ScenarioResult extends Partial<Measured> {
@@ -482,6 +505,112 @@ async (world: World, n: number, deadlineMs: number): Promise<Measured> => {
   }
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// PostgreSQL crashes, then every trigger is cancelled
+
+const CRASH_SPREAD_MS = 2_000
+const CRASH_AFTER_MS = 1_000
+
+/** The cancels against the database's final state and the target's arrivals: the invariants' counts. */
+const checkCancels = (
+  answers: ReadonlyArray<CancelAnswer>, accepted: ReadonlyArray<Scheduled>, arrivals: ReadonlyArray<Arrival>,
+  records: ReadonlyMap<string, TriggerRecord> | undefined, readyAt: number
+): CancelCheck => {
+  const arrivalsOf = new Map<number, number>()
+  for (const [n] of arrivals) arrivalsOf.set(n, (arrivalsOf.get(n) ?? 0) + 1)
+  const answerOf = new Map(answers.map((answer) => [answer.n, answer.status]))
+  const counted: Record<string, number> = {}
+  for (const answer of answers) counted[answer.status] = (counted[answer.status] ?? 0) + 1
+  let cancelledButSucceeded = 0
+  let cancelledButArrived = 0
+  let executionsOnCancelled = 0
+  const violations: Array<readonly [number, string, string, number, number, number]> = []
+  for (const trigger of accepted) {
+    const record = records?.get(trigger.triggerId!)
+    const answer = answerOf.get(trigger.n) ?? "not sent"
+    const arrived = arrivalsOf.get(trigger.n) ?? 0
+    const succeeded = answer === "204" && (record?.succeeded ?? 0) > 0
+    const received = answer === "204" && arrived > 0
+    const executed = record?.status === "cancelled" && record.executions > 0
+    if (succeeded) cancelledButSucceeded++
+    if (received) cancelledButArrived++
+    if (executed) executionsOnCancelled++
+    if ((succeeded || received || executed) && violations.length < 20) {
+      violations.push([trigger.n, answer, record?.status ?? "?", record?.executions ?? 0, record?.succeeded ?? 0, arrived])
+    }
+  }
+  const answered = answers.filter((answer) => answer.status !== "unanswered").map((answer) => answer.answeredMs - readyAt)
+  return {
+    answers: counted,
+    retries: answers.reduce((sum, answer) => sum + answer.retries, 0),
+    firstAnswerMs: answered.length === 0 ? undefined : Math.min(...answered),
+    lastAnswerMs: answered.length === 0 ? undefined : Math.max(...answered),
+    cancelledButSucceeded,
+    cancelledButArrived,
+    executionsOnCancelled,
+    violations
+  }
+}
+
+const pgCrashThenCancel = async (world: World, n: number, deadlineMs: number): Promise<Measured> => {
+  const { cluster, target } = world.context
+  const lead = await leadFor(world, n)
+  const dueMs = Date.now() + lead
+  const specs: Array<TriggerSpec> = Array.from({ length: n }, (_, i) => ({ n: i, dueMs: dueMs + Math.round((i * CRASH_SPREAD_MS) / n) }))
+  const { load, accepted, summary } = await loadTriggers(world, specs, dueMs)
+
+  await sleepUntil(dueMs + CRASH_AFTER_MS)
+  const stopAt = world.mark("pg_ctl stop -m immediate")
+  await cluster.stop("immediate")
+  world.mark("PostgreSQL stopped")
+  await sleepUntil(stopAt + OUTAGE_MS)
+  world.mark("PostgreSQL starting")
+  const readyAt = world.mark("PostgreSQL accepts connections", await cluster.start())
+
+  // every trigger, at once: what was sent before the crash must answer 410, what was not may be cancelled
+  const scheduled = load.scheduled.filter((s) => s.triggerId !== undefined)
+  const answers = await cancelTriggers(world.nodes, world.key, scheduled, Math.min(readyAt + 30_000, deadlineMs - 25_000))
+  const lastAnswer = Math.max(readyAt, ...answers.map((answer) => answer.answeredMs))
+  world.mark(`${answers.length} cancels answered: ${JSON.stringify(Object.fromEntries([...new Set(answers.map((a) => a.status))].map((status) => [status, answers.filter((a) => a.status === status).length])))}`, lastAnswer)
+  const cancelled = new Set(answers.filter((answer) => answer.status === "204").map((answer) => answer.n))
+  // the rest arrives; sends that a lost precondition would repeat are watched for a crash-recovery period
+  await settle(world, Math.max(0, accepted - cancelled.size), dueMs + CRASH_SPREAD_MS, readyAt + OBSERVE_AFTER_FAULT_MS, deadlineMs)
+  const { arrivals, scans, records } = await collect(world)
+  const left = load.scheduled.filter((s) => !cancelled.has(s.n))
+  const counts = analyse(left, arrivals, records, undefined)
+  const cancels = checkCancels(answers, scheduled, arrivals, records, readyAt)
+
+  let resumeAt: number | undefined
+  for (const [arrivedN, atMs] of arrivals) if (arrivedN >= 0 && atMs >= readyAt) resumeAt = Math.min(resumeAt ?? Infinity, atMs)
+  const probes = world.prober.records()
+  const notes: Array<string> = []
+  if (records === undefined) notes.push("the database's final state could not be read: the invariants on executions were not checked")
+  if (counts.skipped > 0) notes.push(`${counts.skipped} accepted triggers were skipped (accepted after their due time: loading overran)`)
+  if (summary.overranDue) notes.push("loading ended after the first due instant")
+  const failed = Object.entries(cancels.answers).filter(([status]) => !["204", "404", "410"].includes(status))
+  if (failed.length > 0) notes.push(`cancels answered other than 204, 404 or 410: ${failed.map(([status, count]) => `${status} ×${count}`).join(", ")}`)
+  notes.push(`sent counts the triggers left to deliver: ${scheduled.length} accepted, ${cancelled.size} of them cancelled (204)`)
+  return {
+    counts,
+    load: summary,
+    outageMs: readyAt - stopAt,
+    resumeMs: resumeAt === undefined ? undefined : resumeAt - readyAt,
+    codes: {
+      before: histogram(probes, 0, stopAt),
+      during: histogram(probes, stopAt, readyAt),
+      after: histogram(probes, readyAt, Infinity)
+    },
+    schedulerStaleMsAtEnd: lastStaleness(probes),
+    probeFailures: probeFailures(world, stopAt),
+    targetScans: scans,
+    arrivalTimeline: arrivalBuckets(load.scheduled, arrivals, stopAt, -1_000, readyAt - stopAt + 5_000),
+    triggers: perTrigger(load.scheduled, arrivals, records, stopAt),
+    ownership: {},
+    cancels,
+    notes
+  }
+}
+
 export const DEFINITIONS: Record<ScenarioName, ScenarioDefinition> = {
   kill9: {
     name: "kill9",
@@ -522,5 +651,13 @@ export const DEFINITIONS: Record<ScenarioName, ScenarioDefinition> = {
     targetDelayMs: 0,
     triggers: (n) => n,
     run: pgRestart("immediate", true)
+  },
+  "pg-crash-cancel": {
+    name: "pg-crash-cancel",
+    description: "pg_ctl stop -m immediate while triggers come due, 3 s outage, start; then every trigger cancelled at once",
+    defaultNodes: 2,
+    targetDelayMs: 0,
+    triggers: (n) => n,
+    run: pgCrashThenCancel
   }
 }

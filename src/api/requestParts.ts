@@ -3,12 +3,13 @@
 // message per bad value (also a character PostgreSQL cannot store, e.g. `%00`), and a JSON body under the API's rules (another Content-Type → 415 plain
 // text; a missing one is read as JSON; unreadable or invalid JSON, or nested deeper than
 // MAX_JSON_DEPTH → empty 400; over the caller's size limit → 413).
+import * as NodeHttpServerRequest from "@effect/platform-node/NodeHttpServerRequest"
 import * as Effect from "effect/Effect"
-import * as ByteSize from "effect/ByteSize"
 import { HttpIncomingMessage, type HttpServerError, HttpServerRequest } from "effect/http"
 import { BadRequest, MalformedRequest } from "../domain/errors.ts"
 import { nestsDeeperThan } from "../domain/jsonDepth.ts"
 import { unstorableCharacter, unstorableMessage } from "../domain/storableText.ts"
+import { readBodyText } from "./bodyText.ts"
 import { ContentTooLarge, EmptyNotFound, UnsupportedContentType } from "./errors.ts"
 
 /** Fails with the router's empty 404 unless the path (query excluded) matches `pattern` exactly. */
@@ -101,11 +102,12 @@ export const readJsonBody = (request: HttpServerRequest.HttpServerRequest, maxBy
       const mediaType = (contentType.split(";", 1)[0] ?? "").trim().toLowerCase()
       if (mediaType !== JSON_MEDIA_TYPE) return yield* Effect.fail(new UnsupportedContentType({ contentType }))
     }
-    const text = yield* request.text.pipe(
-      Effect.mapError((error) =>
-        maxBytes !== undefined && isBodyTooLarge(error) ? new ContentTooLarge({ maxBytes }) : new MalformedRequest("body could not be read")
-      ),
-      maxBytes === undefined ? (read) => read : Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(maxBytes))
+    // read by bodyText.ts, not the HTTP layer's reader, which keeps the body's bytes on the request
+    const limit = maxBytes ?? (yield* HttpIncomingMessage.MaxBodySize)
+    const text = yield* readBodyText(NodeHttpServerRequest.toIncomingMessage(request), limit === undefined ? undefined : Number(limit)).pipe(
+      Effect.mapError((failure) =>
+        maxBytes !== undefined && failure === "TooLarge" ? new ContentTooLarge({ maxBytes }) : new MalformedRequest("body could not be read")
+      )
     )
     if (text.trim() === "") {
       if (optional) return undefined

@@ -76,6 +76,16 @@ export class CircuitGate {
   }
 
   /**
+   * Nothing of this node's is on its way to the shared state: no failure being settled, no probe
+   * claimed, held or sent. Only then may the node forget its gate: a gate made anew knows only what
+   * its first lease round reads, which may not show those failures yet, and counts none pending —
+   * a failed trigger's retry due at once would start while they open the circuit.
+   */
+  quiet(): boolean {
+    return this.pendingFailures === 0 && this.probe === "none"
+  }
+
+  /**
    * Probing, this node without the probe, and no claim refused lately: worth a claim when triggers
    * wait (the probe may be nobody's, or its holder gone).
    */

@@ -93,8 +93,20 @@ export const within = <A>(path: string, decode: () => A): A => {
 }
 
 /** A list decoded entry by entry, each located as `<name>[<i>]`; not a list is a mismatch. */
-export const decodeList = <A>(name: string, json: unknown, decode: (entry: unknown) => A): Array<A> =>
-  Array.isArray(json) ? json.map((entry, i) => within(`${name}[${i}]`, () => decode(entry))) : mismatch("must be a list", name)
+export const decodeList = <A>(name: string, json: unknown, decode: (entry: unknown) => A): Array<A> => {
+  if (!Array.isArray(json)) return mismatch("must be a list", name)
+  const out = new Array<A>(json.length)
+  let i = 0
+  // one handler for the list (`within`'s, with the entry's path made only when it fails)
+  try {
+    for (; i < json.length; i++) out[i] = decode(json[i])
+  } catch (error) {
+    return within(`${name}[${i}]`, () => {
+      throw error
+    })
+  }
+  return out
+}
 
 export const isPlainObject = (value: unknown): value is Readonly<Record<string, unknown>> =>
   typeof value === "object" && value !== null && !Array.isArray(value)

@@ -159,13 +159,16 @@ export class NodeGate<I> {
     return Math.max(16, Math.min(1_000, Math.ceil(this.startsPerSecond(nowMs) * 0.25)))
   }
 
-  /** Nothing waits, nothing is in flight, nothing is held or leased: the gate can be forgotten. */
+  /**
+   * Nothing waits, nothing is in flight, nothing is held or leased, and its circuit has nothing on its
+   * way to the shared state (domain/circuitGate.ts `quiet`): the gate can be forgotten.
+   */
   idle(nowMs: number): boolean {
     if (this.waiting > 0 || this.backlog > 0 || this.taking) return false
     if (this.book === null) return true
     const holding = this.book.holding()
     return this.book.inUse === 0 && holding.permits === 0 && Object.values(holding.tokens).every((n) => n === 0) && !this.book.held(nowMs) &&
-      (this.book.circuit === null || this.book.circuit.probe === "none")
+      (this.book.circuit === null || this.book.circuit.quiet())
   }
 }
 

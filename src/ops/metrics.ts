@@ -39,6 +39,10 @@ export interface MetricsShape {
   /** How long an attempt took, in seconds (hot path). */
   readonly observeDuration: (seconds: number) => void
   readonly retentionDeleted: (count: number) => void
+  /** Day partitions of the executions table made ahead by this node. */
+  readonly partitionsCreated: (count: number) => void
+  /** Day partitions of the executions table dropped by retention from this node. */
+  readonly partitionsDropped: (count: number) => void
   /**
    * A session of the MCP server opened for one /mcp exchange, or its end confirmed by the server
    * (api/mcpStateless.ts): none stays open once the exchanges are answered.
@@ -116,6 +120,16 @@ export const makeMetrics = (): MetricsShape => {
   const deleted = new Counter({
     name: "timewheel_retention_deleted_triggers_total",
     help: "Finished triggers (with their executions) deleted by retention from this node.",
+    registers: [registry]
+  })
+  const partitionsCreated = new Counter({
+    name: "timewheel_execution_partitions_created_total",
+    help: "Day partitions of the executions table made ahead by this node.",
+    registers: [registry]
+  })
+  const partitionsDropped = new Counter({
+    name: "timewheel_execution_partitions_dropped_total",
+    help: "Partitions of the executions table (whole days of attempts) dropped by retention from this node.",
     registers: [registry]
   })
   const mcpSessions = new Gauge({
@@ -220,6 +234,12 @@ export const makeMetrics = (): MetricsShape => {
     observeDuration: (seconds) => duration.observe(seconds > 0 ? seconds : 0),
     retentionDeleted: (count) => {
       if (count > 0) deleted.inc(count)
+    },
+    partitionsCreated: (count) => {
+      if (count > 0) partitionsCreated.inc(count)
+    },
+    partitionsDropped: (count) => {
+      if (count > 0) partitionsDropped.inc(count)
     },
     mcpSession: (event) => {
       if (event === "opened") {

@@ -1,10 +1,12 @@
-// Housekeeping, every minute on every node: retention (RETENTION_DAYS; 0 keeps everything) deletes
-// the finished triggers that last changed more than that many days ago, with their executions
-// (store/retention.ts), and previous signing secrets whose rotation overlap has ended are forgotten.
-// Retention runs on one node at a time (an advisory lock; a node that finds it taken skips its turn)
-// in batches of RETENTION_BATCH rows with a pause between them, so the deletes never hold many rows
-// or much of PostgreSQL at once and claims go on meanwhile; a sweep goes on until nothing is left
-// past the cutoff.
+// Housekeeping, every minute on every node (and once at start): the day partitions of the executions
+// table are made ahead (today and the next days, store/executionPartitions.ts); retention
+// (RETENTION_DAYS; 0 keeps everything) drops the partitions whose every execution is older than that
+// many days and deletes the finished triggers that last changed before then, with what executions of
+// theirs are left (store/retention.ts); and previous signing secrets whose rotation overlap has ended
+// are forgotten. Retention runs on one node at a time (an advisory lock; a node that finds it taken
+// skips its turn); the trigger deletes go in batches of RETENTION_BATCH rows with a pause between
+// them, so they never hold many rows or much of PostgreSQL at once and claims go on meanwhile; a
+// sweep goes on until nothing is left past the cutoff (docs/operations.md "Retention").
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
@@ -12,6 +14,7 @@ import * as Layer from "effect/Layer"
 import { AppConfig } from "../config.ts"
 import { Metrics } from "../ops/metrics.ts"
 import type { Database } from "../store/db.ts"
+import { executionPartitionsDropBefore, executionPartitionsEnsure, executionsDefaultDeleteBefore } from "../store/executionPartitions.ts"
 import { retentionSessionOpen } from "../store/retention.ts"
 import { signingSecretsDropExpired } from "../store/signingSecrets.ts"
 
@@ -38,23 +41,50 @@ export type HousekeepingEvent =
   | { readonly _tag: "Swept"; readonly deleted: number }
   /** Another node holds the retention lock: this one skips its turn. */
   | { readonly _tag: "Busy" }
+  /** Partitions of the executions table this node made or dropped (reported only when there are some). */
+  | { readonly _tag: "Partitions"; readonly created: ReadonlyArray<string>; readonly dropped: ReadonlyArray<string> }
 
 export const RETENTION_BATCH = 500
 export const RETENTION_PAUSE_MS = 200
 export const HOUSEKEEPING_EVERY_MS = 60_000
 
-/** One sweep: expired signing secrets, then retention batch by batch (if this node gets the lock). */
+/** Makes the missing day partitions ahead; reports and counts those it made. */
+const ensurePartitions = (options: HousekeepingOptions) =>
+  Effect.gen(function*() {
+    const created = yield* executionPartitionsEnsure(yield* Clock.currentTimeMillis)
+    if (created.length === 0) return
+    ;(yield* Metrics).partitionsCreated(created.length)
+    yield* Effect.logInfo(`executions: made the partitions ${created.join(", ")}`)
+    yield* (options.onEvent ?? (() => Effect.void))({ _tag: "Partitions", created, dropped: [] })
+  })
+
+/**
+ * One sweep: the partitions ahead, expired signing secrets, then retention (if this node gets the
+ * lock): the partitions past the cutoff dropped, the default partition's executions past it deleted,
+ * and the finished triggers batch by batch.
+ */
 export const sweep = (options: HousekeepingOptions) =>
   Effect.scoped(Effect.gen(function*() {
     const report = options.onEvent ?? (() => Effect.void)
     const metrics = yield* Metrics
     const batchSize = options.batchSize ?? RETENTION_BATCH
+    yield* ensurePartitions(options)
     const nowMs = yield* Clock.currentTimeMillis
     yield* signingSecretsDropExpired(nowMs)
     if (options.retentionDays === 0) return yield* report({ _tag: "Swept", deleted: 0 })
     const session = yield* retentionSessionOpen
     if (session === undefined) return yield* report({ _tag: "Busy" })
     const beforeMs = nowMs - options.retentionDays * DAY_MS
+    const dropped = yield* executionPartitionsDropBefore(beforeMs)
+    if (dropped.length > 0) {
+      metrics.partitionsDropped(dropped.length)
+      yield* Effect.logInfo(`retention: dropped the partitions ${dropped.join(", ")} (executions before ${new Date(beforeMs).toISOString()})`)
+      yield* report({ _tag: "Partitions", created: [], dropped })
+    }
+    // rows there only when days were not made ahead in time: deleted a batch at a time like triggers
+    while ((yield* executionsDefaultDeleteBefore({ beforeMs, limit: batchSize })) === batchSize) {
+      yield* Effect.sleep(options.pauseMs ?? RETENTION_PAUSE_MS)
+    }
     let total = 0
     for (;;) {
       const deleted = yield* session.deleteBatch({ beforeMs, limit: batchSize })
@@ -75,7 +105,12 @@ export const runHousekeeping = (options: HousekeepingOptions): Effect.Effect<nev
       Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause as Cause.Cause<never>) : Effect.logWarning("housekeeping failed; next sweep later", cause))
   )
   const waiting = options.onEvent?.({ _tag: "Waiting" }) ?? Effect.void
-  return Effect.forever(waiting.pipe(Effect.andThen(Effect.sleep(options.everyMs ?? HOUSEKEEPING_EVERY_MS)), Effect.andThen(once)))
+  // the days ahead at once: a database fresh from its migration has none
+  const atStart = ensurePartitions(options).pipe(
+    Effect.catchCause((cause) =>
+      Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause as Cause.Cause<never>) : Effect.logWarning("making the executions partitions failed; next sweep later", cause))
+  )
+  return Effect.andThen(atStart, Effect.forever(waiting.pipe(Effect.andThen(Effect.sleep(options.everyMs ?? HOUSEKEEPING_EVERY_MS)), Effect.andThen(once))))
 }
 
 export const HousekeepingLive = Layer.effectDiscard(Effect.gen(function*() {

@@ -1,15 +1,17 @@
-// Writes of /declare and /bulk, each a single statement over many rows (one JSON or array
-// parameter), so a batch of a thousand items is a handful of statements: insert new triggers,
+// Writes of /declare and /bulk, each a single statement over many rows (arrays of columns,
+// columnArrays.ts), so a batch of a thousand items is a handful of statements: insert new triggers,
 // update triggers in place, cancel triggers. Updates and cancels are compare-and-sets on the status
 // the planner read (itemReads.ts) and return the rows they changed: a row that moved meanwhile (a
 // claim by the scheduler, fired by its shard's mark, another request) is left alone and missing
 // from the result.
+import type * as PgTypes from "@effect/sql-pg/PgTypes"
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import { HELD_BACK_STATUSES } from "../domain/itemMatch.ts"
 import type { Keyring } from "../domain/sealing.ts"
 import type { TraceContext } from "../domain/traceContext.ts"
 import type { TriggerDefinition, TriggerKind, TriggerStatus } from "../domain/trigger.ts"
+import { byteaArray, int4Array, jsonbArray, textArray, textArrayLiteral, timestamptzArray, uuidArray } from "./columnArrays.ts"
 import { EncryptionKeys, sealRequest } from "./sealedRequests.ts"
 import { unfiredCompareAndSet, unfiredUnder } from "./shardMarks.ts"
 import { statusList } from "./sqlLists.ts"
@@ -27,40 +29,68 @@ export interface ItemTriggerRow {
   readonly definition: TriggerDefinition
 }
 
-const iso = (ms: number | null) => (ms === null ? null : new Date(ms).toISOString())
-
 /**
- * A row as a JSON record (headers and body sealed when ENCRYPTION_KEYS is set, with the call's trace
- * context); null fields are left out (jsonb_to_recordset reads a missing field as NULL).
+ * The rows as arrays of columns (columnArrays.ts), headers and body sealed when ENCRYPTION_KEYS is
+ * set; the call's trace context is the same for every row and goes as one value.
  */
-const recordOf = (row: ItemTriggerRow, keyring: Keyring | null, trace: TraceContext | null) => {
-  const d = row.definition
-  const request = sealRequest(d.headers, d.body, keyring)
-  const record: Record<string, unknown> = {
-    id: row.id, shard: row.shard, kind: row.kind, status: row.status, url: d.url, method: d.method, headers: request.headers, tags: d.tags
+const columnsOf = (rows: ReadonlyArray<ItemTriggerRow>, keyring: Keyring | null) => {
+  const n = rows.length
+  const ids = new Array<string>(n)
+  const shards = new Array<number>(n)
+  const kinds = new Array<string>(n)
+  const statuses = new Array<string>(n)
+  const scheduledAts = new Array<number | null>(n)
+  const urls = new Array<string>(n)
+  const methods = new Array<string>(n)
+  const headers = new Array<unknown>(n)
+  const bodies = new Array<Uint8Array | null>(n)
+  const sealedWith = new Array<string | null>(n)
+  const contentTypes = new Array<string | null>(n)
+  const titles = new Array<string | null>(n)
+  const tags = new Array<string>(n)
+  const customKeys = new Array<string | null>(n)
+  const retries = new Array<unknown>(n)
+  const cronExprs = new Array<string | null>(n)
+  const cronTzs = new Array<string | null>(n)
+  for (let i = 0; i < n; i++) {
+    const row = rows[i]!
+    const d = row.definition
+    // plain (no keys): the definition's own headers and body, no object per row
+    const request = keyring === null ? null : sealRequest(d.headers, d.body, keyring)
+    ids[i] = row.id
+    shards[i] = row.shard
+    kinds[i] = row.kind
+    statuses[i] = row.status
+    scheduledAts[i] = row.scheduledAtMs
+    urls[i] = d.url
+    methods[i] = d.method
+    headers[i] = request === null ? d.headers : request.headers
+    bodies[i] = request === null ? d.body : request.body
+    sealedWith[i] = request === null ? null : request.sealedWith
+    contentTypes[i] = d.contentType
+    titles[i] = d.title
+    tags[i] = textArrayLiteral(d.tags)
+    customKeys[i] = d.customKey
+    retries[i] = d.retry
+    cronExprs[i] = row.cron === null ? null : row.cron.cronExpr
+    cronTzs[i] = row.cron === null ? null : row.cron.cronTz
   }
-  if (row.scheduledAtMs !== null) record.scheduled_at = iso(row.scheduledAtMs)
-  const body = request.body
-  if (body !== null) record.body = Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString("base64")
-  if (request.sealedWith !== null) record.sealed_with = request.sealedWith
-  if (trace !== null) {
-    record.traceparent = trace.traceparent
-    if (trace.tracestate !== null) record.tracestate = trace.tracestate
-  }
-  if (d.contentType !== null) record.content_type = d.contentType
-  if (d.title !== null) record.title = d.title
-  if (d.customKey !== null) record.custom_key = d.customKey
-  if (d.retry !== null) record.retry = d.retry
-  if (row.cron !== null) {
-    record.cron_expr = row.cron.cronExpr
-    record.cron_tz = row.cron.cronTz
-  }
-  return record
+  return [
+    uuidArray(ids), int4Array(shards), textArray(kinds), textArray(statuses), timestamptzArray(scheduledAts), textArray(urls),
+    textArray(methods), jsonbArray(headers), byteaArray(bodies), textArray(sealedWith), textArray(contentTypes),
+    textArray(titles), textArray(tags), textArray(customKeys), jsonbArray(retries), textArray(cronExprs), textArray(cronTzs)
+  ] as const
 }
 
-const RECORD_TYPE = `x(id uuid, shard int, kind text, status text, scheduled_at timestamptz, url text, method text,
-  headers jsonb, body text, sealed_with text, content_type text, title text, tags jsonb, custom_key text, retry jsonb,
-  cron_expr text, cron_tz text, traceparent text, tracestate text, expected text)`
+/** The rows of `columnsOf` read back (tags arrive as array literals), with the expected statuses of an update. */
+const unnestRows = (sql: SqlClient.SqlClient, c: ReturnType<typeof columnsOf>, expected?: PgTypes.Parameter) =>
+  expected === undefined
+    ? sql`unnest(${c[0]}, ${c[1]}, ${c[2]}, ${c[3]}, ${c[4]}, ${c[5]}, ${c[6]}, ${c[7]}, ${c[8]}, ${c[9]}, ${c[10]}, ${c[11]},
+        ${c[12]}, ${c[13]}, ${c[14]}, ${c[15]}, ${c[16]}) AS x(id, shard, kind, status, scheduled_at, url, method, headers, body,
+        sealed_with, content_type, title, tags, custom_key, retry, cron_expr, cron_tz)`
+    : sql`unnest(${c[0]}, ${c[1]}, ${c[2]}, ${c[3]}, ${c[4]}, ${c[5]}, ${c[6]}, ${c[7]}, ${c[8]}, ${c[9]}, ${c[10]}, ${c[11]},
+        ${c[12]}, ${c[13]}, ${c[14]}, ${c[15]}, ${c[16]}, ${expected}) AS x(id, shard, kind, status, scheduled_at, url, method,
+        headers, body, sealed_with, content_type, title, tags, custom_key, retry, cron_expr, cron_tz, expected)`
 
 /**
  * Inserts new triggers of a project. `keyScope`: the tag of the /declare call creating them (it
@@ -76,17 +106,17 @@ export const itemTriggersInsert = Effect.fnUntraced(function*(input: {
 }) {
   if (input.rows.length === 0) return
   const sql = yield* SqlClient.SqlClient
-  const keyring = yield* EncryptionKeys
+  const columns = columnsOf(input.rows, yield* EncryptionKeys)
   const now = new Date(input.nowMs)
-  const records = input.rows.map((row) => recordOf(row, keyring, input.trace ?? null))
   yield* sql`INSERT INTO triggers (id, project_id, kind, shard, status, scheduled_at, due_at, url, method, headers, body,
       sealed_with, content_type, title, tags, custom_key, retry, cron_expr, cron_tz, key_scope, traceparent, tracestate,
       created_at, updated_at)
     SELECT x.id, ${input.projectId}, x.kind, x.shard, x.status, x.scheduled_at,
-      CASE WHEN x.status = 'registered' THEN x.scheduled_at END, x.url, x.method, x.headers, decode(x.body, 'base64'),
-      x.sealed_with, x.content_type, x.title, ARRAY(SELECT jsonb_array_elements_text(x.tags)), x.custom_key, x.retry,
-      x.cron_expr, x.cron_tz, ${input.keyScope}, x.traceparent, x.tracestate, ${now}, ${now}
-    FROM jsonb_to_recordset(${JSON.stringify(records)}::jsonb) AS ${sql.unsafe(RECORD_TYPE)}`
+      CASE WHEN x.status = 'registered' THEN x.scheduled_at END, x.url, x.method, x.headers, x.body,
+      x.sealed_with, x.content_type, x.title, x.tags::text[], x.custom_key, x.retry,
+      x.cron_expr, x.cron_tz, ${input.keyScope}::text, ${input.trace?.traceparent ?? null}::text,
+      ${input.trace?.tracestate ?? null}::text, ${now}, ${now}
+    FROM ${unnestRows(sql, columns)}`
 })
 
 /**
@@ -101,16 +131,17 @@ export const itemTriggersUpdate = Effect.fnUntraced(function*(input: {
 }) {
   if (input.rows.length === 0) return [] as Array<{ id: string; shard: number }>
   const sql = yield* SqlClient.SqlClient
-  const keyring = yield* EncryptionKeys
-  const json = JSON.stringify(input.rows.map((row) => ({ ...recordOf(row, keyring, input.trace ?? null), expected: row.expectedStatus })))
+  const columns = columnsOf(input.rows, yield* EncryptionKeys)
+  const expected = textArray(input.rows.map((row) => row.expectedStatus))
   return yield* unfiredCompareAndSet(input.rows.map((row) => row.id), (locked) => sql<{ id: string; shard: number }>`UPDATE triggers t SET status = x.status,
       scheduled_at = x.scheduled_at, due_at = CASE WHEN x.status = 'registered' THEN x.scheduled_at END,
       attempts = CASE WHEN t.kind = 'job' THEN 0 ELSE t.attempts END, triggered_by = NULL,
-      url = x.url, method = x.method, headers = x.headers, body = decode(x.body, 'base64'), sealed_with = x.sealed_with,
-      content_type = x.content_type, title = x.title, tags = ARRAY(SELECT jsonb_array_elements_text(x.tags)),
+      url = x.url, method = x.method, headers = x.headers, body = x.body, sealed_with = x.sealed_with,
+      content_type = x.content_type, title = x.title, tags = x.tags::text[],
       custom_key = x.custom_key, retry = x.retry, cron_expr = x.cron_expr, cron_tz = x.cron_tz,
-      traceparent = x.traceparent, tracestate = x.tracestate, updated_at = ${new Date(input.nowMs)}
-    FROM jsonb_to_recordset(${json}::jsonb) AS ${sql.unsafe(RECORD_TYPE)}
+      traceparent = ${input.trace?.traceparent ?? null}::text, tracestate = ${input.trace?.tracestate ?? null}::text,
+      updated_at = ${new Date(input.nowMs)}
+    FROM ${unnestRows(sql, columns, expected)}
     WHERE t.id = x.id AND t.project_id = ${input.projectId} AND t.status = x.expected AND t.kind = x.kind
       AND ${unfiredUnder(sql, "t", locked)}
     RETURNING t.id, t.shard`)

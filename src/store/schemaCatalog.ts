@@ -50,7 +50,7 @@ export const schemaDescribe = Effect.gen(function*() {
     partitionKey: table.partition_key,
     columns: of(columns, table.oid).map((c) => ({ name: c.name, type: c.type, notNull: c.not_null, defaultValue: c.default_value })),
     constraints: of(constraints, table.oid).map(({ definition, name }) => ({ name, definition })),
-    indexes: of(indexes, table.oid).map(({ definition, name }) => ({ name, definition: definition.replace(/ ON public\./, " ON ") })),
+    indexes: of(indexes, table.oid).map(({ definition, name }) => ({ name, definition: definition.replace(/ ON (?:ONLY )?public\./, " ON ") })),
     triggers: of(triggers, table.oid).map(({ definition, name }) => ({ name, definition: definition.replace(/ ON public\./, " ON ") }))
   }))
 })

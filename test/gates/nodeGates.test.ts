@@ -2,8 +2,12 @@
 // they carry admits them; one blocked by a full gate does not hold back those behind it without that
 // gate; a ticket gives its permit back with the outcome; what waits at a paused or held gate is handed
 // out for release at once, what waits longer than RELEASE_AFTER_MS too (but not what was taken from
-// PostgreSQL, which reads `queued` already); a stopping node releases everything.
+// PostgreSQL, which reads `queued` already); a stopping node releases everything; a gate is forgotten
+// only when nothing of it is in flight, waiting, held, leased, or on its way to its circuit's shared
+// state (a failure being settled, a probe).
 import { describe, expect, it } from "vitest"
+import { CLOSED } from "../../src/domain/circuitBreaker.ts"
+import { CircuitGate } from "../../src/domain/circuitGate.ts"
 import { policyLimits } from "../../src/domain/gate.ts"
 import { GateBook } from "../../src/domain/gateBook.ts"
 import type { DeliveryRow } from "../../src/domain/trigger.ts"
@@ -98,5 +102,46 @@ describe("what is released to wait in PostgreSQL", () => {
     // each waits again as it was: the taken one still exempt from the time rule, the other not
     expect(gates.releasable(T0 + 5 + RELEASE_AFTER_MS).map((waiter) => waiter.item)).toEqual(["1"])
     expect(admitted(gates, T0 + 6)).toEqual(["t"])
+  })
+})
+
+describe("forgetting a gate", () => {
+  it("not while its circuit has a failure being settled: a gate made anew would let the failed trigger's retry start", () => {
+    const settings = { failures: 3, cooldownSeconds: 2 }
+    const gates = gatesWith({ origin: {} })
+    const gate = gates.gate({ projectId: PROJECT, tag: "origin" })
+    const circuit = new CircuitGate(settings)
+    gate.book!.circuit = circuit
+    circuit.apply({ ...CLOSED, failures: 2, lastFailureAtMs: T0 }, 2, 0, "a")
+    offer(gates, [row("t", ["origin"])])
+    expect(admitted(gates)).toEqual(["t"])
+    expect(gate.idle(T0)).toBe(false)
+    // its third failure comes back: counted here (gates/circuits.ts `finished`) until settled in PostgreSQL
+    gates.finished("t", T0 + 10)
+    circuit.pendingFailures++
+    expect(circuit.admits(T0 + 10)).toBe(false)
+    // a lease round now must not forget the gate: made anew for the retry, it would know only what its
+    // round reads, which may be from before the settle, and nothing pending: it would admit
+    expect(gate.idle(T0 + 10)).toBe(false)
+    const anew = new CircuitGate(settings)
+    anew.apply({ ...CLOSED, failures: 2, lastFailureAtMs: T0 }, 2, 0, "a")
+    expect(anew.admits(T0 + 10)).toBe(true)
+    // settled (it opened the circuit): now the gate may go, a round reads the opening
+    circuit.pendingFailures--
+    circuit.apply({ ...CLOSED, openedAtMs: T0 + 20, reason: "HTTP 500", openUntilMs: T0 + 2_020, cooldownMs: 2_000 }, 3, 0, "a")
+    expect(gate.idle(T0 + 30)).toBe(true)
+  })
+
+  it("not while its node claims, holds or sent the probe", () => {
+    const gates = gatesWith({ origin: {} })
+    const gate = gates.gate({ projectId: PROJECT, tag: "origin" })
+    const circuit = new CircuitGate({ failures: 3, cooldownSeconds: 2 })
+    gate.book!.circuit = circuit
+    for (const probe of ["claiming", "mine", "sent"] as const) {
+      circuit.probe = probe
+      expect(gate.idle(T0)).toBe(false)
+    }
+    circuit.probe = "none"
+    expect(gate.idle(T0)).toBe(true)
   })
 })

@@ -259,6 +259,33 @@ layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
         yield* Fiber.interrupt(actor.fiber)
       }))
 
+    it.effect("a trigger is running (a cancel or edit gets 410) at most claimLeadMs + fireWindowMs before its time, never earlier", () =>
+      Effect.gen(function*() {
+        yield* setup
+        const { claimLeadMs, fireWindowMs } = SCHEDULER_TIMING
+        const dueAtMs = (yield* clockNow) + 1_000
+        const first = yield* trigger("registered", dueAtMs)
+        // due as late as the window the first one's firing covers reaches, and a millisecond beyond it
+        const edge = yield* trigger("registered", dueAtMs + fireWindowMs)
+        const keyedEdge = yield* insertTrigger({
+          projectId: PROJECT, shard: SHARD, scheduledAt: new Date(dueAtMs + fireWindowMs), dueAt: new Date(dueAtMs + fireWindowMs), customKey: "edge"
+        })
+        const beyond = yield* trigger("registered", dueAtMs + fireWindowMs + 1)
+        const actor = yield* startActor
+        yield* actor.advance(1_000 - claimLeadMs - 1)
+        for (const id of [first, edge, keyedEdge, beyond]) assert.strictEqual(yield* statusOf(id), "registered")
+        yield* actor.advance(1)
+        // the window docs/scheduling.md states: 230 ms
+        assert.strictEqual(claimLeadMs + fireWindowMs, 230)
+        assert.strictEqual(yield* statusOf(first), "running")
+        assert.strictEqual(yield* statusOf(edge), "running", "fired claimLeadMs + fireWindowMs before its time")
+        assert.deepStrictEqual([(yield* triggerRow(keyedEdge)).status, (yield* triggerRow(keyedEdge)).attempts], ["running", 1], "claimed as early")
+        assert.strictEqual(yield* statusOf(beyond), "registered", "a millisecond beyond the window: still cancellable")
+        yield* actor.advance(claimLeadMs)
+        assert.strictEqual(yield* Queue.take(actor.submitted), first)
+        yield* Fiber.interrupt(actor.fiber)
+      }))
+
     it.effect("a trigger that lands under the mark (woken after it moved) is sent at once, and only once", () =>
       Effect.gen(function*() {
         yield* setup

@@ -144,6 +144,57 @@ layer(TestDatabase, { timeout: "60 seconds" })("store of /declare and /bulk", (i
       }))
   })
 
+  describe("rows sent as arrays of columns", () => {
+    it.effect("every column reads back as written, by insert and by update: tags that need quoting, no body, nulls, the trace context", () =>
+      Effect.gen(function*() {
+        const projectId = yield* newProject
+        const sql = yield* SqlClient.SqlClient
+        const rowOf = (p: PlannedTrigger, shard: number) => ({
+          id: p.id, shard, kind: p.kind, status: p.status, definition: p.definition,
+          scheduledAtMs: p.schedule._tag === "Once" ? p.schedule.fireAtMs : null,
+          cron: p.schedule._tag === "Cron" ? { cronExpr: p.schedule.cronExpr, cronTz: p.schedule.cronTz } : null
+        })
+        const oddTags = ["a\"b", "back\\slash", "{brace}", "comma,space ", "", "NULL", "é✓"]
+        const odd = planned({
+          status: "skipped",
+          definition: definition({
+            headers: [["x-q", "\"quoted\" \\ {x}"], ["x-q", "again"]], body: null, title: null, tags: oddTags, contentType: "text/plain"
+          })
+        })
+        const plain = planned({ definition: definition({ tags: [], customKey: "k" }) })
+        const trace = { traceparent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", tracestate: "a=b" }
+        yield* itemTriggersInsert({ projectId, keyScope: null, rows: [rowOf(odd, 7), rowOf(plain, 8)], nowMs: NOW, trace })
+        const read = (id: string) =>
+          sql<{ tags: ReadonlyArray<string>; headers: unknown; body: Uint8Array | null; title: string | null; content_type: string | null;
+            custom_key: string | null; key_scope: string | null; traceparent: string | null; tracestate: string | null; shard: number;
+            status: string; scheduled_at: Date; due_at: Date | null; created_at: Date }>`SELECT tags, headers, body, title, content_type,
+            custom_key, key_scope, traceparent, tracestate, shard, status, scheduled_at, due_at, created_at FROM triggers WHERE id = ${id}`
+            .pipe(Effect.map((rows) => rows[0]!))
+        const a = yield* read(odd.id)
+        assert.deepStrictEqual([...a.tags], oddTags)
+        assert.deepStrictEqual(a.headers, [["x-q", "\"quoted\" \\ {x}"], ["x-q", "again"]])
+        assert.deepStrictEqual([a.body, a.title, a.content_type, a.custom_key, a.key_scope, a.shard, a.status],
+          [null, null, "text/plain", null, null, 7, "skipped"])
+        assert.deepStrictEqual([a.traceparent, a.tracestate], [trace.traceparent, trace.tracestate])
+        assert.deepStrictEqual([a.scheduled_at.getTime(), a.due_at, a.created_at.getTime()], [FAR, null, NOW])
+        const b = yield* read(plain.id)
+        assert.deepStrictEqual([[...b.tags], b.custom_key, b.shard, b.due_at?.getTime(), b.body], [[], "k", 8, FAR, new Uint8Array([0, 1, 255])])
+
+        const updated = yield* itemTriggersUpdate({
+          projectId, nowMs: NOW + 1,
+          rows: [
+            { ...rowOf(odd, 7), status: "registered", definition: definition({ tags: ["x\"y"], body: new Uint8Array([9]) }), expectedStatus: "skipped" },
+            { ...rowOf(plain, 8), definition: definition({ tags: oddTags, title: "t\"2", customKey: "k" }), expectedStatus: "registered" }
+          ]
+        })
+        assert.sameMembers(updated.map((row) => row.id), [odd.id, plain.id])
+        const a2 = yield* read(odd.id)
+        assert.deepStrictEqual([[...a2.tags], a2.body, a2.status, a2.due_at?.getTime(), a2.traceparent], [["x\"y"], new Uint8Array([9]), "registered", FAR, null])
+        const b2 = yield* read(plain.id)
+        assert.deepStrictEqual([[...b2.tags], b2.title], [oddTags, "t\"2"])
+      }))
+  })
+
   describe("custom keys (migration 3)", () => {
     const pendingWith = (projectId: string, customKey: string, keyScope: string | null, tags: ReadonlyArray<string>) =>
       Effect.gen(function*() {
