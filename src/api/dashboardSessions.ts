@@ -7,7 +7,7 @@ import type { HttpServerRequest } from "effect/http"
 import { projectNameOf } from "../commands/projects.ts"
 import { sessionOf } from "../commands/sessions.ts"
 import { BadRequest, type ServiceUnavailable } from "../domain/errors.ts"
-import { PROJECT_HEADER, SESSION_COOKIE } from "../domain/signin.ts"
+import { PROJECT_HEADER, SESSION_COOKIE } from "../domain/auth/signin.ts"
 import { DashboardSessions } from "./auth.ts"
 
 /** The session token of the request's cookie, if any. */

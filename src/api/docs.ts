@@ -13,7 +13,7 @@ import * as path from "node:path"
 import { pathToFileURL } from "node:url"
 import { authenticateAnyProject } from "./auth.ts"
 import { handle } from "./handle.ts"
-import type { Paths } from "./openapiParts.ts"
+import type { Paths } from "./openapi/parts.ts"
 
 const loadScalarBundle = Effect.promise(async () => {
   const effectMain = createRequire(import.meta.url).resolve("effect")

@@ -6,7 +6,7 @@
 import * as Effect from "effect/Effect"
 import { HttpRouter, HttpServerError, HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { EmptyNotFound, ERROR_HEADER, renderApiError, withHint } from "./errors.ts"
-import type { Paths } from "./openapiParts.ts"
+import type { Paths } from "./openapi/parts.ts"
 
 const HTTP_METHODS = new Set(["get", "put", "post", "delete", "options", "head", "patch", "trace"])
 

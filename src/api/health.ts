@@ -9,7 +9,7 @@ import { Heartbeats, STALE_AFTER_MS } from "../scheduler/heartbeats.ts"
 import { authenticate } from "./auth.ts"
 import { handle } from "./handle.ts"
 import { jsonResponse } from "./errors.ts"
-import { jsonResponseOf, KEY_BEARER_OR_SESSION, type Paths, unauthorized } from "./openapiParts.ts"
+import { jsonResponseOf, KEY_BEARER_OR_SESSION, type Paths, unauthorized } from "./openapi/parts.ts"
 
 export const healthBody = Effect.gen(function*() {
   const heartbeats = yield* Heartbeats

@@ -7,7 +7,7 @@
 import * as Effect from "effect/Effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { createProjectApiKey, listProjectApiKeys, revokeProjectApiKey } from "../commands/apiKeys.ts"
-import { parseKeyLabel } from "../domain/apiKey.ts"
+import { parseKeyLabel } from "../domain/auth/apiKey.ts"
 import { BadRequest } from "../domain/errors.ts"
 import { authenticateSession } from "./auth.ts"
 import { jsonResponse } from "./errors.ts"

@@ -7,7 +7,7 @@ import { getProjectRetryPolicy, patchProjectRetryPolicy } from "../commands/proj
 import { authenticate } from "./auth.ts"
 import { jsonResponse } from "./errors.ts"
 import { handle } from "./handle.ts"
-import { jsonResponseOf, KEY_BEARER_OR_SESSION, type Paths, unauthorized } from "./openapiParts.ts"
+import { jsonResponseOf, KEY_BEARER_OR_SESSION, type Paths, unauthorized } from "./openapi/parts.ts"
 import { readJsonBody, requireExactPath } from "./requestParts.ts"
 
 const PATH = /^\/project\/retry-policy$/

@@ -7,7 +7,7 @@ import { createApiKey, listApiKeys, revokeApiKey } from "../commands/apiKeys.ts"
 import { resealStoredTriggers } from "../commands/encryptionKeys.ts"
 import { createProject, rotateSigningSecret, setProjectQuota, showSigningSecret } from "../commands/projects.ts"
 import type { Keyring } from "../domain/sealing.ts"
-import { parseKeyLabel } from "../domain/apiKey.ts"
+import { parseKeyLabel } from "../domain/auth/apiKey.ts"
 import { MAX_SIGNING_SECRET_OVERLAP_HOURS } from "../domain/signing.ts"
 
 export class CliError extends Data.TaggedError("CliError")<{ readonly message: string }> {}

@@ -1,8 +1,8 @@
-// `openapi [--server <url>]`: prints the OpenAPI document for client generators (api/openapi.ts):
+// `openapi [--server <url>]`: prints the OpenAPI document for client generators (api/openapi/openapi.ts):
 // the credentials as security schemes, one operation id per method, the /schedule body as raw
 // bytes, and a `servers` entry: `--server`, else the URL of the configured HOST and PORT. No
 // database needed. The CLI entry point prints `stdout`/`stderr` and exits with `exitCode`.
-import { clientDocument, serviceUrl } from "../api/openapiDocuments.ts"
+import { clientDocument, serviceUrl } from "../api/openapi/documents.ts"
 import type { AppConfigShape } from "../config.ts"
 
 export type OpenApiResult =

@@ -21,7 +21,7 @@ export interface GateRef {
   readonly tag: string
 }
 
-/** "Look at this gate now", for the actor of the gate's shard (domain/gate.ts gateShardOf). */
+/** "Look at this gate now", for the actor of the gate's shard (domain/gates/gate.ts gateShardOf). */
 export interface GateKick {
   readonly shard: number
   readonly gate: GateRef

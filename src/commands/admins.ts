@@ -4,7 +4,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { BadRequest, Conflict } from "../domain/errors.ts"
 import { uuidv7 } from "../domain/ids.ts"
-import { hashPassword } from "../domain/password.ts"
+import { hashPassword } from "../domain/auth/password.ts"
 import { adminsCreate } from "../store/admins.ts"
 
 export const MIN_PASSWORD_LENGTH = 8

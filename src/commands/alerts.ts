@@ -3,7 +3,7 @@
 // sent at once to every target, whose outcomes are recorded like those of real alerts.
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import { AlertSenders } from "../dashboard/alertSenders.ts"
+import { AlertSenders } from "../delivery/alertSenders.ts"
 import { type AlertMessage, type AlertSettings, decodeAlertSettings, testMessage } from "../domain/alerts.ts"
 import { BadRequest } from "../domain/errors.ts"
 import { uuidv7 } from "../domain/ids.ts"

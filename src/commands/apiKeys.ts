@@ -5,7 +5,7 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { AppConfig } from "../config.ts"
-import { apiKeyHint, generateApiKey, hashApiKey } from "../domain/apiKey.ts"
+import { apiKeyHint, generateApiKey, hashApiKey } from "../domain/auth/apiKey.ts"
 import { NotFound, type ServiceUnavailable, Unauthorized } from "../domain/errors.ts"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
 import { apiKeysCreate, apiKeysList, apiKeysRevoke } from "../store/apiKeys.ts"

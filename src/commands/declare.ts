@@ -21,7 +21,7 @@ import { itemTriggersCancel } from "../store/itemWrites.ts"
 import { isUniqueViolation } from "../store/projects.ts"
 import { withTransaction } from "../store/transaction.ts"
 import { orUnavailable } from "../store/unavailable.ts"
-import { Metrics } from "../ops/metrics.ts"
+import { Metrics } from "../metrics/metrics.ts"
 import { applyItemWrites, cancelRows, cancelWakeups, countCreated } from "./itemWrites.ts"
 
 export interface DeclareResult {

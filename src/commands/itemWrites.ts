@@ -10,7 +10,7 @@ import * as Effect from "effect/Effect"
 import type { WakeItem } from "../cluster/wakeups.ts"
 import type { ItemWrite, OperationEntry, PlannedTrigger, StoredTrigger } from "../domain/itemMatch.ts"
 import { shardOf } from "../domain/trigger.ts"
-import type { MetricsShape } from "../ops/metrics.ts"
+import type { MetricsShape } from "../metrics/metrics.ts"
 import { type ItemTriggerRow, itemTriggersCancel, itemTriggersInsert, itemTriggersUpdate } from "../store/itemWrites.ts"
 import { callTraceContext } from "./callTrace.ts"
 

@@ -1,5 +1,5 @@
 // Dashboard sign-in, sessions and sign-out (docs/dashboard.md). A sign-in is
-// refused while its account or its address has too many recent failures (domain/signin.ts), else
+// refused while its account or its address has too many recent failures (domain/auth/signin.ts), else
 // checks the password (scrypt off the event loop; an unknown e-mail costs the same time and counts
 // as a failure of that account), and on success stores a new session in PostgreSQL, so every node
 // honours it and a sign-out ends it everywhere at once. A session ends after SESSION_IDLE_MINUTES
@@ -8,7 +8,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { AppConfig } from "../config.ts"
 import { TooManyRequests, Unauthorized } from "../domain/errors.ts"
-import { decoyHash, verifyPasswordAsync } from "../domain/password.ts"
+import { decoyHash, verifyPasswordAsync } from "../domain/auth/password.ts"
 import { unstorableCharacter } from "../domain/storableText.ts"
 import {
   accountOf,
@@ -19,7 +19,7 @@ import {
   sessionAlive,
   THROTTLE_WINDOW_MS,
   throttleDecision
-} from "../domain/signin.ts"
+} from "../domain/auth/signin.ts"
 import { adminsFindByEmail } from "../store/admins.ts"
 import {
   sessionsCreate,

@@ -12,7 +12,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { type GateKick, Wakeups } from "../cluster/wakeups.ts"
 import { BadRequest, Conflict, MalformedRequest, NotFound } from "../domain/errors.ts"
-import { effectiveWindows, gateShardOf } from "../domain/gate.ts"
+import { effectiveWindows, gateShardOf } from "../domain/gates/gate.ts"
 import { isUuid, uuidv7 } from "../domain/ids.ts"
 import {
   ANY_ORIGIN, decodeTargetPolicyBody, mergeTargetPolicyUpdate, newTargetPolicyFields, type StoredTargetPolicy, type TargetPolicyBody,

@@ -1,8 +1,8 @@
 // The field decoders the policy bodies share (tag policies, target policies): a JSON value of the
 // right type or the reason it is not, for the `Timewheel-Error` hint of the empty 400 (docs/errors.md).
 // Ranges are validation's, not these. Pure.
-import { windowLabelMs } from "./throughput.ts"
-import type { Throughput } from "./throughput.ts"
+import { windowLabelMs } from "./gates/throughput.ts"
+import type { Throughput } from "./gates/throughput.ts"
 
 export type FieldResult<A> = { readonly ok: true; readonly value: A } | { readonly ok: false; readonly reason: string }
 export type FieldDecoder<A> = (value: unknown) => FieldResult<A>

@@ -6,7 +6,7 @@
 import { RETRY_ONS, RETRY_STRATEGIES, TRIGGER_DEFAULT_RETRY } from "./retry.ts"
 import type { RetryOn, RetryPolicy, RetryStrategy } from "./retry.ts"
 import { decodeThroughput, type FieldDecoder, integer, isPlainObject, nullable, oneOf, valid, wrong } from "./policyDecoding.ts"
-import type { Throughput } from "./throughput.ts"
+import type { Throughput } from "./gates/throughput.ts"
 
 /**
  * A policy's request fields with the API's names. `null` is "unset" everywhere except

@@ -13,8 +13,8 @@ import {
   MAX_EFFECTIVE_WINDOW_MS,
   MAX_THROUGHPUT_WINDOWS,
   windowLabelMs
-} from "./throughput.ts"
-import type { Throughput } from "./throughput.ts"
+} from "./gates/throughput.ts"
+import type { Throughput } from "./gates/throughput.ts"
 
 export type TagPolicyValidation = { readonly _tag: "Ok" } | { readonly _tag: "Err"; readonly message: string }
 

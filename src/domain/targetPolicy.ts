@@ -3,10 +3,10 @@
 // left out — or `*`, each origin of the project without a policy of its own, separately. This
 // module reads an origin (of a policy, of a trigger's URL), the shape of a POST/PUT body, the new
 // policy and PUT's merge, the validation messages in their order, and the JSON view. Pure.
-import type { CircuitPhase, CircuitSettings } from "./circuitBreaker.ts"
+import type { CircuitPhase, CircuitSettings } from "./gates/circuitBreaker.ts"
 import { decodeThroughput, type FieldDecoder, integer, isPlainObject, nullable, valid, wrong } from "./policyDecoding.ts"
 import { LIMIT_RULES } from "./tagPolicyValidation.ts"
-import type { Throughput } from "./throughput.ts"
+import type { Throughput } from "./gates/throughput.ts"
 
 /** The origin of a policy that covers each origin of the project without a policy of its own. */
 export const ANY_ORIGIN = "*"

@@ -1,5 +1,5 @@
 // The circuit breakers of the origin gates on this node (docs/protecting-targets.md "Circuit
-// breaker"; domain/circuitGate.ts is a gate's view, store/targetCircuits.ts the shared state). Beside
+// breaker"; domain/gates/circuitGate.ts is a gate's view, store/targetCircuits.ts the shared state). Beside
 // the hot path, fibers of the gatekeeper's scope:
 // - outcomes of attempts to an origin with a circuit breaker are settled in PostgreSQL in batches
 //   per origin — a failure always, an answer only when failures were counted (or another node's
@@ -11,9 +11,9 @@
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
-import { type CircuitEvent, failureReason, verdictOf } from "../domain/circuitBreaker.ts"
+import { type CircuitEvent, failureReason, verdictOf } from "../domain/gates/circuitBreaker.ts"
 import { forkLoop, retryUntilDone } from "../lib/backgroundLoop.ts"
-import { Metrics } from "../ops/metrics.ts"
+import { Metrics } from "../metrics/metrics.ts"
 import type { Database } from "../store/db.ts"
 import { Notifications, TARGET_CIRCUITS_CHANNEL } from "../store/notifications.ts"
 import {

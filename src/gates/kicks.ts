@@ -1,7 +1,7 @@
 // Kicks for tag gates: triggers came to wait at these gates, or left a place free in them. Each
 // kick goes to the actor of the gate's shard (through Wakeups: in this process, or notified).
 import type { GateKick } from "../cluster/wakeups.ts"
-import { gateShardOf } from "../domain/gate.ts"
+import { gateShardOf } from "../domain/gates/gate.ts"
 
 /** One kick per gate of each trigger (a trigger's project and its gated tags), without repeats. */
 export const gateKicks = (

@@ -1,13 +1,13 @@
 // The gates of one node in memory (docs/tag-policies.md "How the limits hold across nodes"): the
-// triggers waiting at each gate in arrival order, the gate's book (domain/gateBook.ts: leased permits
+// triggers waiting at each gate in arrival order, the gate's book (domain/gates/gateBook.ts: leased permits
 // and window tokens, the hold), and the starts in flight (tickets). Admission is a plain function call
 // on the delivery hot path: a trigger starts when every gate it carries admits it; one blocked by a
 // gate does not hold back the triggers behind it that do not carry that gate. What waits too long, or
 // at a paused or held gate, is handed out to be released to PostgreSQL (store/gates.ts), and what waits
 // there is taken back when the gate has room. No I/O, no clock: gatekeeper.ts drives it.
 import type { GateRef } from "../cluster/wakeups.ts"
-import { GateBook } from "../domain/gateBook.ts"
-import type { HoldState } from "../domain/gateHold.ts"
+import { GateBook } from "../domain/gates/gateBook.ts"
+import type { HoldState } from "../domain/gates/gateHold.ts"
 import type { DeliveryRow } from "../domain/trigger.ts"
 
 /** A trigger waiting at its gates. */
@@ -161,7 +161,7 @@ export class NodeGate<I> {
 
   /**
    * Nothing waits, nothing is in flight, nothing is held or leased, and its circuit has nothing on its
-   * way to the shared state (domain/circuitGate.ts `quiet`): the gate can be forgotten.
+   * way to the shared state (domain/gates/circuitGate.ts `quiet`): the gate can be forgotten.
    */
   idle(nowMs: number): boolean {
     if (this.waiting > 0 || this.backlog > 0 || this.taking) return false

@@ -1,5 +1,5 @@
 // The private-target guard (BLOCK_PRIVATE_TARGETS) of every outbound HTTP request the service makes —
-// deliveries (delivery/executor.ts) and alert webhooks (dashboard/alertSenders.ts): an undici
+// deliveries (delivery/executor.ts) and alert webhooks (delivery/alertSenders.ts): an undici
 // connector that refuses an IP literal outside public unicast before connecting, and resolves a host
 // name itself, connecting only to the resolved addresses that pass the same check. Refusals are a
 // PrivateTargetError (code PRIVATE_TARGET) naming the address.

@@ -2,7 +2,7 @@
 // API, without credentials. GET /livez: the process runs (200). GET /readyz: 200 while the scheduler's
 // last turn reached the database and its loops ran in the last 30 s, else 503 (for load balancers and
 // orchestrators; the API's /health keeps its behaviour, docs/reading.md). GET /metrics: the Prometheus
-// text format (ops/metrics.ts and Node's process metrics); the few values that live in PostgreSQL are
+// text format (metrics/metrics.ts and Node's process metrics); the few values that live in PostgreSQL are
 // read once per scrape. Anything else: 404. OPS_PORT set and unavailable stops the start; the default
 // port taken (a second node on the host) moves the listener to a free port, said by a warning naming it
 // (docs/operations.md, "Operator endpoints and metrics"), so a quick start's request to 127.0.0.1:9464
@@ -17,7 +17,7 @@ import { AppConfig } from "../config.ts"
 import { Heartbeats, STALE_AFTER_MS } from "../scheduler/heartbeats.ts"
 import { type Database, ShardCount } from "../store/db.ts"
 import { opsDatabaseRead } from "../store/opsReads.ts"
-import { Metrics, processMetrics } from "./metrics.ts"
+import { Metrics, processMetrics } from "../metrics/metrics.ts"
 
 /** How long a scrape waits for the database before answering without its values. */
 const DATABASE_READ_TIMEOUT = "2 seconds"

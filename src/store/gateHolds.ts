@@ -1,10 +1,10 @@
-// The holds of tags refused by their target (migration 10; domain/gateHold.ts has the rules). A
+// The holds of tags refused by their target (migration 10; domain/gates/gateHold.ts has the rules). A
 // refusal is settled in one transaction on the tag's row (locked), with the database's clock, and
 // announced to every node (notification: `projectId tag heldUntilMs`) when it moved the hold; the
 // policy view reads the hold (heldUntil).
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
-import { holdAfterRefusal, holdAfterSuccess, type HoldState, type Refusal } from "../domain/gateHold.ts"
+import { holdAfterRefusal, holdAfterSuccess, type HoldState, type Refusal } from "../domain/gates/gateHold.ts"
 import { GATE_HOLDS_CHANNEL } from "./notifications.ts"
 
 interface HoldRecord {

@@ -1,4 +1,4 @@
-// Leases of the tag gates' budgets (migration 10; domain/gateLease.ts decides the shares): a node's
+// Leases of the tag gates' budgets (migration 10; domain/gates/gateLease.ts decides the shares): a node's
 // lease round is one transaction holding the advisory locks of its gates (so rounds of one gate
 // never overlap, whichever nodes run them). It reads, per gate, the policy (FOR SHARE: a policy
 // change waits for the round, and the round after it sees the change; an origin's gate reads its
@@ -10,9 +10,9 @@
 // round that takes units nobody held waits for the WAL flush at its commit (RoundWrites.durable).
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
-import type { CircuitSettings } from "../domain/circuitBreaker.ts"
-import type { HoldState } from "../domain/gateHold.ts"
-import type { Throughput } from "../domain/throughput.ts"
+import type { CircuitSettings } from "../domain/gates/circuitBreaker.ts"
+import type { HoldState } from "../domain/gates/gateHold.ts"
+import type { Throughput } from "../domain/gates/throughput.ts"
 import { WAITING_SQL } from "./gates.ts"
 import { DRAINING_APPLICATION_PREFIX, NODE_APPLICATION_PREFIX } from "./nodePresence.ts"
 import { circuitStateOf, type CircuitRecord, type StoredCircuit } from "./targetCircuits.ts"

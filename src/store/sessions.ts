@@ -1,6 +1,6 @@
 // Dashboard sessions (schema migration 6): rows keyed by the SHA-256 of the cookie's token, so every
 // node honours them and a stolen database holds no usable token; and the failed sign-ins counted for
-// throttling. The rules (limits, expiry) are in domain/signin.ts; these are the statements.
+// throttling. The rules (limits, expiry) are in domain/auth/signin.ts; these are the statements.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 

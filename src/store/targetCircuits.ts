@@ -1,4 +1,4 @@
-// The circuit breakers of origins, shared by every node (migration 14; domain/circuitBreaker.ts has
+// The circuit breakers of origins, shared by every node (migration 14; domain/gates/circuitBreaker.ts has
 // the rules). Each change is settled in one transaction on the origin's row (locked), with the
 // database's clock, and announced to every node (notification: the project, origin and state as
 // JSON) when it changed the row; an opening also goes to the project's failure alerts (an outbox row
@@ -8,7 +8,7 @@ import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import {
   circuitAfterAll, type CircuitEvent, type CircuitSettings, type CircuitState, claimProbe, CLOSED, releaseProbe
-} from "../domain/circuitBreaker.ts"
+} from "../domain/gates/circuitBreaker.ts"
 import { DRAINING_APPLICATION_PREFIX, NODE_APPLICATION_PREFIX } from "./nodePresence.ts"
 import { TARGET_CIRCUITS_CHANNEL } from "./notifications.ts"
 

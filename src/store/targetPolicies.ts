@@ -5,7 +5,7 @@
 // the nodes last reported), gate_holds (a refusal's hold) — and its circuit (target_circuits).
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
-import { circuitPhase, type CircuitPhase } from "../domain/circuitBreaker.ts"
+import { circuitPhase, type CircuitPhase } from "../domain/gates/circuitBreaker.ts"
 import { ANY_ORIGIN, type StoredTargetPolicy, type TargetLive, type TargetPolicyFields, type TargetView } from "../domain/targetPolicy.ts"
 import { WAITING_SQL } from "./gates.ts"
 import { TARGET_POLICIES_CHANGED_CHANNEL } from "./notifications.ts"

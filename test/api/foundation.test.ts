@@ -5,7 +5,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { KEY_CACHE_TTL_MS } from "../../src/commands/apiKeyCache.ts"
 import { keyRevoke } from "../../src/cli/commands.ts"
-import { hashApiKey } from "../../src/domain/apiKey.ts"
+import { hashApiKey } from "../../src/domain/auth/apiKey.ts"
 import { TestServer, testServerLayer } from "../support/server.ts"
 import { pollUntil } from "../support/wait.ts"
 

@@ -10,9 +10,9 @@ import { Effect } from "effect"
 import fc from "fast-check"
 import { request } from "undici"
 import { OpsListener } from "../../src/ops/opsServer.ts"
-import { newAdmin, sessionCall, signedIn } from "../dashboard/support.ts"
+import { newAdmin, sessionCall, signedIn } from "../support/dashboard.ts"
 import { MAX_JSON_DEPTH } from "../../src/domain/jsonDepth.ts"
-import { SESSION_COOKIE } from "../../src/domain/signin.ts"
+import { SESSION_COOKIE } from "../../src/domain/auth/signin.ts"
 import {
   dashboardRequest, declareAndBulkRequest, everyRequest, type FuzzContext, mcpRequest, opsRequest, replayRequest, tagPolicyRequest,
   targetPolicyRequest

@@ -11,10 +11,10 @@ import { everyRequest, type FuzzContext } from "../support/fuzzFamilies.ts"
 const API_DIR = join(import.meta.dirname, "../../src/api")
 const MCP_PATH = /export const MCP_PATH = "([^"]+)"/
 
-/** [method, path pattern] of every route in src/api: `:id` is one segment, `*` the rest. */
+/** [method, path pattern] of every route in src/api and its folders: `:id` is one segment, `*` the rest. */
 const declaredRoutes = (): ReadonlyArray<readonly [string, string]> => {
   const routes: Array<readonly [string, string]> = []
-  for (const file of readdirSync(API_DIR).filter((name) => name.endsWith(".ts"))) {
+  for (const file of readdirSync(API_DIR, { recursive: true, encoding: "utf8" }).filter((name) => name.endsWith(".ts"))) {
     const text = readFileSync(join(API_DIR, file), "utf8")
     for (const match of text.matchAll(/router\.add\("([A-Z*]+)", (?:"([^"]+)"|(MCP_PATH))/g)) {
       routes.push([match[1]!, match[2] ?? "/mcp"])

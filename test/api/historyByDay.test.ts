@@ -14,7 +14,7 @@ import { executionPartitionsEnsure } from "../../src/store/executionPartitions.t
 import { insertExecution, insertTrigger } from "../support/fixtures.ts"
 import { newProject } from "../support/projectClient.ts"
 import { testServerLayer } from "../support/server.ts"
-import { newAdmin, sessionCall, signedIn } from "../dashboard/support.ts"
+import { newAdmin, sessionCall, signedIn } from "../support/dashboard.ts"
 
 /** May 2031, day `day` at `hour` UTC. */
 const at = (day: number, hour: number) => Date.UTC(2031, 4, day, hour)

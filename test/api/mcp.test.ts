@@ -16,7 +16,7 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
 import { fetch as undiciFetch } from "undici"
-import { toolCall } from "../../src/api/mcpResults.ts"
+import { toolCall } from "../../src/api/mcp/results.ts"
 import { MalformedRequest, ServiceUnavailable } from "../../src/domain/errors.ts"
 import { OpsListener } from "../../src/ops/opsServer.ts"
 import { connect, failed, ok } from "../support/mcpClient.ts"

@@ -6,7 +6,7 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js"
-import { FILTER_ARGUMENTS } from "../../src/api/mcpBulkTools.ts"
+import { FILTER_ARGUMENTS } from "../../src/api/mcp/bulkTools.ts"
 import { FILTER_FIELDS } from "../../src/domain/triggerFilter.ts"
 import { insertDeadLetters, insertTrigger, projectIdOfKey, statusOf } from "../support/fixtures.ts"
 import { connect, failed, ok } from "../support/mcpClient.ts"

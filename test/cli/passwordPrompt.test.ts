@@ -8,7 +8,7 @@ import { assert, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { spawn } from "node:child_process"
-import { verifyPassword } from "../../src/domain/password.ts"
+import { verifyPassword } from "../../src/domain/auth/password.ts"
 import { childEnv, REPO_ROOT } from "../support/cli.ts"
 import { freshDatabaseUrl } from "../support/database.ts"
 

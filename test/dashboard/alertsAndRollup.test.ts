@@ -9,14 +9,14 @@ import { Clock, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { projectOverview } from "../../src/commands/overview.ts"
 import { AppConfig, loadConfig } from "../../src/config.ts"
-import { AlertSenders } from "../../src/dashboard/alertSenders.ts"
-import { sendDueAlerts } from "../../src/dashboard/jobs.ts"
+import { AlertSenders } from "../../src/delivery/alertSenders.ts"
+import { sendDueAlerts } from "../../src/jobs/dashboardJobs.ts"
 import { Notifications } from "../../src/store/notifications.ts"
 import { statsFold } from "../../src/store/deliveryStats.ts"
 import { TestDatabase } from "../support/database.ts"
 import { ensureProject, insertExecution, insertTrigger, nextId } from "../support/fixtures.ts"
 import { closedPort, target } from "../support/target.ts"
-import { type Mailbox, mailbox, mailText } from "./mailbox.ts"
+import { type Mailbox, mailbox, mailText } from "../support/mailbox.ts"
 
 const T0 = Date.UTC(2031, 0, 1, 12, 0, 0)
 

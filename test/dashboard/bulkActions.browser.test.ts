@@ -15,7 +15,7 @@ import { insertDeadLetters, insertTriggers, statusOf } from "../support/fixtures
 import { TestServer, testServerLayer } from "../support/server.ts"
 import { target } from "../support/target.ts"
 import { pollUntil } from "../support/wait.ts"
-import { browserSession, layout, screenshot, step } from "./browser.ts"
+import { browserSession, layout, screenshot, step } from "../support/browser.ts"
 
 const Env = Layer.unwrap(Effect.sync(() => {
   // the pages' bundle, as npm start builds it

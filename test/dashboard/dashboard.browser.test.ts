@@ -21,8 +21,8 @@ import { REPO_ROOT } from "../support/cli.ts"
 import { TestServer, testServerLayer } from "../support/server.ts"
 import { target } from "../support/target.ts"
 import { pollUntil } from "../support/wait.ts"
-import { browserSession, layout, screenshot, step } from "./browser.ts"
-import { type Mailbox, mailbox, mailText } from "./mailbox.ts"
+import { browserSession, layout, screenshot, step } from "../support/browser.ts"
+import { type Mailbox, mailbox, mailText } from "../support/mailbox.ts"
 
 class Mail extends Context.Service<Mail, Mailbox>()("test/Mail") {}
 

@@ -15,8 +15,8 @@ import { REPO_ROOT } from "../support/cli.ts"
 import { TestServer, testServerLayer } from "../support/server.ts"
 import { target } from "../support/target.ts"
 import { pollUntil } from "../support/wait.ts"
-import { browserSession, layout, step } from "./browser.ts"
-import { sessionCall, signedIn } from "./support.ts"
+import { browserSession, layout, step } from "../support/browser.ts"
+import { sessionCall, signedIn } from "../support/dashboard.ts"
 
 const Env = Layer.unwrap(Effect.sync(() => {
   // the pages' bundle, as npm start builds it

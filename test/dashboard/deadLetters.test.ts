@@ -6,7 +6,7 @@ import { assert, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { insertDeadLetters, insertExecution, insertTrigger, projectIdOfKey } from "../support/fixtures.ts"
 import { TestServer, testServerLayer } from "../support/server.ts"
-import { newAdmin, sessionCall, signedIn } from "./support.ts"
+import { newAdmin, sessionCall, signedIn } from "../support/dashboard.ts"
 
 layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })("GET /dead-letters", (it) => {
   it.effect("lists exactly the triggers whose latest attempt is a dead letter, and counts them as the overview and the filters do", () =>

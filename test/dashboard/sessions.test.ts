@@ -6,10 +6,10 @@
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { hashSessionToken, SESSION_COOKIE } from "../../src/domain/signin.ts"
+import { hashSessionToken, SESSION_COOKIE } from "../../src/domain/auth/signin.ts"
 import { projectIdOfKey } from "../support/fixtures.ts"
 import { TestServer, testServerLayer } from "../support/server.ts"
-import { cookieOf, newAdmin, sessionCall, signedIn, signInCall } from "./support.ts"
+import { cookieOf, newAdmin, sessionCall, signedIn, signInCall } from "../support/dashboard.ts"
 
 const unauthorized = (message: string) => ({ _tag: "Unauthorized", message })
 

@@ -6,7 +6,7 @@ import { Deferred, Effect } from "effect"
 import { Executor } from "../../src/delivery/executor.ts"
 import type { DeliveryOutcome, ExecutorOptions } from "../../src/delivery/executor.ts"
 import type { DeliveryRequest } from "../../src/delivery/request.ts"
-import { closedPort, fullBacklogPort, headerValues, httpServer, httpsServer, tcpServer } from "./servers.ts"
+import { closedPort, fullBacklogPort, headerValues, httpServer, httpsServer, tcpServer } from "../support/servers.ts"
 
 const layer = (options: Partial<ExecutorOptions> = {}) =>
   Executor.layer({ blockPrivateTargets: false, connectTimeoutMs: 1_000, ...options })

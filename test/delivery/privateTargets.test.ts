@@ -8,11 +8,11 @@ import type { LookupFunction } from "node:net"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { AppConfig, loadConfig } from "../../src/config.ts"
-import { AlertSenders } from "../../src/dashboard/alertSenders.ts"
+import { AlertSenders } from "../../src/delivery/alertSenders.ts"
 import { Executor } from "../../src/delivery/executor.ts"
 import { isPrivateAddress } from "../../src/lib/privateTargets.ts"
 import type { DeliveryOutcome } from "../../src/delivery/executor.ts"
-import { httpServer } from "./servers.ts"
+import { httpServer } from "../support/servers.ts"
 
 /** [address, registry entry] pairs that must be blocked. */
 const BLOCKED: ReadonlyArray<readonly [string, string]> = [

@@ -11,7 +11,7 @@ import * as path from "node:path"
 import { REPO_ROOT, runChild } from "../support/cli.ts"
 import { TestServer, testServerLayer } from "../support/server.ts"
 import { pollUntil } from "../support/wait.ts"
-import { signInCall } from "../dashboard/support.ts"
+import { signInCall } from "../support/dashboard.ts"
 
 const README = fs.readFileSync(path.join(REPO_ROOT, "README.md"), "utf8")
 

@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest"
 import {
   circuitAfter, circuitAfterAll, type CircuitEvent, circuitPhase, type CircuitState, claimProbe, CLOSED, failureReason,
   MAX_COOLDOWN_MS, releaseProbe, verdictOf
-} from "../../src/domain/circuitBreaker.ts"
+} from "../../src/domain/gates/circuitBreaker.ts"
 
 const NOW = Date.parse("2030-01-14T17:20:00.000Z")
 const SETTINGS = { failures: 3, cooldownSeconds: 10 }

@@ -1,10 +1,10 @@
-// An origin's circuit as one node sees it (domain/circuitGate.ts): a state older than the one it
+// An origin's circuit as one node sees it (domain/gates/circuitGate.ts): a state older than the one it
 // knows is not applied (a lease round's read that started before a change never undoes it); times
 // on this node's clock; closed admits, unless this node's failures being settled may open it; open
 // admits nothing; probing admits only the node holding the probe, once (its start is the probe).
 import { describe, expect, it } from "vitest"
-import { CLOSED, type CircuitState } from "../../src/domain/circuitBreaker.ts"
-import { CircuitGate } from "../../src/domain/circuitGate.ts"
+import { CLOSED, type CircuitState } from "../../src/domain/gates/circuitBreaker.ts"
+import { CircuitGate } from "../../src/domain/gates/circuitGate.ts"
 
 const NOW = 1_750_000_000_000
 const OFFSET = 250 // the database's clock runs 250 ms ahead of this node's

@@ -1,4 +1,4 @@
-// The dashboard's pure rules: sign-in throttling decisions and session expiry (domain/signin.ts),
+// The dashboard's pure rules: sign-in throttling decisions and session expiry (domain/auth/signin.ts),
 // lateness histograms and their percentiles (domain/lateness.ts, the same buckets as migration 6's
 // SQL), alert settings' checks and the message of a burst (domain/alerts.ts), the overview's columns
 // (domain/overview.ts).
@@ -7,7 +7,7 @@ import { deadLetterMessage, decodeAlertSettings } from "../../src/domain/alerts.
 import { BadRequest } from "../../src/domain/errors.ts"
 import { addHistograms, bucketValue, latenessBucket, percentile } from "../../src/domain/lateness.ts"
 import { overviewOf } from "../../src/domain/overview.ts"
-import { sessionAlive, sessionCookie, throttleDecision } from "../../src/domain/signin.ts"
+import { sessionAlive, sessionCookie, throttleDecision } from "../../src/domain/auth/signin.ts"
 
 describe("sign-in throttling", () => {
   const NOW = 1_000_000_000

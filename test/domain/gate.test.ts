@@ -2,9 +2,9 @@
 // windows (stretching, pause, a broken window failing closed), a policy's limits, and the stable shard
 // of a gate.
 import { describe, expect, it } from "vitest"
-import { effectiveWindows, gateShardOf, limitsSomething, policyLimits } from "../../src/domain/gate.ts"
-import type { GateLimits } from "../../src/domain/gate.ts"
-import type { Throughput } from "../../src/domain/throughput.ts"
+import { effectiveWindows, gateShardOf, limitsSomething, policyLimits } from "../../src/domain/gates/gate.ts"
+import type { GateLimits } from "../../src/domain/gates/gate.ts"
+import type { Throughput } from "../../src/domain/gates/throughput.ts"
 
 describe("effectiveWindows: throughput → { label, windowMs, limit }", () => {
   const rows: ReadonlyArray<readonly [throughput: Throughput | null, expected: GateLimits]> = [

@@ -9,9 +9,9 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { TestClock } from "effect/testing"
 import { describe, expect, it } from "vitest"
-import { policyLimits } from "../../src/domain/gate.ts"
-import { CONCURRENCY, GateBook, tokenMarginMs } from "../../src/domain/gateBook.ts"
-import type { Throughput } from "../../src/domain/throughput.ts"
+import { policyLimits } from "../../src/domain/gates/gate.ts"
+import { CONCURRENCY, GateBook, tokenMarginMs } from "../../src/domain/gates/gateBook.ts"
+import type { Throughput } from "../../src/domain/gates/throughput.ts"
 
 const T0 = 1_750_000_000_000
 const PACE_MARGIN_1S = tokenMarginMs(1_000)

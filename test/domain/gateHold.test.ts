@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest"
 import {
   BACKOFF_MEMORY_MS, holdAfterRefusal, holdAfterSuccess, type HoldState, isRefusal, MAX_HOLD_MS, refusalRetryAfterMs,
   retryAfterUntilMs
-} from "../../src/domain/gateHold.ts"
+} from "../../src/domain/gates/gateHold.ts"
 
 const NOW = Date.parse("2030-01-14T17:20:00.000Z")
 

@@ -3,7 +3,7 @@
 // what nobody holds, given back down to it only as far as it has units not in use (it then starts
 // nothing beyond its share), and nothing of what gone nodes still reserve.
 import { describe, expect, it } from "vitest"
-import { fairShares, planUnits } from "../../src/domain/gateLease.ts"
+import { fairShares, planUnits } from "../../src/domain/gates/gateLease.ts"
 
 describe("fairShares(limit, demands)", () => {
   it.each([

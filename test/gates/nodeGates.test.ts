@@ -6,10 +6,10 @@
 // only when nothing of it is in flight, waiting, held, leased, or on its way to its circuit's shared
 // state (a failure being settled, a probe).
 import { describe, expect, it } from "vitest"
-import { CLOSED } from "../../src/domain/circuitBreaker.ts"
-import { CircuitGate } from "../../src/domain/circuitGate.ts"
-import { policyLimits } from "../../src/domain/gate.ts"
-import { GateBook } from "../../src/domain/gateBook.ts"
+import { CLOSED } from "../../src/domain/gates/circuitBreaker.ts"
+import { CircuitGate } from "../../src/domain/gates/circuitGate.ts"
+import { policyLimits } from "../../src/domain/gates/gate.ts"
+import { GateBook } from "../../src/domain/gates/gateBook.ts"
 import type { DeliveryRow } from "../../src/domain/trigger.ts"
 import { NodeGates, RELEASE_AFTER_MS } from "../../src/gates/nodeGates.ts"
 

@@ -3,7 +3,7 @@
 // handed over ahead of its time when that time comes, by the live release loop on the test's clock),
 // and holds fired rows as the live one does (never the same one twice).
 import { Effect, Layer } from "effect"
-import { Dispatcher, makeFiredHolds } from "../../src/delivery/dispatch.ts"
+import { Dispatcher, makeFiredHolds } from "../../src/delivery/dispatcher.ts"
 import { makeEarlyRelease } from "../../src/delivery/earlyRelease.ts"
 import type { ClaimedRow } from "../../src/domain/trigger.ts"
 

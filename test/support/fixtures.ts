@@ -5,7 +5,7 @@
 import { assert } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { hashApiKey } from "../../src/domain/apiKey.ts"
+import { hashApiKey } from "../../src/domain/auth/apiKey.ts"
 import { uuidv7 } from "../../src/domain/ids.ts"
 import { executionsInsert } from "../../src/store/executions.ts"
 import { effectiveStatusSql } from "../../src/store/shardMarks.ts"

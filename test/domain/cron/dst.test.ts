@@ -9,7 +9,7 @@
 //   Australia/Lord_Howe Oct 5  02:00 -> 02:30 (+10:30 -> +11, Oct 4 15:30Z)  Apr 6 02:00 -> 01:30 (Apr 5 15:00Z)
 //   America/Santiago    Sep 7  00:00 -> 01:00 (-04 -> -03, 04:00Z): the gap is at midnight
 import { describe, expect, it } from "vitest"
-import { fires } from "./helpers.ts"
+import { fires } from "../../support/cron.ts"
 
 type Row = readonly [value: string, from: string, expected: ReadonlyArray<string>, note: string]
 

@@ -9,7 +9,7 @@ import {
   nextFireAfter,
   parseCronValue
 } from "../../../src/domain/cron/index.ts"
-import { errorOf, fires, schedule } from "./helpers.ts"
+import { errorOf, fires, schedule } from "../../support/cron.ts"
 
 const JAN1 = "2025-01-01T00:00:00Z" // a Wednesday
 

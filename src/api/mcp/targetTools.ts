@@ -1,10 +1,10 @@
 // The MCP tools of target policies (docs/protecting-targets.md): list, create, change and delete the
 // policies that limit and protect each destination, and list the origins held, queued or open now.
-// Handlers are in mcpHandlers.ts (the same decoder and commands as /target-policies and /targets).
+// Handlers are in mcp/handlers.ts (the same decoder and commands as /target-policies and /targets).
 import * as Schema from "effect/Schema"
 import { Tool } from "effect/ai"
-import { ToolError } from "./mcpResults.ts"
-import { dependencies, described, optional, readOnly, titled, writes } from "./mcpToolParts.ts"
+import { ToolError } from "./results.ts"
+import { dependencies, described, optional, readOnly, titled, writes } from "./toolParts.ts"
 
 const LIMIT_FIELDS = {
   maxConcurrent: optional(Schema.NullOr(Schema.Int), "At most this many requests to the origin in flight at once, across the cluster (at least 1)."),

@@ -1,10 +1,10 @@
-// Building blocks of the MCP tools' definitions (mcpTools.ts, mcpBulkTools.ts): the caller's project,
+// Building blocks of the MCP tools' definitions (mcp/tools.ts, mcp/bulkTools.ts): the caller's project,
 // described schemas, and the annotations each tool carries (effect/ai's defaults claim destructive).
 import * as Context from "effect/Context"
 import * as Schema from "effect/Schema"
 import { Tool } from "effect/ai"
 
-/** The project of the key that authenticated the current /mcp request (mcpServer.ts provides it). */
+/** The project of the key that authenticated the current /mcp request (mcp/server.ts provides it). */
 export class McpCaller extends Context.Service<McpCaller, { readonly projectId: string }>()("timewheel/McpCaller") {}
 
 export const described = <S extends Schema.Top>(schema: S, description: string): S["Rebuild"] => schema.annotate({ description })

@@ -3,18 +3,18 @@
 // by adding its fragment here. `servedDocument` is GET /openapi/json's; `clientDocument` is the one
 // for client generators (`npm run --silent cli -- openapi`, the /docs reference), its server the
 // service's URL.
-import { actionPaths } from "./actionsOpenApi.ts"
-import { dashboardPaths } from "./dashboardOpenApi.ts"
-import { declarePaths } from "./declareOpenApi.ts"
-import { healthPaths } from "./health.ts"
-import { logPaths } from "./logsOpenApi.ts"
-import { mcpPaths } from "./mcpOpenApi.ts"
+import { actionPaths } from "./actions.ts"
+import { dashboardPaths } from "./dashboard.ts"
+import { declarePaths } from "./declare.ts"
+import { healthPaths } from "../health.ts"
+import { logPaths } from "./logs.ts"
+import { mcpPaths } from "./mcp.ts"
 import { assemblePaths, generatorDocument, openApiPaths, specDocument } from "./openapi.ts"
-import type { Paths } from "./openapiParts.ts"
-import { retryPolicyPaths } from "./retryPolicy.ts"
-import { schedulePaths } from "./scheduleDocs.ts"
-import { tagPolicyPaths } from "./tagPoliciesOpenApi.ts"
-import { targetPolicyPaths } from "./targetPoliciesOpenApi.ts"
+import type { Paths } from "./parts.ts"
+import { retryPolicyPaths } from "../retryPolicy.ts"
+import { schedulePaths } from "./schedule.ts"
+import { tagPolicyPaths } from "./tagPolicies.ts"
+import { targetPolicyPaths } from "./targetPolicies.ts"
 
 /** Every path of the API, with its hints and 503s. */
 export const apiPaths = (prefix: string): Paths =>

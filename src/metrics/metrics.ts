@@ -45,7 +45,7 @@ export interface MetricsShape {
   readonly partitionsDropped: (count: number) => void
   /**
    * A session of the MCP server opened for one /mcp exchange, or its end confirmed by the server
-   * (api/mcpStateless.ts): none stays open once the exchanges are answered.
+   * (api/mcp/stateless.ts): none stays open once the exchanges are answered.
    */
   readonly mcpSession: (event: "opened" | "ended") => void
   /** A refusal of the target (429, 503) held a tag (or an origin: `target`), or held it longer, cluster-wide. */

@@ -1,8 +1,8 @@
 // The OpenAPI 3.1 documents. Both are made from the path fragments of the mounted endpoint modules
-// (openapiDocuments.ts lists them), so they describe exactly what the server serves; every operation
+// (openapi/documents.ts lists them), so they describe exactly what the server serves; every operation
 // that needs the database (all but GET /openapi/json) also lists the 503 of a database that cannot
 // be reached, and every 4xx answer its `Timewheel-Error` header. The fragments name each operation's
-// credentials as security requirements (openapiParts.ts) and give each operation its own id:
+// credentials as security requirements (openapi/parts.ts) and give each operation its own id:
 // - `generatorDocument`, for client generators (`npm run --silent cli -- openapi`, and the /docs
 //   reference): the credentials as security schemes, a `servers` entry, the /schedule body as raw
 //   bytes; Redocly's recommended rules find nothing in it (test/api/openapiClient.test.ts);
@@ -12,10 +12,10 @@
 //   as header parameters, /schedule's five methods sharing one operation id.
 import * as Effect from "effect/Effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { EmptyNotFound } from "./errors.ts"
-import { handle } from "./handle.ts"
-import { emptyResponse, errorSchema, type PathItem, type Paths, PUBLIC, securitySchemes } from "./openapiParts.ts"
-import { specPaths } from "./openapiSpecForm.ts"
+import { EmptyNotFound } from "../errors.ts"
+import { handle } from "../handle.ts"
+import { emptyResponse, errorSchema, type PathItem, type Paths, PUBLIC, securitySchemes } from "./parts.ts"
+import { specPaths } from "./specForm.ts"
 
 export interface OpenApiDocument {
   readonly openapi: "3.1.0"

@@ -6,8 +6,8 @@
 // and answers its generic internal error.
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import { BadRequest, isSpecFailure, type SpecFailure } from "../domain/errors.ts"
-import type { ExecutionView, TriggerView } from "../domain/views.ts"
+import { BadRequest, isSpecFailure, type SpecFailure } from "../../domain/errors.ts"
+import type { ExecutionView, TriggerView } from "../../domain/views.ts"
 
 /**
  * A tool error: the API's `_tag` (BadRequest, Unauthorized, QuotaExceeded, NotFound, Gone, Conflict,

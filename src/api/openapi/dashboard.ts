@@ -1,7 +1,7 @@
 // The dashboard's endpoints in the OpenAPI document (docs/dashboard.md): sign-in and sessions, projects,
 // keys, alerts, the overview and the cancel button. They take only a session cookie (an API key in
 // either header is 401); a session names its project in the Timewheel-Project header.
-import { emptyResponse, errorResponse, jsonResponseOf, type Paths, PUBLIC, SESSION_ONLY } from "./openapiParts.ts"
+import { emptyResponse, errorResponse, jsonResponseOf, type Paths, PUBLIC, SESSION_ONLY } from "./parts.ts"
 
 const projectHeader = {
   name: "Timewheel-Project",

@@ -1,10 +1,10 @@
 // OpenAPI description of /schedule (the same operation under GET, POST, PUT, PATCH and DELETE, each
 // with its own operationId, as client generators need; the served document gives them one,
-// openapiSpecForm.ts) and DELETE /cancel. Their credentials are the key header only. The body of
+// openapi/specForm.ts) and DELETE /cancel. Their credentials are the key header only. The body of
 // /schedule is raw bytes of any media type, described without a schema (OpenAPI 3.1's form for
 // content sent as it is), so a generated client has nothing to encode.
-import { emptyResponse, errorResponse, jsonResponseOf, KEY_ONLY, type Paths } from "./openapiParts.ts"
-import { MAX_BODY_BYTES } from "./scheduleRequest.ts"
+import { emptyResponse, errorResponse, jsonResponseOf, KEY_ONLY, type Paths } from "./parts.ts"
+import { MAX_BODY_BYTES } from "../scheduleRequest.ts"
 
 const header = (name: string, description: string, required = false, schema: Record<string, unknown> = { type: "string" }) => ({
   name, in: "header", required, description, schema

@@ -1,13 +1,13 @@
 // The MCP tools of the bulk actions (docs/bulk-actions.md): cancel and replay every trigger
 // matching a filter, each with a dry run that answers the count first (preview, then act), and the
 // progress of an action; plus the filter's fields, which list_jobs also takes so that a model can
-// look at the very set it is about to act on. Handlers are in mcpHandlers.ts (the same decoder and
+// look at the very set it is about to act on. Handlers are in mcp/handlers.ts (the same decoder and
 // commands as POST /actions).
 import * as Schema from "effect/Schema"
 import { Tool } from "effect/ai"
-import { JOB_OUTCOMES, TRIGGER_KINDS, TRIGGER_STATUSES } from "../domain/trigger.ts"
-import { ToolError } from "./mcpResults.ts"
-import { dependencies, described, optional, readOnly, titled, writes } from "./mcpToolParts.ts"
+import { JOB_OUTCOMES, TRIGGER_KINDS, TRIGGER_STATUSES } from "../../domain/trigger.ts"
+import { ToolError } from "./results.ts"
+import { dependencies, described, optional, readOnly, titled, writes } from "./toolParts.ts"
 
 /** The filter's fields (domain/triggerFilter.ts), as arguments: the names of GET /jobs and POST /actions. */
 export const FILTER_ARGUMENTS = {

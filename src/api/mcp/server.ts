@@ -1,7 +1,7 @@
 // POST /mcp (docs/mcp.md; without sessions, as it says): a Model Context
 // Protocol server over the streamable HTTP transport (protocol versions 2025-06-18 and 2025-03-26,
-// effect/ai's McpServer.layerHttp) whose tools (mcpTools.ts, mcpHandlers.ts) call the same commands
-// as the HTTP endpoints, run without sessions behind the front of mcpStateless.ts: that front checks
+// effect/ai's McpServer.layerHttp) whose tools (mcp/tools.ts, mcp/handlers.ts) call the same commands
+// as the HTTP endpoints, run without sessions behind the front of mcp/stateless.ts: that front checks
 // path, origin and credentials, hands each request to this server as an in-process web request with
 // the key's project as McpCaller, and ends the server's session of each exchange with it.
 import * as Context from "effect/Context"
@@ -10,11 +10,11 @@ import * as Layer from "effect/Layer"
 import * as Scope from "effect/Scope"
 import { McpProtocol, McpServer } from "effect/ai"
 import { HttpEffect, HttpRouter, type HttpServerRequest } from "effect/http"
-import { MCP_PATH } from "./mcpOpenApi.ts"
-import { mcpHandlers } from "./mcpHandlers.ts"
-import { statelessMcp } from "./mcpStateless.ts"
-import type { McpCaller } from "./mcpToolParts.ts"
-import { mcpInstructions, mcpToolkit } from "./mcpTools.ts"
+import { MCP_PATH } from "../openapi/mcp.ts"
+import { mcpHandlers } from "./handlers.ts"
+import { statelessMcp } from "./stateless.ts"
+import type { McpCaller } from "./toolParts.ts"
+import { mcpInstructions, mcpToolkit } from "./tools.ts"
 
 /** The MCP server's routes; DELETE ends a session (the front's own, never a client's). */
 const McpServerRoutes = (prefix: string) => {

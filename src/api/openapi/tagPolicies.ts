@@ -1,9 +1,9 @@
 // OpenAPI fragment of the tag policy endpoints (tagPolicies.ts): the policy view of docs/tag-policies.md
 // "Endpoints" (request fields, unset ones null, id, timestamps, live counts) as a schema, the request
 // body, and every response the handlers give, in the check order of its "Errors".
-import { RETRY_ONS, RETRY_STRATEGIES } from "../domain/retry.ts"
-import { MAX_THROUGHPUT_WINDOWS } from "../domain/throughput.ts"
-import { errorResponse, jsonResponseOf, KEY_BEARER_OR_SESSION, type Paths, unauthorized } from "./openapiParts.ts"
+import { RETRY_ONS, RETRY_STRATEGIES } from "../../domain/retry.ts"
+import { MAX_THROUGHPUT_WINDOWS } from "../../domain/gates/throughput.ts"
+import { errorResponse, jsonResponseOf, KEY_BEARER_OR_SESSION, type Paths, unauthorized } from "./parts.ts"
 
 const nullableInteger = (description: string, range: { readonly minimum?: number; readonly maximum?: number } = {}) => ({
   type: ["integer", "null"], ...range, description

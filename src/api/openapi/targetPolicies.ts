@@ -1,9 +1,9 @@
 // OpenAPI fragment of the target policy endpoints and GET /targets (targetPolicies.ts;
 // docs/protecting-targets.md): the policy view and the origin view as schemas, the request bodies,
 // and every response the handlers give, in their check order.
-import { MAX_COOLDOWN_SECONDS } from "../domain/targetPolicy.ts"
-import { MAX_THROUGHPUT_WINDOWS } from "../domain/throughput.ts"
-import { errorResponse, jsonResponseOf, KEY_BEARER_OR_SESSION, type Paths, unauthorized } from "./openapiParts.ts"
+import { MAX_COOLDOWN_SECONDS } from "../../domain/targetPolicy.ts"
+import { MAX_THROUGHPUT_WINDOWS } from "../../domain/gates/throughput.ts"
+import { errorResponse, jsonResponseOf, KEY_BEARER_OR_SESSION, type Paths, unauthorized } from "./parts.ts"
 
 const fieldProperties = {
   origin: {

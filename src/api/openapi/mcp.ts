@@ -1,6 +1,6 @@
-// The OpenAPI fragment of POST /mcp (the MCP server itself is mcpServer.ts; it keeps no sessions, so
+// The OpenAPI fragment of POST /mcp (the MCP server itself is mcp/server.ts; it keeps no sessions, so
 // there is no DELETE to end one).
-import { emptyResponse, KEY_OR_BEARER, type Paths, unauthorized } from "./openapiParts.ts"
+import { emptyResponse, KEY_OR_BEARER, type Paths, unauthorized } from "./parts.ts"
 
 export const MCP_PATH = "/mcp"
 

@@ -3,15 +3,15 @@
 // instructions that explain the service once. Schemas check types and enum words (a wrong one is the
 // JSON-RPC "invalid params" error, the tool form of the API's empty 400); ranges and formats are left
 // to the same validation as the HTTP endpoints, so their messages are the API's. Read-only tools say
-// so (effect/ai's default annotations claim destructive). Handlers are in mcpHandlers.ts.
+// so (effect/ai's default annotations claim destructive). Handlers are in mcp/handlers.ts.
 import * as Schema from "effect/Schema"
 import { Tool, Toolkit } from "effect/ai"
-import { EXECUTION_STATUSES } from "../commands/logs.ts"
-import { RETRY_ONS, RETRY_STRATEGIES } from "../domain/retry.ts"
-import { bulkActionTools, FILTER_ARGUMENTS } from "./mcpBulkTools.ts"
-import { targetPolicyTools } from "./mcpTargetTools.ts"
-import { ToolError } from "./mcpResults.ts"
-import { dependencies, described, optional, readOnly, titled, writes } from "./mcpToolParts.ts"
+import { EXECUTION_STATUSES } from "../../commands/logs.ts"
+import { RETRY_ONS, RETRY_STRATEGIES } from "../../domain/retry.ts"
+import { bulkActionTools, FILTER_ARGUMENTS } from "./bulkTools.ts"
+import { targetPolicyTools } from "./targetTools.ts"
+import { ToolError } from "./results.ts"
+import { dependencies, described, optional, readOnly, titled, writes } from "./toolParts.ts"
 
 export const MAX_CRON_NEXT_COUNT = 100
 

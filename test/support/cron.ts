@@ -1,6 +1,6 @@
 // Shared helpers for the cron tests: parse-or-throw and "next N fire times as ISO strings".
-import { nextFireAfter, parseCronValue } from "../../../src/domain/cron/index.ts"
-import type { CronSchedule } from "../../../src/domain/cron/index.ts"
+import { nextFireAfter, parseCronValue } from "../../src/domain/cron/index.ts"
+import type { CronSchedule } from "../../src/domain/cron/index.ts"
 
 export const schedule = (value: string, hashSeed?: string): CronSchedule => {
   const parsed = parseCronValue(value, hashSeed === undefined ? undefined : { hashSeed })

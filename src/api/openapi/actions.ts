@@ -1,10 +1,10 @@
 // OpenAPI fragment of the bulk actions (actions.ts) and of the trigger filter they share with
-// GET /jobs (logsOpenApi.ts takes the filter's query parameters from here): the request body, the
+// GET /jobs (openapi/logs.ts takes the filter's query parameters from here): the request body, the
 // action view of docs/bulk-actions.md "The action", and every response the handlers give in their check order.
-import { ACTION_STATUSES, BULK_ACTIONS, EMPTY_CANCEL_FILTER } from "../domain/bulkAction.ts"
-import { JOB_OUTCOMES, TRIGGER_KINDS, TRIGGER_STATUSES } from "../domain/trigger.ts"
-import { errorResponse, jsonResponseOf, KEY_BEARER_OR_SESSION, type Paths, unauthorized } from "./openapiParts.ts"
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./requestParts.ts"
+import { ACTION_STATUSES, BULK_ACTIONS, EMPTY_CANCEL_FILTER } from "../../domain/bulkAction.ts"
+import { JOB_OUTCOMES, TRIGGER_KINDS, TRIGGER_STATUSES } from "../../domain/trigger.ts"
+import { errorResponse, jsonResponseOf, KEY_BEARER_OR_SESSION, type Paths, unauthorized } from "./parts.ts"
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../requestParts.ts"
 
 /** The filter's fields: their schema (a JSON filter's; in a query a boolean is `true` or `false`) and meaning. */
 const FILTER_FIELDS = {

@@ -1,12 +1,12 @@
 // OpenAPI fragment of the log and replay endpoints (logs.ts): the trigger and execution views of
 // docs/reading.md as schemas, the query parameters, and every error response the handlers give.
-import { EXECUTION_STATUSES } from "../commands/logs.ts"
-import { JOB_OUTCOMES, TRIGGER_KINDS, TRIGGER_STATUSES } from "../domain/trigger.ts"
-import { LIST_PAGE_MAX_BYTES } from "../domain/listPage.ts"
-import { ENCODING_PROBE_BYTES, LIST_BODY_MAX_BYTES } from "../domain/views.ts"
-import { filterParameters } from "./actionsOpenApi.ts"
-import { errorResponse, jsonResponseOf, KEY_BEARER_OR_SESSION, type Paths, unauthorized } from "./openapiParts.ts"
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "./requestParts.ts"
+import { EXECUTION_STATUSES } from "../../commands/logs.ts"
+import { JOB_OUTCOMES, TRIGGER_KINDS, TRIGGER_STATUSES } from "../../domain/trigger.ts"
+import { LIST_PAGE_MAX_BYTES } from "../../domain/listPage.ts"
+import { ENCODING_PROBE_BYTES, LIST_BODY_MAX_BYTES } from "../../domain/views.ts"
+import { filterParameters } from "./actions.ts"
+import { errorResponse, jsonResponseOf, KEY_BEARER_OR_SESSION, type Paths, unauthorized } from "./parts.ts"
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from "../requestParts.ts"
 
 const isoTime = { type: "string", format: "date-time", description: "ISO 8601, UTC, milliseconds." }
 const nullable = (type: string) => ({ type: [type, "null"] })

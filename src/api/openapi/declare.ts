@@ -1,8 +1,8 @@
 // OpenAPI fragment of POST /declare and POST /bulk (declare.ts): the item schema of
 // docs/declare-and-bulk.md "Items" (with "The body" and "Headers"), the bodies, the operations of the
 // answer, and every error response of their check tables.
-import { MAX_ITEMS_BODY_BYTES } from "./declare.ts"
-import { errorResponse, jsonResponseOf, KEY_BEARER_OR_SESSION, type Paths, unauthorized } from "./openapiParts.ts"
+import { MAX_ITEMS_BODY_BYTES } from "../declare.ts"
+import { errorResponse, jsonResponseOf, KEY_BEARER_OR_SESSION, type Paths, unauthorized } from "./parts.ts"
 
 const itemSchema = {
   type: "object",

@@ -3,8 +3,8 @@
 import { assert } from "@effect/vitest"
 import { Effect } from "effect"
 import { createAdmin } from "../../src/commands/admins.ts"
-import { SESSION_COOKIE } from "../../src/domain/signin.ts"
-import { TestServer, type TestResponse } from "../support/server.ts"
+import { SESSION_COOKIE } from "../../src/domain/auth/signin.ts"
+import { TestServer, type TestResponse } from "./server.ts"
 
 let adminCounter = 0
 

@@ -22,12 +22,12 @@ import * as ByteSize from "effect/ByteSize"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import { HttpIncomingMessage, HttpServerRequest, HttpServerResponse } from "effect/http"
-import { nestsDeeperThan } from "../domain/jsonDepth.ts"
-import { Metrics, type MetricsShape } from "../ops/metrics.ts"
-import { authenticateKeyOrBearer } from "./auth.ts"
-import { EmptyForbidden, EmptyNotFound, ERROR_HEADER, renderApiError, withHint } from "./errors.ts"
-import { MCP_PATH } from "./mcpOpenApi.ts"
-import { McpCaller } from "./mcpToolParts.ts"
+import { nestsDeeperThan } from "../../domain/jsonDepth.ts"
+import { Metrics, type MetricsShape } from "../../metrics/metrics.ts"
+import { authenticateKeyOrBearer } from "../auth.ts"
+import { EmptyForbidden, EmptyNotFound, ERROR_HEADER, renderApiError, withHint } from "../errors.ts"
+import { MCP_PATH } from "../openapi/mcp.ts"
+import { McpCaller } from "./toolParts.ts"
 
 /** The largest JSON-RPC message read (as /declare and /bulk bodies). */
 export const MAX_MCP_BODY_BYTES = 16 * 1024 * 1024

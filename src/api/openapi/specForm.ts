@@ -1,9 +1,9 @@
 // The paths of GET /openapi/json as the API's reference describes that document (docs/README.md,
 // "Other public paths"): each operation's credentials, named in the fragments as security
-// requirements (openapiParts.ts), become header parameters — the key header, the Bearer
+// requirements (openapi/parts.ts), become header parameters — the key header, the Bearer
 // Authorization header, and the dashboard's session cookie — and the operations of /schedule share
 // one operation id. Pure.
-import type { PathItem, Paths } from "./openapiParts.ts"
+import type { PathItem, Paths } from "./parts.ts"
 
 /** The operation id the five methods of /schedule share. */
 export const SCHEDULE_OPERATION_ID = "schedule"

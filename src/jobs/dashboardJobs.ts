@@ -17,7 +17,7 @@ import { ALERT_GROUP_MS, alertMessage, LISTED_DEAD_LETTERS } from "../domain/ale
 import { forkLoop } from "../lib/backgroundLoop.ts"
 import { alertsPurge, alertsTakeDue } from "../store/alerts.ts"
 import { statsFold, statsPurge, statsSampleTagPolicies } from "../store/deliveryStats.ts"
-import { AlertSenders } from "./alertSenders.ts"
+import { AlertSenders } from "../delivery/alertSenders.ts"
 
 export const ALERT_TICK_MS = 2_000
 /** How often the rollup is folded and the tag policies sampled. */
