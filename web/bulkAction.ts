@@ -57,7 +57,7 @@ const Progress = ({ action }: { action: Action }) => {
  * The bar above a list: the count the filter matches, "select all", the actions (`actions`, in this
  * order), the confirmation, the progress. `onDone` reloads the list when an action ends.
  */
-export const SelectAllMatching = ({ filter, actions, onDone, describe = (n) => `${plural(n, "trigger")} match this filter.` }: {
+export const SelectAllMatching = ({ filter, actions, onDone, describe = (n) => `${plural(n, "trigger")} ${n === 1 ? "matches" : "match"} this filter.` }: {
   filter: Filter
   actions: ReadonlyArray<Kind>
   onDone: () => void
