@@ -24,25 +24,28 @@ export const migrate = Effect.fnUntraced(function*(options: {
   readonly migrations?: ReadonlyArray<Migration>
 }) {
   const sql = yield* SqlClient.SqlClient
-  return yield* sql.withTransaction(Effect.gen(function*() {
-    yield* sql`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`
-    yield* sql`CREATE TABLE IF NOT EXISTS schema_migrations (
-      version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)`
-    const applied = new Set(
-      (yield* sql<{ version: number }>`SELECT version FROM schema_migrations`).map((row) => row.version)
-    )
-    const now = new Date(options.nowMs)
-    const ran: Array<number> = []
-    for (const migration of options.migrations ?? MIGRATIONS) {
-      if (applied.has(migration.version)) continue
+  /** A step in a transaction of its own, holding the migration lock: processes starting at once take turns. */
+  const locked = <A, E, R>(step: Effect.Effect<A, E, R>) =>
+    sql.withTransaction(Effect.andThen(sql`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`, step))
+  yield* locked(sql`CREATE TABLE IF NOT EXISTS schema_migrations (
+    version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)`)
+  const now = new Date(options.nowMs)
+  const ran: Array<number> = []
+  for (const migration of options.migrations ?? MIGRATIONS) {
+    // each migration in its own transaction: one that fails leaves those before it applied
+    const applied = yield* locked(Effect.gen(function*() {
+      if ((yield* sql`SELECT 1 FROM schema_migrations WHERE version = ${migration.version}`).length > 0) return false
       // the driver speaks only the extended protocol: one statement per query
       for (const statement of migration.sql.split(/;\s*(?:\n|$)/)) {
         if (statement.replace(/--.*$/gm, "").trim() !== "") yield* sql.unsafe(statement)
       }
       yield* sql`INSERT INTO schema_migrations (version, name, applied_at)
         VALUES (${migration.version}, ${migration.name}, ${now})`
-      ran.push(migration.version)
-    }
+      return true
+    }))
+    if (applied) ran.push(migration.version)
+  }
+  yield* locked(Effect.gen(function*() {
     // SHARDS is fixed when the database is created; later starts read it from here.
     yield* sql`INSERT INTO settings (key, value) VALUES ('shards', ${String(options.shards)})
       ON CONFLICT (key) DO NOTHING`
@@ -51,8 +54,8 @@ export const migrate = Effect.fnUntraced(function*(options: {
     yield* sql`INSERT INTO shard_marks (shard, fired_at, node)
       SELECT s, '-infinity', '' FROM settings, generate_series(0, value::int - 1) AS s WHERE key = 'shards'
       ON CONFLICT (shard) DO NOTHING`
-    return ran
   }))
+  return ran
 })
 
 /** The shard count stored in the database (docs/settings.md, SHARDS: fixed at creation). */
