@@ -1,5 +1,6 @@
-// The JSON bodies the read endpoints answer (docs/reading.md "A trigger", "An execution"), as types
-// only. The service builds them (views.ts) and the dashboard (web/) imports them with `import type`,
+// The JSON bodies the read endpoints answer (docs/reading.md "A trigger", "An execution"; the dashboard's
+// Dead letters and API keys pages), as types only. The service builds them (views.ts,
+// commands/deadLetters.ts, commands/apiKeys.ts) and the dashboard (web/) imports them with `import type`,
 // so it reads what the API sends and nothing of src/ reaches its bundle. web/tsconfig.json checks every
 // file the dashboard imports with the browser's types: this file and what it imports name nothing of
 // Node (no Buffer, no node: modules).
@@ -68,4 +69,42 @@ export interface ExecutionView {
   readonly timeoutSeconds: number
   readonly triggeredBy: string | null
   readonly url: string
+}
+
+export interface DeadLetterView {
+  readonly id: string
+  readonly kind: string
+  readonly generatorId: string | null
+  readonly status: string
+  readonly method: string
+  readonly url: string
+  readonly title: string | null
+  readonly tags: ReadonlyArray<string>
+  readonly customKey: string | null
+  readonly attempts: number
+  /** The dead-letter attempt: the trigger's latest. */
+  readonly lastAttempt: {
+    readonly id: string
+    readonly attempt: number
+    readonly finishedAt: string
+    readonly httpStatus: number | null
+    readonly errorKind: string | null
+    readonly errorCode: string | null
+    readonly errorMessage: string | null
+    /** The first characters of the response body, if one arrived. */
+    readonly responseExcerpt: string | null
+    /** Where it went (a replay's override URL when it had one). */
+    readonly url: string
+    readonly triggeredBy: string | null
+  }
+}
+
+/** A key view of the dashboard: never the key itself, only its hint. */
+export interface ApiKeyView {
+  readonly id: string
+  readonly hint: string
+  readonly label: string | null
+  readonly createdAt: string
+  readonly lastUsedAt: string | null
+  readonly revokedAt: string | null
 }
