@@ -160,3 +160,17 @@ describe("the repository stands alone", () => {
     expect(cited).toEqual([])
   })
 })
+
+describe("the dashboard (web/) reads the service's own response types", () => {
+  const WEB = path.join(import.meta.dirname, "..", "web")
+  /** Every import of web/ that reaches into src/, as `file: statement`. */
+  const fromSrc = sourceFiles(WEB).flatMap((full) =>
+    [...fs.readFileSync(full, "utf8").matchAll(/^\s*(?:import|export)\s[^"']*?from\s+["']([^"']+)["']/gm)]
+      .filter((m) => path.resolve(path.dirname(full), m[1]!).startsWith(SRC + path.sep))
+      .map((m) => `${path.relative(WEB, full)}: ${m[0].trim()}`))
+
+  it("imports them from src/domain/ with `import type` only, so nothing of src/ is bundled into the browser's code", () => {
+    expect(fromSrc.length).toBeGreaterThan(0)
+    expect(fromSrc.filter((line) => !/: import type \{[^}]*\} from "(\.\.\/)+src\/domain\//.test(line))).toEqual([])
+  })
+})

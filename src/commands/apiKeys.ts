@@ -12,6 +12,9 @@ import { apiKeysCreate, apiKeysList, apiKeysRevoke } from "../store/apiKeys.ts"
 import { orUnavailable } from "../store/unavailable.ts"
 import { ApiKeyCache } from "./apiKeyCache.ts"
 import { findProjectByName } from "./projects.ts"
+import type { ApiKeyView } from "../domain/responses.ts"
+
+export type { ApiKeyView }
 
 /** A new key for the named project, with an optional label (already parsed); the clear key (shown once). */
 export const createApiKey = Effect.fnUntraced(function*(projectName: string, label: string | null = null) {
@@ -35,16 +38,6 @@ export const revokeApiKey = Effect.fnUntraced(function*(keyId: string) {
   const revoked = yield* apiKeysRevoke({ id: keyId, nowMs })
   if (!revoked) return yield* Effect.fail(noSuchKey)
 })
-
-/** A key view of the dashboard: never the key itself, only its hint. */
-export interface ApiKeyView {
-  readonly id: string
-  readonly hint: string
-  readonly label: string | null
-  readonly createdAt: string
-  readonly lastUsedAt: string | null
-  readonly revokedAt: string | null
-}
 
 const keyView = (key: { readonly id: string; readonly hint: string; readonly label: string | null; readonly createdAt: Date; readonly lastUsedAt: Date | null; readonly revokedAt: Date | null }): ApiKeyView => ({
   id: key.id,

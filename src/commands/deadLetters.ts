@@ -7,34 +7,9 @@ import * as Effect from "effect/Effect"
 import { deadLettersCount, deadLettersList, type DeadLetterRow } from "../store/deadLetters.ts"
 import { orUnavailable } from "../store/unavailable.ts"
 import { cursorId, nextCursor } from "./logs.ts"
+import type { DeadLetterView } from "../domain/responses.ts"
 
-export interface DeadLetterView {
-  readonly id: string
-  readonly kind: string
-  readonly generatorId: string | null
-  readonly status: string
-  readonly method: string
-  readonly url: string
-  readonly title: string | null
-  readonly tags: ReadonlyArray<string>
-  readonly customKey: string | null
-  readonly attempts: number
-  /** The dead-letter attempt: the trigger's latest. */
-  readonly lastAttempt: {
-    readonly id: string
-    readonly attempt: number
-    readonly finishedAt: string
-    readonly httpStatus: number | null
-    readonly errorKind: string | null
-    readonly errorCode: string | null
-    readonly errorMessage: string | null
-    /** The first characters of the response body, if one arrived. */
-    readonly responseExcerpt: string | null
-    /** Where it went (a replay's override URL when it had one). */
-    readonly url: string
-    readonly triggeredBy: string | null
-  }
-}
+export type { DeadLetterView }
 
 const viewOf = (row: DeadLetterRow): DeadLetterView => ({
   id: row.id,

@@ -8,7 +8,9 @@
 // are ISO 8601 UTC with milliseconds; cron expression and time zone are never part of a view.
 import { isUuid } from "./ids.ts"
 import { jsonTextBytes, jsonTextPrefix } from "./jsonSize.ts"
-import { type JobOutcome, type LatestAttempt, outcomeOf, type TriggerKind } from "./trigger.ts"
+import type { BodyView, ExecutionView, RetryView, TriggerView } from "./responses.ts"
+import type { RetryPolicy } from "./retry.ts"
+import { type LatestAttempt, outcomeOf, type TriggerKind } from "./trigger.ts"
 
 /** A trigger or generator as the read endpoints select it (column names). */
 export interface TriggerRow {
@@ -68,66 +70,7 @@ export const LIST_BODY_MAX_BYTES = 64 * 1024
 /** What a list reads of a body it does not list: enough to tell text (UTF-8) from binary. */
 export const ENCODING_PROBE_BYTES = 4 * 1024
 
-export interface BodyView {
-  readonly encoding: "text" | "base64"
-  /** The whole body; null when a list leaves it out (`truncated`). */
-  readonly value: string | null
-  /** Bytes stored. */
-  readonly size: number
-  readonly truncated?: true
-}
-
-export interface RetryView {
-  readonly strategy: unknown
-  readonly maxAttempts: unknown
-  readonly initialDelaySeconds: unknown
-  readonly maxDelaySeconds: unknown
-  readonly jitter: unknown
-  readonly retryOn: unknown
-}
-
-export interface TriggerView {
-  readonly id: string
-  readonly kind: "job" | "generator"
-  readonly status: string
-  /** How it ended: null while pending (and for an active generator). */
-  readonly outcome: JobOutcome | null
-  readonly scheduledAt: string | null
-  readonly url: string
-  readonly method: string
-  readonly headers: Record<string, string>
-  readonly body: BodyView | null
-  readonly contentType: string | null
-  readonly title: string | null
-  readonly tags: ReadonlyArray<string>
-  readonly customKey: string | null
-  readonly retry: RetryView | null
-  readonly generatorId: string | null
-  readonly attempts: number
-  readonly createdAt: string
-  readonly updatedAt: string
-}
-
-export interface ExecutionView {
-  readonly id: string
-  readonly jobId: string
-  readonly attempt: number
-  readonly status: "succeeded" | "failed"
-  readonly startedAt: string
-  readonly finishedAt: string
-  readonly durationMs: number
-  readonly httpStatus: number | null
-  readonly responseHeaders: Record<string, string> | null
-  readonly responseBody: string | null
-  readonly errorKind?: string | null
-  readonly errorCode?: string | null
-  readonly errorMessage?: string | null
-  readonly isDeadLetter: boolean
-  readonly connectTimeoutSeconds: number
-  readonly timeoutSeconds: number
-  readonly triggeredBy: string | null
-  readonly url: string
-}
+export type { BodyView, ExecutionView, RetryView, TriggerView } from "./responses.ts"
 
 const iso = (date: Date): string => date.toISOString()
 const isoOrNull = (date: Date | null): string | null => (date === null ? null : date.toISOString())
@@ -188,10 +131,10 @@ export const headersView = (pairs: unknown): Record<string, string> => {
   return out
 }
 
-/** The per-trigger policy with exactly its six fields, in a stable order. */
+/** The per-trigger policy (stored as the service wrote it: a RetryPolicy) with exactly its six fields, in a stable order. */
 const retryView = (retry: unknown): RetryView | null => {
   if (typeof retry !== "object" || retry === null) return null
-  const r = retry as Record<string, unknown>
+  const r = retry as RetryPolicy
   return {
     strategy: r.strategy,
     maxAttempts: r.maxAttempts ?? null,

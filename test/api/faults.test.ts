@@ -7,7 +7,7 @@ import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { TestServer, testServerLayer, type TestResponse } from "../support/server.ts"
 import { closeDatabase, databaseUrlOf, reopenDatabase } from "../support/outage.ts"
-import { pollUntil, realSleep } from "../support/wait.ts"
+import { pollUntil } from "../support/wait.ts"
 
 const URL_OK = "http://127.0.0.1:9/hook"
 const FAR = "2099-01-01T00:00:00Z"
@@ -142,13 +142,11 @@ layer(testServerLayer(), { timeout: "120 seconds" })("faults", (it) => {
         }
 
         // back: the same calls succeed again (the pool reconnects by itself)
-        let listed: TestResponse | undefined
-        for (let i = 0; i < 100; i++) {
-          listed = yield* server.call("GET", "/jobs", { headers: { "ttr-api-key": unknown } })
-          if (listed.status === 200) break
-          yield* realSleep(100)
-        }
-        assert.strictEqual(listed!.status, 200, listed!.text)
+        const listed = yield* pollUntil("GET /jobs to answer 200 again", Effect.map(
+          server.call("GET", "/jobs", { headers: { "ttr-api-key": unknown } }),
+          (response) => (response.status === 200 ? response : undefined)
+        ), { everyMs: 100, deadlineMs: 20_000 })
+        assert.strictEqual(listed.status, 200, listed.text)
         const again = yield* server.call("POST", "/schedule", { headers: scheduleHeaders(known) })
         assert.strictEqual(again.status, 200, again.text)
         const health = yield* pollUntil("/health to say ok again", Effect.map(

@@ -10,7 +10,7 @@ import * as tls from "node:tls"
 import { httpsListener } from "../../src/api/server.ts"
 import { loadTls } from "../../src/api/tls.ts"
 import { makeTempDir } from "../support/database.ts"
-import { realSleep } from "../support/wait.ts"
+import { waitUntil } from "../support/wait.ts"
 
 /** A keep-alive TLS connection that sends one request and collects what comes back, and when it ends. */
 const connection = (port: number) =>
@@ -53,7 +53,7 @@ it.live("a stop answers the request in flight with Connection: close, ends its c
     // an idle keep-alive connection (one request answered) and a busy one (a request in flight)
     const idle = yield* connection(port)
     idle.socket.write(get("/fast"))
-    while (!idle.received().includes("ok")) yield* realSleep(10)
+    yield* waitUntil("the idle connection's answer", () => idle.received().includes("ok"))
     const busy = yield* connection(port)
     busy.socket.write(get("/slow"))
     yield* Deferred.await(arrived)

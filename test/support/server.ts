@@ -53,20 +53,20 @@ let projectCounter = 0
 /** The default clock, captured outside any test (module scope has no TestClock). */
 const LIVE_CLOCK = Effect.runSync(Effect.clockWith((clock) => Effect.succeed(clock)))
 
-/** The whole service on a fresh database (or env.DATABASE_URL); `env` overrides settings (as environment variables). */
-export const testServerLayer = (env: Record<string, string> = {}) =>
+/**
+ * The whole service on `databaseUrl`, with a fresh DATA_DIR, and the TestServer over it: `settings`
+ * (environment variables) override the test defaults (free ports on loopback, SHARDS_IN_TESTS).
+ * Projects made by newKey are named `<projectPrefix>-<n>-<random>`.
+ */
+export const serviceOn = (databaseUrl: string, settings: Record<string, string>, projectPrefix = "project") =>
   Layer.unwrap(Effect.gen(function*() {
-    // a test starting several services on one database passes its DATABASE_URL
-    const databaseUrl = env.DATABASE_URL ?? (yield* freshDatabaseUrl)
     const dataDir = makeTempDir("data")
     yield* Effect.addFinalizer(() => Effect.sync(() => fs.rmSync(dataDir, { recursive: true, force: true })))
     const config = loadConfig({
       PORT: "0",
       HOST: "127.0.0.1",
       SHARDS: String(SHARDS_IN_TESTS),
-      LOG_LEVEL: "error",
-      OPS_PORT: "0",
-      ...env,
+      ...settings,
       DATABASE_URL: databaseUrl,
       DATA_DIR: dataDir
     })
@@ -85,13 +85,21 @@ export const testServerLayer = (env: Record<string, string> = {}) =>
         call: (method, path, options) => call(baseUrl, method, path, options),
         newKey: (options) =>
           Effect.gen(function*() {
-            const name = `project-${++projectCounter}-${Math.random().toString(36).slice(2, 8)}`
+            const name = `${projectPrefix}-${++projectCounter}-${Math.random().toString(36).slice(2, 8)}`
             yield* createProject(name, options?.monthlyQuota)
             return yield* createApiKey(name)
           }).pipe(Effect.provideContext(context), Effect.orDie) as Effect.Effect<string>
       })
     }))
     return Layer.provideMerge(testServer, service)
+  }))
+
+/** The whole service on a fresh database (or env.DATABASE_URL); `env` overrides settings (as environment variables). */
+export const testServerLayer = (env: Record<string, string> = {}) =>
+  Layer.unwrap(Effect.gen(function*() {
+    // a test starting several services on one database passes its DATABASE_URL
+    const databaseUrl = env.DATABASE_URL ?? (yield* freshDatabaseUrl)
+    return serviceOn(databaseUrl, { LOG_LEVEL: "error", OPS_PORT: "0", ...env })
   }))
 
 // --- calls through the shared TestServer --------------------------------------------------------------

@@ -5,41 +5,21 @@
 // trigger listed can be replayed at once (bulkAction.ts), with the same count as the overview's.
 import { useState } from "preact/hooks"
 import { api } from "../api.ts"
+import type { DeadLetterView } from "../../src/domain/responses.ts"
 import { type Filter, SelectAllMatching } from "../bulkAction.ts"
 import { Badge, Empty, html, Link, messageOf, Notice, PageHeader, shortId, Time, useLoad } from "../ui.ts"
 
 /** The triggers whose latest attempt is a dead letter: what this page lists and "select all" replays. */
 const DEAD_LETTERS: Filter = { deadLetter: true }
 
-export interface DeadLetter {
-  readonly id: string
-  readonly kind: string
-  readonly status: string
-  readonly method: string
-  readonly url: string
-  readonly title: string | null
-  readonly tags: ReadonlyArray<string>
-  readonly customKey: string | null
-  readonly attempts: number
-  readonly lastAttempt: {
-    readonly attempt: number
-    readonly finishedAt: string
-    readonly httpStatus: number | null
-    readonly errorKind: string | null
-    readonly errorMessage: string | null
-    readonly responseExcerpt: string | null
-    readonly url: string
-  }
-}
-
 interface Page {
   readonly count: number
-  readonly triggers: ReadonlyArray<DeadLetter>
+  readonly triggers: ReadonlyArray<DeadLetterView>
   readonly nextCursor: string | null
 }
 
 /** What a dead letter's last attempt got: its HTTP status or error kind, and the words that came with it. */
-const LastError = ({ last }: { last: DeadLetter["lastAttempt"] }) => {
+const LastError = ({ last }: { last: DeadLetterView["lastAttempt"] }) => {
   const words = last.errorMessage ?? last.responseExcerpt
   return html`<div class="last-error">
     <strong>${last.httpStatus === null ? (last.errorKind ?? "no response") : `HTTP ${last.httpStatus}`}</strong>
@@ -47,20 +27,20 @@ const LastError = ({ last }: { last: DeadLetter["lastAttempt"] }) => {
   </div>`
 }
 
-const nameOf = (trigger: DeadLetter) => trigger.title ?? `${trigger.method} ${trigger.url}`
+const nameOf = (trigger: DeadLetterView) => trigger.title ?? `${trigger.method} ${trigger.url}`
 
 export const DeadLettersPage = ({ projectId }: { projectId: string }) => {
   const [cursors, setCursors] = useState<Array<string | null>>([null])
   const [answer, setAnswer] = useState<{ kind: "ok" | "error"; text: string } | undefined>(undefined)
   /** The trigger whose replay awaits confirmation. */
-  const [confirming, setConfirming] = useState<DeadLetter | undefined>(undefined)
+  const [confirming, setConfirming] = useState<DeadLetterView | undefined>(undefined)
   const cursor = cursors.at(-1)!
   const { data, error, reload } = useLoad(
     () => api<Page>("GET", `/dead-letters?limit=25${cursor === null ? "" : `&cursor=${encodeURIComponent(cursor)}`}`),
     [cursor],
     10_000
   )
-  const replay = async (trigger: DeadLetter) => {
+  const replay = async (trigger: DeadLetterView) => {
     setConfirming(undefined)
     try {
       await api("POST", `/jobs/${trigger.id}/executions`, { triggeredBy: "retry" })

@@ -1,20 +1,12 @@
 // API keys of the project: create one with an optional label (its clear key is shown this once),
 // list them with label, hint, creation and last use (written at most once a minute), revoke one (every node refuses it at once).
 import { useState } from "preact/hooks"
+import type { ApiKeyView } from "../../src/domain/responses.ts"
 import { api } from "../api.ts"
 import { Badge, Empty, html, messageOf, Notice, PageHeader, Time, useLoad } from "../ui.ts"
 
-interface Key {
-  readonly id: string
-  readonly hint: string
-  readonly label: string | null
-  readonly createdAt: string
-  readonly lastUsedAt: string | null
-  readonly revokedAt: string | null
-}
-
 export const KeysPage = () => {
-  const { data, error, reload } = useLoad(() => api<{ keys: Array<Key> }>("GET", "/keys"), [], 30_000)
+  const { data, error, reload } = useLoad(() => api<{ keys: ReadonlyArray<ApiKeyView> }>("GET", "/keys"), [], 30_000)
   const [created, setCreated] = useState<string | undefined>(undefined)
   const [copied, setCopied] = useState(false)
   const [answer, setAnswer] = useState<string | undefined>(undefined)
@@ -22,7 +14,7 @@ export const KeysPage = () => {
   const create = async (event?: Event) => {
     event?.preventDefault()
     try {
-      const key = await api<Key & { key: string }>("POST", "/keys", label.trim() === "" ? {} : { label })
+      const key = await api<ApiKeyView & { key: string }>("POST", "/keys", label.trim() === "" ? {} : { label })
       setLabel("")
       setCreated(key.key)
       setCopied(false)
@@ -32,7 +24,7 @@ export const KeysPage = () => {
     }
     await reload()
   }
-  const revoke = async (key: Key) => {
+  const revoke = async (key: ApiKeyView) => {
     if (!confirm(`Revoke key ${key.hint}? Requests with it are refused at once.`)) return
     try {
       await api("DELETE", `/keys/${key.id}`)

@@ -4,30 +4,15 @@
 // queued / in-flight triggers per tag policy, all from the service's rollup (GET /overview),
 // refreshed every 15 s. Every chart's axis is the chosen range (1, 6 or 24 h, kept in the address as
 // `?hours=`); bars are buckets of 1, 5 or 15 minutes.
+import type { Overview } from "../../src/domain/overview.ts"
 import { api } from "../api.ts"
 import { Chart } from "../chart.ts"
 import { setQuery, useLocation } from "../router.ts"
 import { bucketName } from "../timeAxis.ts"
 import { Empty, formatMs, html, Link, Notice, PageHeader, useLoad } from "../ui.ts"
 
-interface Overview {
-  readonly bucketSeconds: number
-  readonly range: { from: number; to: number }
-  readonly deliveries: { t: Array<number>; succeeded: Array<number>; failed: Array<number>; deadLetters: Array<number> }
-  readonly lateness: { t: Array<number>; p50: Array<number | null>; p99: Array<number | null>; gatedP50: Array<number | null>; gatedP99: Array<number | null> }
-  readonly totals: {
-    succeeded: number; failed: number; deadLetters: number; latenessP50: number | null; latenessP99: number | null
-    gatedLatenessP50: number | null; gatedLatenessP99: number | null
-  }
-  readonly deadLetters24h: number
-  /** Triggers whose latest attempt is a dead letter, now: the Dead letters page lists them. */
-  readonly deadLetterTriggers: number
-  readonly deadLettersByHour: { t: Array<number>; count: Array<number> }
-  readonly tagPolicies: Array<{
-    id: string; tag: string; queued: number; inFlight: number; sampled: boolean
-    t: Array<number>; queuedSeries: Array<number | null>; inFlightSeries: Array<number | null>
-  }>
-}
+/** GET /overview: the rollup's overview and, counted apart, the triggers whose latest attempt is a dead letter now (the Dead letters page lists them). */
+type OverviewAnswer = Overview & { readonly deadLetterTriggers: number }
 
 const RANGES = [1, 6, 24] as const
 
@@ -42,7 +27,7 @@ export const OverviewPage = ({ projectId }: { projectId: string }) => {
   const asked = Number(useLocation().query.get("hours"))
   const hours: number = (RANGES as ReadonlyArray<number>).includes(asked) ? asked : 1
   const setHours = (h: number) => setQuery({ hours: String(h) })
-  const { data, error } = useLoad(() => api<Overview>("GET", `/overview?hours=${hours}`), [hours], 15_000)
+  const { data, error } = useLoad(() => api<OverviewAnswer>("GET", `/overview?hours=${hours}`), [hours], 15_000)
   const per = data === undefined ? "" : bucketName(data.bucketSeconds)
   return html`<div>
     <${PageHeader} title="Overview" subtitle="Deliveries, lateness and dead letters of this project (UTC).">

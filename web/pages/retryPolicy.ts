@@ -2,20 +2,12 @@
 // policy of their own whose tags express none. Saving sends every field; the API's message for a
 // bad value is shown as it is.
 import { useState } from "preact/hooks"
+import type { ProjectRetryPolicyView } from "../../src/domain/retry.ts"
 import { api } from "../api.ts"
 import { html, messageOf, Notice, PageHeader, useLoad } from "../ui.ts"
 
-interface RetryPolicy {
-  readonly retryStrategy: string
-  readonly retryMaxAttempts: number
-  readonly retryInitialDelaySeconds: number
-  readonly retryMaxDelaySeconds: number | null
-  readonly retryJitter: boolean
-  readonly retryOn: string
-}
-
 export const RetryPolicyPage = () => {
-  const { data, error, reload } = useLoad(() => api<RetryPolicy>("GET", "/project/retry-policy"), [])
+  const { data, error, reload } = useLoad(() => api<ProjectRetryPolicyView>("GET", "/project/retry-policy"), [])
   const [answer, setAnswer] = useState<{ kind: "ok" | "error"; text: string } | undefined>(undefined)
   const submit = async (event: Event) => {
     event.preventDefault()

@@ -2,25 +2,9 @@
 // target (refreshed every 5 s), a form to create one or edit one (PUT: a field emptied is cleared),
 // delete; the API's validation messages shown as they are.
 import { useState } from "preact/hooks"
+import type { TagPolicyView } from "../../src/domain/tagPolicy.ts"
 import { api } from "../api.ts"
 import { Empty, formatTime, html, messageOf, Notice, PageHeader, useLoad } from "../ui.ts"
-
-interface Policy {
-  readonly id: string
-  readonly tag: string
-  readonly maxConcurrent: number | null
-  readonly requestTimeoutSeconds: number | null
-  readonly throughput: Record<string, number> | null
-  readonly retryStrategy: string | null
-  readonly retryMaxAttempts: number | null
-  readonly retryInitialDelaySeconds: number | null
-  readonly retryMaxDelaySeconds: number | null
-  readonly retryOn: string | null
-  readonly queued: number
-  readonly inFlight: number
-  /** ISO; null when not held. */
-  readonly heldUntil: string | null
-}
 
 const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86400 }
 const windowSeconds = (window: string) => parseInt(window, 10) * (UNIT_SECONDS[window.slice(-1)] ?? 1)
@@ -44,7 +28,7 @@ export const parseThroughput = (text: string): Record<string, number> | null | u
 export const numberOrNull = (value: FormDataEntryValue | null) => (value === null || String(value).trim() === "" ? null : Number(value))
 const textOrNull = (value: FormDataEntryValue | null) => (value === null || String(value) === "" ? null : String(value))
 
-const PolicyForm = ({ policy, onDone }: { policy: Policy | null; onDone: () => Promise<void> }) => {
+const PolicyForm = ({ policy, onDone }: { policy: TagPolicyView | null; onDone: () => Promise<void> }) => {
   const [error, setError] = useState<string | undefined>(undefined)
   const submit = async (event: Event) => {
     event.preventDefault()
@@ -103,10 +87,10 @@ const PolicyForm = ({ policy, onDone }: { policy: Policy | null; onDone: () => P
 }
 
 export const TagPoliciesPage = () => {
-  const { data, error, reload } = useLoad(() => api<Array<Policy>>("GET", "/tag-policies"), [], 5_000)
-  const [editing, setEditing] = useState<Policy | null>(null)
+  const { data, error, reload } = useLoad(() => api<ReadonlyArray<TagPolicyView>>("GET", "/tag-policies"), [], 5_000)
+  const [editing, setEditing] = useState<TagPolicyView | null>(null)
   const [answer, setAnswer] = useState<string | undefined>(undefined)
-  const remove = async (policy: Policy) => {
+  const remove = async (policy: TagPolicyView) => {
     if (!confirm(`Delete the policy of tag ${policy.tag}? Its held-back triggers are released.`)) return
     try {
       await api("DELETE", `/tag-policies/${policy.id}`)

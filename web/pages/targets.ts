@@ -3,50 +3,27 @@
 // their live state, editable (a form to create one or change one: PUT, a field emptied is cleared;
 // delete). Refreshed every 3 s; the API's validation messages shown as they are.
 import { useState } from "preact/hooks"
+import type { TargetPolicyView, TargetView } from "../../src/domain/targetPolicy.ts"
 import { api } from "../api.ts"
 import { Badge, Empty, formatTime, html, messageOf, Notice, PageHeader, Time, useLoad } from "../ui.ts"
 import { numberOrNull, parseThroughput, throughputText } from "./tagPolicies.ts"
 
-export interface TargetPolicy {
-  readonly id: string
-  readonly origin: string
-  readonly maxConcurrent: number | null
-  readonly throughput: Record<string, number> | null
-  readonly circuitBreaker: { readonly failures: number; readonly cooldownSeconds: number } | null
-  readonly queued: number
-  readonly inFlight: number
-  readonly heldUntil: string | null
-  readonly circuit: "closed" | "open" | "probing" | null
-}
-
-export interface Target {
-  readonly origin: string
-  readonly policyId: string
-  readonly queued: number
-  readonly inFlight: number
-  readonly heldUntil: string | null
-  readonly circuit: "closed" | "open" | "probing"
-  readonly consecutiveFailures: number
-  readonly circuitOpenedAt: string | null
-  readonly circuitReason: string | null
-}
-
 const CIRCUIT_TONE = { closed: "green", open: "red", probing: "amber" } as const
 
-export const CircuitBadge = ({ circuit }: { circuit: Target["circuit"] | null }) =>
+export const CircuitBadge = ({ circuit }: { circuit: TargetView["circuit"] | null }) =>
   circuit === null ? html`<span class="muted">per origin</span>` : html`<${Badge} text=${circuit} tone=${CIRCUIT_TONE[circuit]} />`
 
 const heldText = (heldUntil: string | null) =>
   heldUntil === null ? "—" : html`<span class="badge amber">held until ${formatTime(heldUntil)}</span>`
 
-const limitsText = (p: TargetPolicy) =>
+const limitsText = (p: TargetPolicyView) =>
   [
     p.maxConcurrent === null ? null : `${p.maxConcurrent} at a time`,
     p.throughput === null ? null : throughputText(p.throughput),
     p.circuitBreaker === null ? null : `open after ${p.circuitBreaker.failures} failures, ${p.circuitBreaker.cooldownSeconds} s`
   ].filter((part) => part !== null).join(" · ")
 
-const PolicyForm = ({ policy, onDone }: { policy: TargetPolicy | null; onDone: () => Promise<void> }) => {
+const PolicyForm = ({ policy, onDone }: { policy: TargetPolicyView | null; onDone: () => Promise<void> }) => {
   const [error, setError] = useState<string | undefined>(undefined)
   const submit = async (event: Event) => {
     event.preventDefault()
@@ -93,7 +70,7 @@ const PolicyForm = ({ policy, onDone }: { policy: TargetPolicy | null; onDone: (
   </form>`
 }
 
-const OriginsCard = ({ targets }: { targets: ReadonlyArray<Target> | undefined }) => html`
+const OriginsCard = ({ targets }: { targets: ReadonlyArray<TargetView> | undefined }) => html`
   <section class="card flush">
     <h2 class="card-title padded">Origins now</h2>
     ${targets === undefined ? html`<div class="muted">Loading…</div>` : targets.length === 0
@@ -115,12 +92,12 @@ const OriginsCard = ({ targets }: { targets: ReadonlyArray<Target> | undefined }
   </section>`
 
 export const TargetsPage = () => {
-  const targets = useLoad(() => api<Array<Target>>("GET", "/targets"), [], 3_000)
-  const policies = useLoad(() => api<Array<TargetPolicy>>("GET", "/target-policies"), [], 3_000)
-  const [editing, setEditing] = useState<TargetPolicy | null>(null)
+  const targets = useLoad(() => api<ReadonlyArray<TargetView>>("GET", "/targets"), [], 3_000)
+  const policies = useLoad(() => api<ReadonlyArray<TargetPolicyView>>("GET", "/target-policies"), [], 3_000)
+  const [editing, setEditing] = useState<TargetPolicyView | null>(null)
   const [answer, setAnswer] = useState<string | undefined>(undefined)
   const reload = () => Promise.all([targets.reload(), policies.reload()]).then(() => undefined)
-  const remove = async (policy: TargetPolicy) => {
+  const remove = async (policy: TargetPolicyView) => {
     if (!confirm(`Delete the policy of ${policy.origin}? The triggers it holds back are released.`)) return
     try {
       await api("DELETE", `/target-policies/${policy.id}`)

@@ -7,48 +7,11 @@
 import { useState } from "preact/hooks"
 import { api } from "../api.ts"
 import { Badge, Empty, formatMs, formatTime, html, Link, messageOf, Notice, PageHeader, StatusBadges, Time, useLoad } from "../ui.ts"
-import type { Target } from "./targets.ts"
-import type { Job } from "./triggers.ts"
-
-interface FullJob extends Job {
-  readonly headers: Record<string, string | Array<string>>
-  readonly body: { encoding: "text" | "base64"; value: string | null; size?: number } | null
-  readonly contentType: string | null
-  readonly retry: RetryPolicy | null
-  readonly createdAt: string
-  readonly updatedAt: string
-}
-
-export interface Execution {
-  readonly id: string
-  readonly jobId: string
-  readonly attempt: number
-  readonly status: "succeeded" | "failed"
-  readonly startedAt: string
-  readonly finishedAt: string
-  readonly durationMs: number
-  readonly httpStatus: number | null
-  readonly responseHeaders: Record<string, string> | null
-  readonly responseBody: string | null
-  readonly errorKind?: string
-  readonly errorCode?: string
-  readonly errorMessage?: string
-  readonly isDeadLetter: boolean
-  readonly triggeredBy: string | null
-  readonly url: string
-}
-
-interface RetryPolicy {
-  readonly strategy: string
-  readonly maxAttempts: number | null
-  readonly initialDelaySeconds: number
-  readonly maxDelaySeconds: number | null
-  readonly jitter: boolean
-  readonly retryOn: string
-}
+import type { ExecutionView, RetryView, TriggerView } from "../../src/domain/responses.ts"
+import type { TargetView } from "../../src/domain/targetPolicy.ts"
 
 /** A per-trigger retry policy as short lines: `exponential, at most 5 attempts`, `first retry after 30 s`… */
-const retryLines = (retry: RetryPolicy): Array<string> => [
+const retryLines = (retry: RetryView): Array<string> => [
   `${retry.strategy}, ${retry.maxAttempts === null ? "unlimited attempts" : `at most ${retry.maxAttempts} attempt${retry.maxAttempts === 1 ? "" : "s"}`}`,
   ...(retry.strategy === "none" ? [] : [
     `first retry after ${retry.initialDelaySeconds} s${retry.strategy === "exponential" ? ", then doubling" : ""}`,
@@ -72,7 +35,7 @@ const originOf = (url: string): string | null => {
 const at = (iso: string | null) => (iso === null ? "" : formatTime(iso))
 
 /** Why a queued trigger waits for its origin (docs/protecting-targets.md), from GET /targets; null when its origin holds nothing back. */
-const originWait = (target: Target): string | null => {
+const originWait = (target: TargetView): string | null => {
   if (target.circuit === "open") {
     return `its circuit opened at ${at(target.circuitOpenedAt)} after ${target.circuitReason ?? "failures"}: nothing is sent to it before ${at(target.heldUntil)}, then one probe`
   }
@@ -84,28 +47,28 @@ const originWait = (target: Target): string | null => {
 
 /** Says when a queued trigger waits for its origin. */
 const OriginWait = ({ url }: { url: string }) => {
-  const targets = useLoad(() => api<Array<Target>>("GET", "/targets"), [], 3_000)
+  const targets = useLoad(() => api<ReadonlyArray<TargetView>>("GET", "/targets"), [], 3_000)
   const origin = originOf(url)
   const target = targets.data?.find((t) => t.origin === origin)
   const why = target === undefined ? null : originWait(target)
   return why === null ? null : html`<${Notice} kind="info"><span class="origin-wait">Waiting for its origin <span class="mono break">${origin}</span>: ${why}.</span></${Notice}>`
 }
 
-const cancellable = (job: FullJob) => (job.kind === "generator" ? job.status === "active" : PENDING.has(job.status))
+const cancellable = (job: TriggerView) => (job.kind === "generator" ? job.status === "active" : PENDING.has(job.status))
 
-const headerRows = (headers: Record<string, string | Array<string>>) =>
-  Object.entries(headers).flatMap(([name, value]) => (Array.isArray(value) ? value : [value]).map((v) => [name, v] as const))
+/** One row a header: the API joins a repeated header's values with ", " (docs/reading.md "A trigger"). */
+const headerRows = (headers: Record<string, string>) => Object.entries(headers)
 
-const BodyView = ({ body, contentType }: { body: FullJob["body"]; contentType: string | null }) => {
+const BodyView = ({ body, contentType }: { body: TriggerView["body"]; contentType: string | null }) => {
   if (body === null) return html`<span class="muted">no body</span>`
   return html`<div>
-    <div class="muted small">${contentType ?? "no content type"} · ${body.encoding}${body.size === undefined ? "" : ` · ${body.size} bytes`}</div>
+    <div class="muted small">${contentType ?? "no content type"} · ${body.encoding} · ${body.size} bytes</div>
     <pre class="code">${body.value ?? "(too large to show here)"}</pre>
   </div>`
 }
 
 /** An execution: its summary line, then its error, where it went (marked when not the trigger's URL: a replay's override), and the response. */
-const ExecutionRow = ({ execution, open, triggerUrl }: { execution: Execution; open: boolean; triggerUrl: string }) => html`
+const ExecutionRow = ({ execution, open, triggerUrl }: { execution: ExecutionView; open: boolean; triggerUrl: string }) => html`
   <details class="execution" open=${open} data-attempt=${execution.attempt}>
     <summary>
       <span class="attempt">#${execution.attempt}</span>
@@ -131,8 +94,8 @@ const ExecutionRow = ({ execution, open, triggerUrl }: { execution: Execution; o
 
 export const TriggerPage = ({ id, projectId }: { id: string; projectId: string }) => {
   const [answer, setAnswer] = useState<{ kind: "ok" | "error"; text: string } | undefined>(undefined)
-  const job = useLoad(() => api<FullJob>("GET", `/jobs/${id}`), [id], 3_000)
-  const executions = useLoad(() => api<{ executions: Array<Execution> }>("GET", `/jobs/${id}/executions`), [id], 3_000)
+  const job = useLoad(() => api<TriggerView>("GET", `/jobs/${id}`), [id], 3_000)
+  const executions = useLoad(() => api<{ executions: ReadonlyArray<ExecutionView> }>("GET", `/jobs/${id}/executions`), [id], 3_000)
   const act = async (what: "cancel" | "replay") => {
     if (what === "cancel" && !confirm("Cancel this trigger?")) return
     if (what === "replay" && !confirm(`Replay this trigger? Attempt ${(job.data?.attempts ?? 0) + 1} is sent to ${job.data?.url ?? "its URL"}.`)) return

@@ -6,24 +6,10 @@
 // (bulkAction.ts).
 import { useEffect, useRef, useState } from "preact/hooks"
 import { api } from "../api.ts"
+import type { TriggerView } from "../../src/domain/responses.ts"
 import { type Filter, SelectAllMatching } from "../bulkAction.ts"
 import { setQuery, useLocation } from "../router.ts"
 import { Empty, html, Link, Notice, PageHeader, shortId, StatusBadges, Time, useLoad } from "../ui.ts"
-
-export interface Job {
-  readonly id: string
-  readonly kind: "job" | "generator"
-  readonly status: string
-  readonly outcome: "delivered" | "dead_letter" | "cancelled" | "skipped" | null
-  readonly scheduledAt: string | null
-  readonly url: string
-  readonly method: string
-  readonly title: string | null
-  readonly tags: Array<string>
-  readonly customKey: string | null
-  readonly attempts: number
-  readonly generatorId: string | null
-}
 
 const STATUSES = ["registered", "skipped", "queued", "running", "retrying", "completed", "cancelled", "active"]
 const OUTCOMES = [["delivered", "delivered"], ["dead_letter", "dead letter"], ["cancelled", "cancelled"], ["skipped", "skipped"]] as const
@@ -68,7 +54,7 @@ export const TriggersPage = ({ projectId }: { projectId: string }) => {
   const setCursors = (next: Array<string | null>) => setPaging({ key, cursors: next })
   const cursor = cursors.at(-1)!
   const { data, error, reload } = useLoad(
-    () => api<{ jobs: Array<Job>; nextCursor: string | null }>("GET", `/jobs?${queryOf(filters, cursor)}`),
+    () => api<{ jobs: ReadonlyArray<TriggerView>; nextCursor: string | null }>("GET", `/jobs?${queryOf(filters, cursor)}`),
     [key, cursor],
     10_000
   )
