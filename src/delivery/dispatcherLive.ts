@@ -2,9 +2,8 @@
 // MAX_IN_FLIGHT requests at once), and rows with gated tags or a gated origin through this node's gates first
 // (gates/gatekeeper.ts: admitted in memory, told when each request leaves and ends);
 // triggers submitted by id (replayed or recovered) are first started in batches (queued → running,
-// one statement returning what to send). The Executor sends them, and the completer records the
-// outcomes in batches (executions + status in one transaction).
-// Retries due soon are woken into their shard's wheel right after the commit.
+// one statement returning what to send). The Executor sends them, and the completer (completer.ts)
+// records the outcomes in batches.
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
@@ -14,8 +13,7 @@ import { NodeIdentity } from "../cluster/node.ts"
 import { Wakeups } from "../cluster/wakeups.ts"
 import { AppConfig } from "../config.ts"
 import { uuidv7 } from "../domain/ids.ts"
-import { type AttemptResult, decideOutcome, effectivePolicy, projectPolicyFromStored, type RetryPolicy } from "../domain/retry.ts"
-import { refusalRetryAfterMs } from "../domain/gates/gateHold.ts"
+import type { RetryPolicy } from "../domain/retry.ts"
 import { requestTimeoutFor, type StoredTagPolicy, tagRetryPolicies } from "../domain/tagPolicy.ts"
 import { Gatekeeper } from "../gates/gatekeeper.ts"
 import { Metrics } from "../metrics/metrics.ts"
@@ -24,10 +22,11 @@ import { TargetPolicyCache } from "../gates/targetPolicyCache.ts"
 import type { ClaimedRow, DeliveryRow } from "../domain/trigger.ts"
 import { forkLoop, retryUntilDone } from "../lib/backgroundLoop.ts"
 import type { Database } from "../store/db.ts"
-import { type ExecutionRecord, executionsRecord, type TriggerOutcome } from "../store/executions.ts"
+import { executionsRecord } from "../store/executions.ts"
 import { triggersRelease, triggersStartDelivery } from "../store/schedulerQueries.ts"
-import { type AttemptSpan, DeliveryTracing, type RecordingSpan } from "./attemptTracing.ts"
+import { type AttemptSpan, DeliveryTracing } from "./attemptTracing.ts"
 import { type BehindEvent, makeBehindTracker } from "./behind.ts"
+import { completionOf, makeCompleter } from "./completer.ts"
 import { Dispatcher, makeFiredHolds } from "./dispatcher.ts"
 import { makeEarlyRelease } from "./earlyRelease.ts"
 import { type DeliveryOutcome, Executor } from "./executor.ts"
@@ -36,7 +35,6 @@ import { makeSenderPool } from "./senderPool.ts"
 
 export const DEFAULT_TIMEOUT_SECONDS = 300
 const START_BATCH = 512
-const COMPLETE_BATCH = 1_000
 
 /** A trigger on its way out, with what its tag policies say about it (read once, from the cache). */
 interface Outgoing {
@@ -49,14 +47,6 @@ interface Outgoing {
   span: AttemptSpan | undefined
 }
 
-interface Completion {
-  readonly row: DeliveryRow
-  readonly execution: ExecutionRecord
-  readonly outcome: TriggerOutcome
-  /** The span of recording it (tracing on), ended once its batch is committed. */
-  readonly recording?: RecordingSpan
-}
-
 /** What the trigger's tag policies say about its delivery; nothing to look up for a trigger without tags. */
 const outgoing = (row: DeliveryRow, policies: ReadonlyArray<StoredTagPolicy>): Outgoing => ({
   row,
@@ -64,75 +54,6 @@ const outgoing = (row: DeliveryRow, policies: ReadonlyArray<StoredTagPolicy>): O
   tagRetry: tagRetryPolicies(policies),
   span: undefined
 })
-
-const attemptResult = (outcome: DeliveryOutcome): AttemptResult =>
-  outcome.errorKind !== null
-    ? { _tag: "NoResponse", errorKind: outcome.errorKind }
-    : { _tag: "Response", httpStatus: outcome.httpStatus ?? 0 }
-
-/**
- * The single place that turns one delivery outcome into an execution record and a next state, under
- * the policy that applies (per-trigger, else its tags', else the project's: docs/retries.md
- * "Which policy applies").
- */
-export const completionOf = (sent: Outgoing, outcome: DeliveryOutcome, random: number, id: string): Completion => {
-  const row = sent.row
-  const policy = effectivePolicy({
-    trigger: row.retry as RetryPolicy | null,
-    tagPolicies: sent.tagRetry,
-    project: projectPolicyFromStored(row.projectRetry)
-  })
-  const result = attemptResult(outcome)
-  const decision = decideOutcome({ policy, attempt: row.attempt, result, random })
-  // a refusal's retry waits at least until its Retry-After (docs/retries.md "A retry policy")
-  const notBeforeMs = refusalRetryAfterMs(outcome, outcome.finishedAtMs) ?? -Infinity
-  return {
-    row,
-    execution: {
-      id,
-      triggerId: row.id,
-      projectId: row.projectId,
-      attempt: row.attempt,
-      succeeded: decision._tag === "Succeeded",
-      startedAtMs: outcome.startedAtMs,
-      finishedAtMs: outcome.finishedAtMs,
-      durationMs: outcome.durationMs,
-      httpStatus: outcome.httpStatus,
-      responseHeaders: outcome.responseHeaders,
-      responseBody: outcome.responseBody,
-      errorKind: outcome.errorKind,
-      errorCode: outcome.errorCode,
-      errorMessage: outcome.errorMessage,
-      isDeadLetter: decision._tag === "DeadLetter",
-      connectTimeoutSeconds: outcome.connectTimeoutSeconds,
-      timeoutSeconds: outcome.timeoutSeconds,
-      triggeredBy: row.triggeredBy,
-      url: row.url,
-      scheduledAtMs: row.scheduledAtMs,
-      gated: row.gateTags.length > 0
-    },
-    outcome: {
-      id: row.id,
-      attempt: row.attempt,
-      firedSeenUs: row.fired?.seenUs ?? null,
-      retryAtMs: decision._tag === "RetryAt" ? Math.max(outcome.finishedAtMs + decision.delayMs, notBeforeMs) : null
-    }
-  }
-}
-
-/** One line per dead letter, once recorded (with LOG_FORMAT=json: `event` `dead_letter` and the attempt's fields). */
-const logDeadLetter = (execution: ExecutionRecord) =>
-  Effect.logWarning(
-    `trigger ${execution.triggerId} dead-lettered after attempt ${execution.attempt}: ` +
-      (execution.errorKind === null ? `HTTP ${execution.httpStatus}` : `${execution.errorKind} (${execution.errorCode ?? "no code"})`)
-  ).pipe(Effect.annotateLogs({
-    event: "dead_letter",
-    triggerId: execution.triggerId,
-    projectId: execution.projectId,
-    attempt: execution.attempt,
-    httpStatus: execution.httpStatus,
-    errorKind: execution.errorKind
-  }))
 
 /** The lines saying this node sends behind its due times, and that it has caught up (behind.ts). */
 const logBehind = (event: BehindEvent) =>
@@ -160,17 +81,25 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
   const random = yield* Random.Random
   const services = yield* Effect.context<Database>()
   const submitted = yield* Queue.unbounded<string>()
-  const completions = yield* Queue.unbounded<Completion>()
   const clock = yield* Clock.Clock
   const metrics = yield* Metrics
   const tracing = yield* DeliveryTracing
-  /** Submitted ids not yet started, and outcomes not yet recorded: what a drain waits for. */
+  /** Submitted ids not yet started: what a drain waits for (with the outcomes not yet recorded). */
   let unstarted = 0
-  let unrecorded = 0
   /** Fired triggers held from their hand-over until their outcome is recorded (dispatcher.ts). */
   const fired = makeFiredHolds()
   /** Every trigger in hand, from its submission or hand-over until its outcome is recorded or it is given back. */
   const inHand = new Set<string>()
+  const completer = yield* makeCompleter({
+    node,
+    record: (input) => Effect.provideContext(executionsRecord(input), services),
+    recorded: (batch) => {
+      for (const { row } of batch) {
+        if (row.fired !== null) fired.release(row.id)
+        inHand.delete(row.id)
+      }
+    }
+  })
   const behind = makeBehindTracker((event) => void Effect.runForkWith(services)(logBehind(event)))
 
   const senders = makeSenderPool<Outgoing, DeliveryOutcome>({
@@ -199,18 +128,17 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
         ? () => gatekeeper.written(row.id)
         : undefined)
     },
-    onOutcome: (row, outcome) => {
-      unrecorded++
-      if (row.row.gateTags.length > 0) gatekeeper.finished(row.row.id, outcome)
-      const completion = completionOf(row, outcome, random.nextDoubleUnsafe(), uuidv7(outcome.finishedAtMs))
+    onOutcome: (sent, outcome) => {
+      if (sent.row.gateTags.length > 0) gatekeeper.finished(sent.row.id, outcome)
+      const completion = completionOf(sent.row, sent.tagRetry, outcome, random.nextDoubleUnsafe(), uuidv7(outcome.finishedAtMs))
       const execution = completion.execution
       const next = execution.succeeded ? "succeeded" : execution.isDeadLetter ? "dead_letter" : "retrying"
       metrics.delivered(next, outcome.errorKind, outcome.httpStatus)
       metrics.observeDuration(outcome.durationMs / 1000)
-      const span = row.span
-      if (span === undefined) return void Queue.offerUnsafe(completions, completion)
+      const span = sent.span
+      if (span === undefined) return completer.offer(completion)
       span.ended(outcome)
-      Queue.offerUnsafe(completions, { ...completion, recording: span.recording(next) })
+      completer.offer({ ...completion, recording: span.recording(next) })
     },
     onCrash: (error) => Effect.runForkWith(services)(Effect.logError("delivery failed unexpectedly", error)),
     besides: gatekeeper.waiting
@@ -285,50 +213,12 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
     yield* deliver(rows)
   })
 
-  /**
-   * Outcomes, recorded in batches: retried until the database takes them, never dropped (the
-   * triggers stay `running`, claimed by this live node, so no other node recovers them meanwhile).
-   */
-  const completer = Effect.gen(function*() {
-    const batch = yield* Queue.takeBetween(completions, 1, COMPLETE_BATCH)
-    const nowMs = yield* Clock.currentTimeMillis
-    const gated = batch.filter((c) => c.row.gateTags.length > 0)
-    const recorded = yield* retryUntilDone(
-      "recording executions",
-      executionsRecord({
-        executions: batch.map((c) => c.execution),
-        outcomes: batch.map((c) => c.outcome),
-        gated: gated.map((c) => c.row.id),
-        node,
-        nowMs
-      })
-    )
-    if (recorded < batch.length) {
-      // recorded already (a retry after a lost answer), or taken over or recovered from this node
-      // meanwhile, which logged those attempts as interrupted (store/executions.ts)
-      yield* Effect.logInfo(`${batch.length - recorded} outcomes not recorded: their triggers' state had changed meanwhile`).pipe(
-        Effect.annotateLogs({ event: "outcomes_dropped", outcomes: batch.length - recorded })
-      )
-    }
-    unrecorded -= batch.length
-    for (const { row } of batch) {
-      if (row.fired !== null) fired.release(row.id)
-      inHand.delete(row.id)
-    }
-    if (tracing !== null) for (const completion of batch) completion.recording?.recorded()
-    for (const { execution } of batch) if (execution.isDeadLetter) yield* logDeadLetter(execution)
-    yield* wakeups.wake(
-      batch.flatMap((c) => c.outcome.retryAtMs === null ? [] : [{ shard: c.row.shard, id: c.outcome.id, dueAtMs: c.outcome.retryAtMs }])
-    )
-  })
-
   yield* forkLoop("delivery starter", starter, { afterFailure: 0 })
   yield* forkLoop("early release", early.releaseTurn, { afterFailure: 0 })
-  yield* forkLoop("completer", completer, { afterFailure: 0 })
 
   /** Nothing left to send or record (a drain released the gates' waiters, and those handed over since). */
   const settled = () =>
-    unstarted === 0 && unrecorded === 0 && senders.inFlight() === 0 && senders.size() === 0 && early.size() === 0 &&
+    unstarted === 0 && completer.unrecorded() === 0 && senders.inFlight() === 0 && senders.size() === 0 && early.size() === 0 &&
     gatekeeper.waiting() === 0
 
   /** Waits until everything is sent and recorded, or until `untilMs`; whether it all settled. */
@@ -368,7 +258,7 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
       )
       executor.abortAll()
       if (!(yield* settle(nowMs + AFTER_DEADLINE_MS))) {
-        yield* Effect.logError(`${unrecorded} outcomes could not be recorded before stopping; crash recovery will resend them`)
+        yield* Effect.logError(`${completer.unrecorded()} outcomes could not be recorded before stopping; crash recovery will resend them`)
       }
       yield* gatekeeper.leave
     })
