@@ -10,9 +10,10 @@ import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { request } from "undici"
 import { afterAll, describe, expect, it } from "vitest"
-import { runCli, startService, waitUntil } from "../support/cli.ts"
+import { runCli, startService } from "../support/cli.ts"
 import { freshDatabaseUrl, makeTempDir } from "../support/database.ts"
 import { insecureAgent } from "../support/server.ts"
+import { waitUntilAsync } from "../support/wait.ts"
 
 const TRIGGERS = 120
 const ANSWER_AFTER_MS = 2_000
@@ -58,13 +59,13 @@ describe("graceful stop with a slow target", () => {
         await response.body.text()
       }
       // every request is at the target (and none answered yet): stop one node now
-      await waitUntil(() => arrivals.size === TRIGGERS, 20_000, "every trigger to reach the slow target")
+      await waitUntilAsync(() => arrivals.size === TRIGGERS, 20_000, "every trigger to reach the slow target")
       expect(answered.size).toBe(0)
       expect(await a.stop(30_000)).toBe(0)
       const draining = /draining: (\d+) deliveries in flight/.exec(a.output())
       expect(Number(draining?.[1] ?? 0)).toBeGreaterThan(0) // the stopped node did hold requests
       // it left only after its requests were answered
-      await waitUntil(() => answered.size === TRIGGERS, 20_000, "every request to be answered")
+      await waitUntilAsync(() => answered.size === TRIGGERS, 20_000, "every request to be answered")
       // the other node had every chance to send something twice: recovery runs when it takes a shard
       await new Promise((resolve) => setTimeout(resolve, 2_000))
       const twice = [...arrivals].filter(([, count]) => count > 1).map(([n]) => n)
@@ -112,7 +113,7 @@ describe("graceful stop with a slow target", () => {
       }
       await new Promise((resolve) => setTimeout(resolve, firstAtMs + 500 - Date.now()))
       expect(await a.stop(30_000)).toBe(0)
-      await waitUntil(() => arrivals.size === 200, 20_000, "every trigger to arrive")
+      await waitUntilAsync(() => arrivals.size === 200, 20_000, "every trigger to arrive")
       await new Promise((resolve) => setTimeout(resolve, 1_000))
       expect([...arrivals].filter(([, at]) => at.length > 1).map(([n]) => n)).toEqual([])
       // given back at once and sent by the other node: late by its takeover, never by crash recovery's seconds
