@@ -71,10 +71,10 @@ describe("crash safety", () => {
         return ((await response.body.json()) as { executions: Array<{ jobId: string; attempt: number; status: string; errorKind?: string; errorCode?: string }> }).executions
       }
       let rows = await executions()
-      for (let tries = 0; rows.length < 2 * TRIGGERS && tries < 100; tries++) {
-        await new Promise((resolve) => setTimeout(resolve, 100))
+      await waitUntilAsync(async () => {
         rows = await executions()
-      }
+        return rows.length >= 2 * TRIGGERS
+      }, 30_000, "both attempts of every trigger recorded")
       const byJob = Map.groupBy(rows, (row) => row.jobId)
       expect(byJob.size).toBe(TRIGGERS)
       for (const attempts of byJob.values()) {

@@ -182,7 +182,7 @@ describe("tag gates across three processes", () => {
     await updatePolicy(nodes[0]!, id, { throughput: { "1s": 0 } })
     const answeredAt = Date.now()
     const startedBefore = state.starts.length
-    await new Promise((resolve) => setTimeout(resolve, 2_500))
+    await new Promise((resolve) => setTimeout(resolve, 2_500)) // a window of silence: nothing starts once paused
     expect(state.starts.filter((atMs) => atMs > answeredAt + OBSERVER_JITTER_MS)).toEqual([])
     expect(startedBefore).toBeLessThan(200)
     await updatePolicy(nodes[1]!, id, { throughput: { "1s": 1_000 } })

@@ -99,11 +99,11 @@ describe("target policies across three processes", () => {
     o.behave({})
     // the hold, settled in the database by the node that got the refusal
     let heldUntil = 0
-    for (let i = 0; i < 100 && heldUntil === 0; i++) {
+    await waitUntilAsync(async () => {
       const held = await query((sql) => sql<{ held_until: Date }>`SELECT held_until FROM gate_holds WHERE tag = ${o.origin}`)
       if (held[0] !== undefined) heldUntil = held[0].held_until.getTime()
-      else await sleep(20)
-    }
+      return heldUntil !== 0
+    }, 20_000, "the hold in the database")
     expect(heldUntil).toBeGreaterThan(refusedAt)
     // triggers fired on every node, then one node killed while they wait (its own are recovered by the others)
     await scheduleMany(12, o, "later")
@@ -125,10 +125,10 @@ describe("target policies across three processes", () => {
     await waitUntilAsync(() => o.arrivals.length === 3, 20_000, "three failures")
     const openedAt = Math.max(...o.arrivals.map((arrival) => arrival.atMs))
     let open = await circuitOf(o)
-    for (let i = 0; i < 250 && (open?.open_until ?? null) === null; i++) {
-      await sleep(20)
+    await waitUntilAsync(async () => {
       open = await circuitOf(o)
-    }
+      return (open?.open_until ?? null) !== null
+    }, 20_000, "the circuit open in the database")
     expect(open?.open_until).not.toBeNull()
     // more triggers meanwhile, through every node: none reaches the origin during the cooldown
     o.behave({ hold: true })
@@ -154,7 +154,7 @@ describe("target policies across three processes", () => {
     const newHolder = (await circuitOf(o))?.probe_node
     expect(newHolder).not.toBe(holder)
     expect(nodes.map(nodeIdOf)).toContain(newHolder)
-    await sleep(1_000)
+    await sleep(1_000) // a window of silence: no second probe
     expect(o.arrivals.length, "one probe, not two").toBe(5)
 
     // the origin answers: the circuit closes and every trigger goes (the killed node's probe trigger too, recovered)
