@@ -17,6 +17,7 @@ import { insertDeadLetters } from "../support/fixtures.ts"
 import { runCli, startService } from "../support/cli.ts"
 import { insecureAgent } from "../support/server.ts"
 import { target } from "../support/target.ts"
+import { waitUntilAsync } from "../support/wait.ts"
 
 const DEAD_LETTERS = 2_000
 const CHUNK = 500 // the default chunk size (commands/bulkActionChunk.ts)
@@ -69,10 +70,10 @@ describe("a bulk action when its node is killed", () => {
       expect(started.json.matched).toBe(DEAD_LETTERS)
       actionId = started.json.id
       let progress: any
-      for (let tries = 0; progress?.processed !== DEAD_LETTERS - CHUNK && tries < 600; tries++) {
+      await waitUntilAsync(async () => {
         progress = (await call(first.baseUrl, key, "GET", `/actions/${actionId}`)).json
-        await new Promise((resolve) => setTimeout(resolve, 50))
-      }
+        return progress?.processed === DEAD_LETTERS - CHUNK
+      }, 30_000, "every chunk but the held one processed")
       expect(progress.processed).toBe(DEAD_LETTERS - CHUNK)
       expect(progress.status).toBe("running")
       process.kill(first.servicePid, "SIGKILL")
@@ -94,10 +95,10 @@ describe("a bulk action when its node is killed", () => {
         expect(again.json.replayed).toBe(0)
       }
       let action: any
-      for (let tries = 0; action?.status !== "completed" && tries < 600; tries++) {
+      await waitUntilAsync(async () => {
         action = (await call(second.baseUrl, key, "GET", `/actions/${actionId}`)).json
-        await new Promise((resolve) => setTimeout(resolve, 100))
-      }
+        return action?.status === "completed"
+      }, 60_000, "the action to complete after the restart")
       expect([action.status, action.matched, action.processed, action.replayed, action.untouched]).toEqual(["completed", DEAD_LETTERS, DEAD_LETTERS, DEAD_LETTERS, {}])
 
       const retries = () => db(Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ succeeded: number; triggers: number }>`
@@ -105,10 +106,10 @@ describe("a bulk action when its node is killed", () => {
           SELECT t.id, count(e.id) FILTER (WHERE e.status = 'succeeded' AND e.triggered_by = 'retry') AS n
           FROM triggers t LEFT JOIN executions e ON e.trigger_id = t.id GROUP BY t.id) x`))
       let counts = (await retries())[0]!
-      for (let tries = 0; counts.succeeded < DEAD_LETTERS && tries < 600; tries++) {
-        await new Promise((resolve) => setTimeout(resolve, 100))
+      await waitUntilAsync(async () => {
         counts = (await retries())[0]!
-      }
+        return counts.succeeded >= DEAD_LETTERS
+      }, 60_000, "a succeeded replay of every trigger")
       // one succeeded replay per trigger: none replayed twice by the action, none forgotten
       expect(counts).toEqual({ succeeded: DEAD_LETTERS, triggers: DEAD_LETTERS })
       const reached = new Set(hooks.at("/hit").map((arrival) => arrival.url))

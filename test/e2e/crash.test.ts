@@ -8,8 +8,9 @@ import type { AddressInfo } from "node:net"
 import { request } from "undici"
 import { afterAll, describe, expect, it } from "vitest"
 import { freshDatabaseUrl, makeTempDir } from "../support/database.ts"
-import { runCli, startService, waitUntil } from "../support/cli.ts"
+import { runCli, startService } from "../support/cli.ts"
 import { insecureAgent } from "../support/server.ts"
+import { waitUntilAsync } from "../support/wait.ts"
 
 const TRIGGERS = 20
 
@@ -51,7 +52,7 @@ describe("crash safety", () => {
         expect(response.statusCode).toBe(200)
         await response.body.text()
       }
-      await waitUntil(() => received.size === TRIGGERS, 20_000, "every trigger to reach the hanging target")
+      await waitUntilAsync(() => received.size === TRIGGERS, 20_000, "every trigger to reach the hanging target")
       process.kill(first.servicePid, "SIGKILL")
     } finally {
       first.kill()
@@ -62,7 +63,7 @@ describe("crash safety", () => {
     answering = true
     const second = await startService(env)
     try {
-      await waitUntil(() => delivered.size === TRIGGERS, 30_000, "every trigger to be delivered after the restart")
+      await waitUntilAsync(() => delivered.size === TRIGGERS, 30_000, "every trigger to be delivered after the restart")
       expect([...delivered].sort()).toEqual(Array.from({ length: TRIGGERS }, (_, n) => String(n)).sort())
       // the log tells the truth: attempt 1 was interrupted (outcome unknown), attempt 2 succeeded — no gap
       const executions = async () => {
@@ -70,10 +71,10 @@ describe("crash safety", () => {
         return ((await response.body.json()) as { executions: Array<{ jobId: string; attempt: number; status: string; errorKind?: string; errorCode?: string }> }).executions
       }
       let rows = await executions()
-      for (let tries = 0; rows.length < 2 * TRIGGERS && tries < 100; tries++) {
-        await new Promise((resolve) => setTimeout(resolve, 100))
+      await waitUntilAsync(async () => {
         rows = await executions()
-      }
+        return rows.length >= 2 * TRIGGERS
+      }, 30_000, "both attempts of every trigger recorded")
       const byJob = Map.groupBy(rows, (row) => row.jobId)
       expect(byJob.size).toBe(TRIGGERS)
       for (const attempts of byJob.values()) {
@@ -123,7 +124,7 @@ describe("crash safety", () => {
           "ttr-url": `http://127.0.0.1:${targetPort}/hit?n=${n}`, "ttr-scheduled-at": "now", "ttr-tags": "two"
         })
       }
-      await waitUntil(() => received.length === 2, 20_000, "two requests in flight (the gate's limit)")
+      await waitUntilAsync(() => received.length === 2, 20_000, "two requests in flight (the gate's limit)")
       process.kill(first.servicePid, "SIGKILL")
     } finally {
       first.kill()
@@ -133,7 +134,7 @@ describe("crash safety", () => {
     const startedAt = performance.now()
     const second = await startService(env)
     try {
-      await waitUntil(() => delivered.size === 4, 60_000, "every trigger delivered after the restart")
+      await waitUntilAsync(() => delivered.size === 4, 60_000, "every trigger delivered after the restart")
       console.log(`gate places of a killed node back and all 4 delivered ${Math.round(performance.now() - startedAt)} ms after the restart began`)
       expect(received.length).toBe(6) // the two interrupted ones twice, the two held back once
     } finally {

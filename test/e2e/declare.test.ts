@@ -153,7 +153,7 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
         yield* p.declare("timing2", [{ customKey: "x", url: `${t.origin}/cancelled`, scheduledAt: cancelSoon }])
         const cancelled = yield* p.declare("timing2", [])
         assert.deepStrictEqual(entryLines(cancelled), ["cancelled job x"])
-        yield* realSleep(2_000)
+        yield* realSleep(2_000) // a window of silence past its due time: it never arrives
         assert.deepStrictEqual(t.at("/cancelled"), [])
       }))
 
@@ -182,9 +182,9 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
         assert.strictEqual(first.body.toString(), "{\"n\":1}")
         // stop it: no further runs once cancelled (an instance claimed just before may still arrive)
         yield* p.declare("recurring", [])
-        yield* realSleep(500)
+        yield* realSleep(500) // room for an instance claimed just before the cancel to arrive
         const count = t.at("/recurring").length
-        yield* realSleep(4_500)
+        yield* realSleep(4_500) // a window of silence: two periods and more, no further run
         assert.strictEqual(t.at("/recurring").length, count)
         assert.strictEqual((yield* p.job(answer.operations[0]!.id)).status, "cancelled")
       }))

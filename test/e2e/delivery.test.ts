@@ -149,7 +149,7 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
 
         const movedArrival = yield* waitFor("the moved trigger", () => t.at("/move-to")[0])
         yield* waitFor("the on-time triggers", () => (onTime.every(({ path }) => t.at(path).length > 0) ? true : undefined))
-        yield* realSleep(300)
+        yield* realSleep(300) // a window of silence: no trigger arrives a second time, the cancelled one not at all
         const lateness = onTime.map(({ path, atMs }) => {
           const arrivals = t.at(path)
           assert.strictEqual(arrivals.length, 1, path)
@@ -263,7 +263,7 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
         const port = yield* closedPort
         const { triggerId } = yield* p.schedule({ "ttr-url": `http://127.0.0.1:${port}/x`, "ttr-scheduled-at": "now", "ttr-retry-strategy": "none" })
         const executions = yield* completedWith(p, triggerId, 1)
-        yield* realSleep(1_200)
+        yield* realSleep(1_200) // a window of silence: no second attempt follows
         assert.deepStrictEqual((yield* p.executions(triggerId)).map((e) => [e.attempt, e.errorKind, e.isDeadLetter]), [[1, "connection_refused", true]])
         assert.strictEqual(executions.length, 1)
       }))
@@ -275,7 +275,7 @@ layer(testServerLayer(), { timeout: "120 seconds", excludeTestServices: true })(
         t.reply("/hang", "hang")
         const { triggerId } = yield* p.schedule({ "ttr-url": `${t.origin}/hang`, "ttr-scheduled-at": "now", "ttr-retry-strategy": "none" })
         yield* waitFor("the request", () => t.at("/hang")[0])
-        yield* realSleep(500)
+        yield* realSleep(500) // a window of silence: the attempt neither ends nor is recorded
         assert.strictEqual((yield* p.job(triggerId)).status, "running")
         assert.deepStrictEqual(yield* p.executions(triggerId), [])
       }))

@@ -12,12 +12,13 @@ import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { request } from "undici"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type RunningService, runCli, startService, waitUntil } from "../support/cli.ts"
+import { type RunningService, runCli, startService } from "../support/cli.ts"
 import { freshDatabaseUrl, makeTempDir } from "../support/database.ts"
 import { insecureAgent } from "../support/server.ts"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Exit, Redacted, Scope } from "effect"
 import { SqlClient } from "effect/sql"
+import { waitUntilAsync } from "../support/wait.ts"
 
 /** How late this test's target may stamp an arrival on a loaded machine (it runs inside the test process). */
 const OBSERVER_JITTER_MS = 150
@@ -130,7 +131,7 @@ describe("tag gates across three processes", () => {
     key = (await runCli(["key", "create", "gates"], { env: env("cli") })).stdout.trim()
     // every node warmed up (a first delivery each)
     for (const node of nodes) await call(node, "POST", "/schedule", { "ttr-url": `${target.origin}/warm`, "ttr-scheduled-at": "now" })
-    await waitUntil(() => target.path("/warm").starts.length === 3, 20_000, "the warm-up deliveries")
+    await waitUntilAsync(() => target.path("/warm").starts.length === 3, 20_000, "the warm-up deliveries")
   }, 180_000)
 
   afterAll(async () => {
@@ -145,7 +146,7 @@ describe("tag gates across three processes", () => {
     target.behave("/conc", { delayMs: 200 })
     await scheduleMany(30, "/conc", "conc", "now | add 1s")
     await scheduleMany(30, "/rate", "rate", "now | add 1s")
-    await waitUntil(() => target.path("/conc").starts.length === 30 && target.path("/rate").starts.length === 30, 60_000, "every trigger")
+    await waitUntilAsync(() => target.path("/conc").starts.length === 30 && target.path("/rate").starts.length === 30, 60_000, "every trigger")
     const rate = target.path("/rate").starts
     console.log("rate starts (ms after the first):", rate.map((t) => t - rate[0]!).join(" "))
     expect(target.path("/conc").peak).toBe(3)
@@ -163,10 +164,10 @@ describe("tag gates across three processes", () => {
     target.behave("/lowered", { delayMs: 300 })
     await scheduleMany(40, "/lowered", "lowered")
     const state = target.path("/lowered")
-    await waitUntil(() => state.peak === 6 && state.starts.length >= 12, 30_000, "six in flight")
+    await waitUntilAsync(() => state.peak === 6 && state.starts.length >= 12, 30_000, "six in flight")
     await updatePolicy(nodes[1]!, id, { maxConcurrent: 1 })
     const appliedMs = Date.now() + 1_000
-    await waitUntil(() => state.starts.length === 40, 90_000, "every trigger")
+    await waitUntilAsync(() => state.starts.length === 40, 90_000, "every trigger")
     // requests started before the change end within 300 ms; from then on one at a time
     const after = state.openAt.filter(([atMs]) => atMs > appliedMs + 300 + OBSERVER_JITTER_MS)
     expect(Math.max(...after.map(([, open]) => open))).toBe(1)
@@ -177,15 +178,15 @@ describe("tag gates across three processes", () => {
     const { id } = await policy(nodes[2]!, { tag: "paused", throughput: { "1s": 20 } })
     await scheduleMany(200, "/paused", "paused")
     const state = target.path("/paused")
-    await waitUntil(() => state.starts.length >= 20, 30_000, "some started")
+    await waitUntilAsync(() => state.starts.length >= 20, 30_000, "some started")
     await updatePolicy(nodes[0]!, id, { throughput: { "1s": 0 } })
     const answeredAt = Date.now()
     const startedBefore = state.starts.length
-    await new Promise((resolve) => setTimeout(resolve, 2_500))
+    await new Promise((resolve) => setTimeout(resolve, 2_500)) // a window of silence: nothing starts once paused
     expect(state.starts.filter((atMs) => atMs > answeredAt + OBSERVER_JITTER_MS)).toEqual([])
     expect(startedBefore).toBeLessThan(200)
     await updatePolicy(nodes[1]!, id, { throughput: { "1s": 1_000 } })
-    await waitUntil(() => state.starts.length === 200, 30_000, "the rest, once raised")
+    await waitUntilAsync(() => state.starts.length === 200, 30_000, "the rest, once raised")
   }, 120_000)
 
   it("a 429 seen by one node holds the tag on all three until Retry-After", async () => {
@@ -193,12 +194,12 @@ describe("tag gates across three processes", () => {
     target.behave("/refused", { status: 429, headers: { "retry-after": "2" } })
     await scheduleMany(1, "/refused", "refused")
     const state = target.path("/refused")
-    await waitUntil(() => state.starts.length === 1, 20_000, "the refused one")
+    await waitUntilAsync(() => state.starts.length === 1, 20_000, "the refused one")
     const refusedAt = state.starts[0]!
     target.behave("/refused", {})
     // fired on every node's shards
     await scheduleMany(24, "/refused", "refused")
-    await waitUntil(() => state.starts.length === 25, 30_000, "the rest after the hold")
+    await waitUntilAsync(() => state.starts.length === 25, 30_000, "the rest after the hold")
     expect(state.starts.slice(1).filter((atMs) => atMs < refusedAt + 2_000)).toEqual([])
   }, 120_000)
 
@@ -207,7 +208,7 @@ describe("tag gates across three processes", () => {
     target.behave("/killed", { hold: true })
     await scheduleMany(30, "/killed", "killed")
     const state = target.path("/killed")
-    await waitUntil(() => state.open === 6, 30_000, "the limit in flight")
+    await waitUntilAsync(() => state.open === 6, 30_000, "the limit in flight")
     // the node holding the most permits in use (its lease row, as its last round wrote it)
     const holders = await leaseHolders(databaseUrl)
     const victimId = [...holders.entries()].sort((a, b) => b[1] - a[1])[0]![0]
@@ -215,8 +216,8 @@ describe("tag gates across three processes", () => {
     expect(holders.get(victimId)).toBeGreaterThan(0)
     victim.kill()
     const killedAt = Date.now()
-    await waitUntil(() => state.open < 6, 10_000, "the killed node's requests to end at the target")
-    await waitUntil(() => state.open === 6, 15_000, "the limit in flight again").catch(async (error: Error) => {
+    await waitUntilAsync(() => state.open < 6, 10_000, "the killed node's requests to end at the target")
+    await waitUntilAsync(() => state.open === 6, 15_000, "the limit in flight again").catch(async (error: Error) => {
       // what the gates and the triggers looked like, for a run where the permits did not come back
       const survivors = nodes.filter((node) => node !== victim)
       throw new Error(`${error.message}: ${state.open} open at the target, victim ${victimId}\n` +
@@ -230,7 +231,7 @@ describe("tag gates across three processes", () => {
     nodes = nodes.filter((node) => node !== victim)
     target.releaseAll()
     target.behave("/killed", {})
-    await waitUntil(() => state.triggers.size === 30 && state.open === 0, 60_000, "every trigger, at least once")
+    await waitUntilAsync(() => state.triggers.size === 30 && state.open === 0, 60_000, "every trigger, at least once")
     expect(state.peak).toBe(6)
   }, 120_000)
 })

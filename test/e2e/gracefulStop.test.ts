@@ -10,9 +10,11 @@ import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { request } from "undici"
 import { afterAll, describe, expect, it } from "vitest"
-import { runCli, startService, waitUntil } from "../support/cli.ts"
+import { runCli, startService } from "../support/cli.ts"
 import { freshDatabaseUrl, makeTempDir } from "../support/database.ts"
 import { insecureAgent } from "../support/server.ts"
+import { target } from "../support/target.ts"
+import { waitUntilAsync } from "../support/wait.ts"
 
 const TRIGGERS = 120
 const ANSWER_AFTER_MS = 2_000
@@ -29,7 +31,7 @@ describe("graceful stop with a slow target", () => {
 
     const arrivals = new Map<string, number>()
     const answered = new Set<string>()
-    const target = http.createServer((req, res) => {
+    const slow = http.createServer((req, res) => {
       const n = new URL(req.url!, "http://x").searchParams.get("n")!
       arrivals.set(n, (arrivals.get(n) ?? 0) + 1)
       setTimeout(() => {
@@ -37,8 +39,8 @@ describe("graceful stop with a slow target", () => {
         res.end("ok")
       }, ANSWER_AFTER_MS)
     })
-    await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve))
-    const targetPort = (target.address() as AddressInfo).port
+    await new Promise<void>((resolve) => slow.listen(0, "127.0.0.1", resolve))
+    const targetPort = (slow.address() as AddressInfo).port
 
     const a = await startService(env("a"))
     const b = await startService(env("b"))
@@ -58,13 +60,13 @@ describe("graceful stop with a slow target", () => {
         await response.body.text()
       }
       // every request is at the target (and none answered yet): stop one node now
-      await waitUntil(() => arrivals.size === TRIGGERS, 20_000, "every trigger to reach the slow target")
+      await waitUntilAsync(() => arrivals.size === TRIGGERS, 20_000, "every trigger to reach the slow target")
       expect(answered.size).toBe(0)
       expect(await a.stop(30_000)).toBe(0)
       const draining = /draining: (\d+) deliveries in flight/.exec(a.output())
       expect(Number(draining?.[1] ?? 0)).toBeGreaterThan(0) // the stopped node did hold requests
       // it left only after its requests were answered
-      await waitUntil(() => answered.size === TRIGGERS, 20_000, "every request to be answered")
+      await waitUntilAsync(() => answered.size === TRIGGERS, 20_000, "every request to be answered")
       // the other node had every chance to send something twice: recovery runs when it takes a shard
       await new Promise((resolve) => setTimeout(resolve, 2_000))
       const twice = [...arrivals].filter(([, count]) => count > 1).map(([n]) => n)
@@ -73,7 +75,7 @@ describe("graceful stop with a slow target", () => {
     } finally {
       a.kill()
       await b.stop().catch(() => b.kill())
-      target.close()
+      slow.close()
     }
   }, 180_000)
 
@@ -83,14 +85,10 @@ describe("graceful stop with a slow target", () => {
       DATABASE_URL: databaseUrl, DATA_DIR: makeTempDir(`stop-due-${name}`), PORT: "0", HOST: "127.0.0.1", SHARDS: "8"
     })
     const due = new Map<string, number>()
-    const arrivals = new Map<string, Array<number>>()
-    const target = http.createServer((req, res) => {
-      const n = new URL(req.url!, "http://x").searchParams.get("n")!
-      arrivals.set(n, [...(arrivals.get(n) ?? []), Date.now()])
-      res.end("ok")
-    })
-    await new Promise<void>((resolve) => target.listen(0, "127.0.0.1", resolve))
-    const targetPort = (target.address() as AddressInfo).port
+    const hooks = await Effect.runPromise(Scope.provide(target, scope))
+    /** The arrival times of each trigger (by its `n`). */
+    const arrivals = () => new Map([...Map.groupBy(hooks.at("/hit"), (arrival) => new URL(arrival.url, "http://x").searchParams.get("n")!)]
+      .map(([n, list]) => [n, list.map((arrival) => arrival.arrivedAtMs)]))
 
     const a = await startService(env("a"))
     const b = await startService(env("b"))
@@ -105,18 +103,18 @@ describe("graceful stop with a slow target", () => {
         const response = await request(`${b.baseUrl}/schedule`, {
           method: "POST",
           dispatcher: insecureAgent,
-          headers: { "ttr-api-key": key, "ttr-url": `http://127.0.0.1:${targetPort}/hit?n=${n}`, "ttr-scheduled-at": new Date(atMs).toISOString() }
+          headers: { "ttr-api-key": key, "ttr-url": `${hooks.origin}/hit?n=${n}`, "ttr-scheduled-at": new Date(atMs).toISOString() }
         })
         expect(response.statusCode).toBe(200)
         await response.body.text()
       }
       await new Promise((resolve) => setTimeout(resolve, firstAtMs + 500 - Date.now()))
       expect(await a.stop(30_000)).toBe(0)
-      await waitUntil(() => arrivals.size === 200, 20_000, "every trigger to arrive")
-      await new Promise((resolve) => setTimeout(resolve, 1_000))
-      expect([...arrivals].filter(([, at]) => at.length > 1).map(([n]) => n)).toEqual([])
+      await waitUntilAsync(() => arrivals().size === 200, 20_000, "every trigger to arrive")
+      await new Promise((resolve) => setTimeout(resolve, 1_000)) // a window of silence: nothing arrives a second time
+      expect([...arrivals()].filter(([, at]) => at.length > 1).map(([n]) => n)).toEqual([])
       // given back at once and sent by the other node: late by its takeover, never by crash recovery's seconds
-      const late = [...arrivals].map(([n, [at]]) => at! - due.get(n)!)
+      const late = [...arrivals()].map(([n, [at]]) => at! - due.get(n)!)
       expect(Math.max(...late)).toBeLessThan(3_000)
       const logged = await request(`${b.baseUrl}/executions?limit=500`, { dispatcher: insecureAgent, headers: { "ttr-api-key": key } })
       const executions = ((await logged.body.json()) as { executions: Array<{ errorCode?: string }> }).executions
@@ -125,7 +123,6 @@ describe("graceful stop with a slow target", () => {
     } finally {
       a.kill()
       await b.stop().catch(() => b.kill())
-      target.close()
     }
   }, 180_000)
 })

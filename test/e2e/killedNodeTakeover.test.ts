@@ -10,9 +10,10 @@ import type { AddressInfo } from "node:net"
 import { request } from "undici"
 import { afterAll, describe, expect, it } from "vitest"
 import { runQuery } from "../../scripts/chaos/postgres.ts"
-import { runCli, type RunningService, startService, waitUntil } from "../support/cli.ts"
+import { runCli, type RunningService, startService } from "../support/cli.ts"
 import { freshDatabaseUrl, makeTempDir } from "../support/database.ts"
 import { insecureAgent } from "../support/server.ts"
+import { waitUntilAsync } from "../support/wait.ts"
 
 const TRIGGERS = 60
 
@@ -50,7 +51,7 @@ describe("a killed node's shards", () => {
       const key = (await runCli(["key", "create", "killed"], { env })).stdout.trim()
       survivor = await startService(env)
       // the victim gives the newcomer its share of the shards
-      await waitUntil(() => victim.output().includes('"shards_released"'), 20_000, "the first node to share its shards")
+      await waitUntilAsync(() => victim.output().includes('"shards_released"'), 20_000, "the first node to share its shards")
       const dueMs = Date.now() + 2_000
       for (let n = 0; n < TRIGGERS; n++) {
         const response = await request(`${victim.baseUrl}/schedule`, {
@@ -61,7 +62,7 @@ describe("a killed node's shards", () => {
         expect(response.statusCode).toBe(200)
         await response.body.text()
       }
-      await waitUntil(() => arrivals.size === TRIGGERS, 20_000, "every trigger to reach the target")
+      await waitUntilAsync(() => arrivals.size === TRIGGERS, 20_000, "every trigger to reach the target")
 
       // the victim's: the triggers of the shards whose mark it moved
       const victimNode = (JSON.parse(victim.output().split("\n").find((line) => line.startsWith("{"))!) as { node: string }).node
@@ -78,7 +79,7 @@ describe("a killed node's shards", () => {
       const killedAt = Date.now()
       const survivorOutputAtKill = survivor.output().length
       process.kill(victim.servicePid, "SIGKILL")
-      await waitUntil(() => victims.every((n) => arrivals.get(n)!.length >= 2), 15_000, "the killed node's triggers to be sent again")
+      await waitUntilAsync(() => victims.every((n) => arrivals.get(n)!.length >= 2), 15_000, "the killed node's triggers to be sent again")
       const resentAfterMs = Math.max(...victims.map((n) => arrivals.get(n)![1]! - killedAt))
 
       const seen = takeovers(survivor, survivorOutputAtKill).filter((entry) => entry.triggers > 0)

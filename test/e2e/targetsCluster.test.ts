@@ -14,10 +14,11 @@ import { Effect, Exit, Redacted, Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import { request } from "undici"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { type RunningService, runCli, startService, waitUntil } from "../support/cli.ts"
+import { type RunningService, runCli, startService } from "../support/cli.ts"
 import { freshDatabaseUrl, makeTempDir } from "../support/database.ts"
 import { makeOrigins, type Origin } from "../support/origins.ts"
 import { insecureAgent } from "../support/server.ts"
+import { waitUntilAsync } from "../support/wait.ts"
 
 /** How late an origin (in this test process) may stamp an arrival on a loaded machine. */
 const OBSERVER_JITTER_MS = 150
@@ -67,7 +68,7 @@ describe("target policies across three processes", () => {
     key = (await runCli(["key", "create", "targets"], { env: env("cli") })).stdout.trim()
     const warm = made.origins[5]!
     for (const node of nodes) await call(node, "POST", "/schedule", { "ttr-url": `${warm.origin}/warm`, "ttr-scheduled-at": "now" })
-    await waitUntil(() => warm.arrivals.length === 3, 20_000, "the warm-up deliveries")
+    await waitUntilAsync(() => warm.arrivals.length === 3, 20_000, "the warm-up deliveries")
   }, 180_000)
 
   afterAll(async () => {
@@ -83,7 +84,7 @@ describe("target policies across three processes", () => {
     b!.behave({ delayMs: 200 })
     await scheduleMany(24, a!, "x", "now | add 1s")
     await scheduleMany(24, b!, "x", "now | add 1s")
-    await waitUntil(() => a!.arrivals.length === 24 && b!.arrivals.length === 24 && a!.open + b!.open === 0, 60_000, "every trigger")
+    await waitUntilAsync(() => a!.arrivals.length === 24 && b!.arrivals.length === 24 && a!.open + b!.open === 0, 60_000, "every trigger")
     expect([a!.peak, b!.peak]).toEqual([3, 3])
     await removePolicy(nodes[1]!, star.id)
   }, 120_000)
@@ -93,23 +94,23 @@ describe("target policies across three processes", () => {
     const own = await policy(nodes[0]!, { origin: o.origin, maxConcurrent: 50 })
     o.behave({ status: 429, headers: { "retry-after": "4" } })
     await scheduleMany(1, o, "first")
-    await waitUntil(() => o.arrivals.length === 1, 20_000, "the refused one")
+    await waitUntilAsync(() => o.arrivals.length === 1, 20_000, "the refused one")
     const refusedAt = o.arrivals[0]!.atMs
     o.behave({})
     // the hold, settled in the database by the node that got the refusal
     let heldUntil = 0
-    for (let i = 0; i < 100 && heldUntil === 0; i++) {
+    await waitUntilAsync(async () => {
       const held = await query((sql) => sql<{ held_until: Date }>`SELECT held_until FROM gate_holds WHERE tag = ${o.origin}`)
       if (held[0] !== undefined) heldUntil = held[0].held_until.getTime()
-      else await sleep(20)
-    }
+      return heldUntil !== 0
+    }, 20_000, "the hold in the database")
     expect(heldUntil).toBeGreaterThan(refusedAt)
     // triggers fired on every node, then one node killed while they wait (its own are recovered by the others)
     await scheduleMany(12, o, "later")
     const victim = nodes[2]!
     victim.kill()
     nodes = nodes.filter((node) => node !== victim)
-    await waitUntil(() => o.arrivals.length === 13, 40_000, "the rest after the hold")
+    await waitUntilAsync(() => o.arrivals.length === 13, 40_000, "the rest after the hold")
     expect(o.arrivals.slice(1).filter((arrival) => arrival.atMs < heldUntil - OBSERVER_JITTER_MS)).toEqual([])
     expect(heldUntil - refusedAt).toBeGreaterThanOrEqual(3_800)
     await removePolicy(nodes[0]!, own.id)
@@ -121,18 +122,18 @@ describe("target policies across three processes", () => {
     o.behave({ status: 500 })
     // three failing triggers at once, on the nodes' shards: the circuit opens after the third failure
     await scheduleMany(3, o, "failing", "now", { "ttr-retry-strategy": "none" })
-    await waitUntil(() => o.arrivals.length === 3, 20_000, "three failures")
+    await waitUntilAsync(() => o.arrivals.length === 3, 20_000, "three failures")
     const openedAt = Math.max(...o.arrivals.map((arrival) => arrival.atMs))
     let open = await circuitOf(o)
-    for (let i = 0; i < 250 && (open?.open_until ?? null) === null; i++) {
-      await sleep(20)
+    await waitUntilAsync(async () => {
       open = await circuitOf(o)
-    }
+      return (open?.open_until ?? null) !== null
+    }, 20_000, "the circuit open in the database")
     expect(open?.open_until).not.toBeNull()
     // more triggers meanwhile, through every node: none reaches the origin during the cooldown
     o.behave({ hold: true })
     await scheduleMany(9, o, "later")
-    await waitUntil(() => o.arrivals.length === 4, 20_000, "the probe")
+    await waitUntilAsync(() => o.arrivals.length === 4, 20_000, "the probe")
     const probe = o.arrivals[3]!
     expect(probe.atMs).toBeGreaterThanOrEqual(open!.open_until!.getTime() - OBSERVER_JITTER_MS)
     expect(probe.atMs - openedAt).toBeGreaterThanOrEqual(2_000 - OBSERVER_JITTER_MS)
@@ -147,19 +148,19 @@ describe("target policies across three processes", () => {
     victim.kill()
     const killedAt = Date.now()
     nodes = nodes.filter((node) => node !== victim)
-    await waitUntil(() => o.arrivals.length === 5, 20_000, "a probe from another node")
+    await waitUntilAsync(() => o.arrivals.length === 5, 20_000, "a probe from another node")
     const takenOverAfterMs = o.arrivals[4]!.atMs - killedAt
     console.log(`probe taken over ${takenOverAfterMs} ms after the kill`)
     const newHolder = (await circuitOf(o))?.probe_node
     expect(newHolder).not.toBe(holder)
     expect(nodes.map(nodeIdOf)).toContain(newHolder)
-    await sleep(1_000)
+    await sleep(1_000) // a window of silence: no second probe
     expect(o.arrivals.length, "one probe, not two").toBe(5)
 
     // the origin answers: the circuit closes and every trigger goes (the killed node's probe trigger too, recovered)
     o.release()
     const later = () => new Set(o.arrivals.filter((arrival) => arrival.url.startsWith("/later")).map((arrival) => arrival.url)).size
-    await waitUntil(() => later() === 9 && o.open === 0, 60_000, "every waiting trigger")
+    await waitUntilAsync(() => later() === 9 && o.open === 0, 60_000, "every waiting trigger")
     expect((await circuitOf(o))?.open_until).toBeNull()
   }, 180_000)
 })

@@ -8,10 +8,11 @@ import { Effect, Exit, Scope } from "effect"
 import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import { request } from "undici"
-import { childEnv, type ChildEnv, postgresProcessesOf, REPO_ROOT, runCli, waitUntil } from "../support/cli.ts"
+import { childEnv, type ChildEnv, postgresProcessesOf, REPO_ROOT, runCli } from "../support/cli.ts"
 import { freshDatabaseUrl, makeTempDir } from "../support/database.ts"
 import { insecureAgent } from "../support/server.ts"
 import { target } from "../support/target.ts"
+import { waitUntilAsync } from "../support/wait.ts"
 
 const NODES = 3
 const NODE_LINE = /^cluster: {3}(node-\d+) {2}(https:\/\/\S+) {2}\(ops (http:\/\/\S+)\)$/gm
@@ -39,14 +40,14 @@ describe("npm run cluster", () => {
       let exitCode: number | null | undefined
       child.on("exit", (code) => (exitCode = code))
 
-      await waitUntil(() => output.includes("cluster: Ctrl-C stops every node") || exitCode !== undefined, 180_000, `the cluster to start\n${output}`)
+      await waitUntilAsync(() => output.includes("cluster: Ctrl-C stops every node") || exitCode !== undefined, 180_000, `the cluster to start\n${output}`)
       const nodes = [...output.matchAll(NODE_LINE)].map((match) => ({ name: match[1]!, origin: match[2]!, ops: match[3]! }))
       assert.deepStrictEqual(nodes.map((node) => node.name), ["node-1", "node-2", "node-3"], output)
       assert.strictEqual(new Set(nodes.map((node) => node.origin)).size, NODES)
       assert.strictEqual(new Set(nodes.map((node) => node.ops)).size, NODES)
 
       // the shards spread over the nodes (each logs the shards it takes), and each node gets ready
-      await waitUntil(
+      await waitUntilAsync(
         () => nodes.every((node) => output.split("\n").some((line) => line.startsWith(`${node.name} `) && line.includes("event=shards_taken"))),
         30_000,
         `every node to take shards\n${output}`
@@ -81,18 +82,18 @@ describe("npm run cluster", () => {
         assert.strictEqual(response.statusCode, 200, await response.body.text())
         await response.body.dump()
       }
-      await waitUntil(() => nodes.every((node) => recorder.at(`/${node.name}`).length > 0), 30_000, "a delivery of each node's trigger")
+      await waitUntilAsync(() => nodes.every((node) => recorder.at(`/${node.name}`).length > 0), 30_000, "a delivery of each node's trigger")
       for (const node of nodes) {
         assert.deepStrictEqual(recorder.at(`/${node.name}`).map((arrival) => arrival.body.toString()), [`through ${node.name}`])
       }
 
       // Ctrl-C in a terminal: SIGINT to every process of the foreground group
       process.kill(-groupId, "SIGINT")
-      await waitUntil(() => exitCode !== undefined, 90_000, `npm run cluster to exit after SIGINT\n${output}`)
+      await waitUntilAsync(() => exitCode !== undefined, 90_000, `npm run cluster to exit after SIGINT\n${output}`)
       assert.strictEqual(exitCode, 0, output)
       assert.include(output, "cluster: stopped")
       assert.notInclude(output, "did not exit cleanly")
-      await waitUntil(() => postgresProcessesOf(dataDir).length === 0, 30_000, "the cluster's PostgreSQL to stop")
+      await waitUntilAsync(() => postgresProcessesOf(dataDir).length === 0, 30_000, "the cluster's PostgreSQL to stop")
     } finally {
       if (groupId !== undefined) {
         try {

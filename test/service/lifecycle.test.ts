@@ -20,11 +20,11 @@ import {
   type RunningService,
   runChild,
   runCli,
-  startService,
-  waitUntil
+  startService
 } from "../support/cli.ts"
 import { freshDatabaseUrl, makeTempDir } from "../support/database.ts"
 import { insecureAgent } from "../support/server.ts"
+import { waitUntilAsync } from "../support/wait.ts"
 
 /** The messages of the lines npm start logs after listening (event next_step), in order. */
 const nextSteps = (log: string): Array<string> =>
@@ -69,7 +69,7 @@ describe("npm start on an embedded DATA_DIR", () => {
       assert.isTrue(fs.existsSync(path.join(dataDir, "pg", "PG_VERSION")))
       assert.strictEqual(postgresProcessesOf(dataDir).length, 1)
       // a newcomer is told where the dashboard is and the one command for each missing thing
-      await waitUntil(() => first.output().includes("admin create"), 10_000, "the next steps")
+      await waitUntilAsync(() => first.output().includes("admin create"), 10_000, "the next steps")
       assert.deepStrictEqual(nextSteps(first.output()), [
         `dashboard: https://127.0.0.1:${first.port}/dashboard/ (the certificate is self-signed unless TLS_CERT_FILE is set: the browser asks to trust it once)`,
         "next: create a project: npm run --silent cli -- project create my-project",
@@ -101,7 +101,7 @@ describe("npm start on an embedded DATA_DIR", () => {
       assert.deepStrictEqual((await health(restarted, key)).status, 200)
       assert.deepStrictEqual(tlsFiles(dataDir), certificate)
       // a project and a key exist now: only the administrator is left to make
-      await waitUntil(() => restarted.output().includes("admin create"), 10_000, "the next steps")
+      await waitUntilAsync(() => restarted.output().includes("admin create"), 10_000, "the next steps")
       assert.deepStrictEqual(nextSteps(restarted.output()).slice(1), [
         "next: create a dashboard administrator: npm run --silent cli -- admin create you@example.com"
       ])
@@ -144,7 +144,7 @@ describe("Ctrl-C at the terminal of npm start on an embedded DATA_DIR", () => {
       })
       assert.strictEqual(scheduled.statusCode, 200)
       const { triggerId } = await scheduled.body.json() as { triggerId: string }
-      await waitUntil(() => arrived === 1, 30_000, "the delivery to reach the target")
+      await waitUntilAsync(() => arrived === 1, 30_000, "the delivery to reach the target")
 
       // Ctrl-C: the terminal sends SIGINT to every process of the foreground group
       process.kill(-service.npmPid, "SIGINT")

@@ -8,11 +8,12 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Exit, Redacted, Scope } from "effect"
 import * as fs from "node:fs"
 import { request } from "undici"
-import { programLines, runCli, type RunningService, startService, waitUntil } from "../support/cli.ts"
+import { programLines, runCli, type RunningService, startService } from "../support/cli.ts"
 import { freshDatabaseUrl, makeTempDir } from "../support/database.ts"
 import { ensureProject, insertTrigger, projectIdOfKey } from "../support/fixtures.ts"
 import { insecureAgent } from "../support/server.ts"
 import { target } from "../support/target.ts"
+import { waitUntilAsync } from "../support/wait.ts"
 
 const SHARDS = 8
 
@@ -68,7 +69,7 @@ describe("npm start with LOG_FORMAT=json", () => {
 
       const events = () => jsonEntries(running.output()).map((entry) => entry.event)
       // the recovery is logged when the trigger is taken back; its delivery arrives a moment later
-      await waitUntil(() => events().includes("dead_letter") && events().includes("recovered") && recorder.at("/left").length > 0, 60_000,
+      await waitUntilAsync(() => events().includes("dead_letter") && events().includes("recovered") && recorder.at("/left").length > 0, 60_000,
         `the dead letter, the recovery and the recovered delivery\n${running.output()}`)
       assert.strictEqual(recorder.at("/left").length, 1)
       assert.strictEqual(await running.stop(), 0)
@@ -129,7 +130,7 @@ describe("npm start with the default LOG_FORMAT", () => {
         OTEL_EXPORTER_OTLP_ENDPOINT: "http://user:s3cret@127.0.0.1:9", OTEL_EXPORTER_OTLP_PROTOCOL: "http/json", OTEL_EXPORTER_OTLP_HEADERS: "x-key=s3cret"
       })
       const running = service
-      await waitUntil(() => running.output().includes("event=shards_taken"), 30_000, `the shards taken\n${running.output()}`)
+      await waitUntilAsync(() => running.output().includes("event=shards_taken"), 30_000, `the shards taken\n${running.output()}`)
       assert.strictEqual(await running.stop(), 0)
       const lines = serviceLines(running.output()).filter((line) => line.includes(" level="))
       for (const line of lines) assert.match(line, /^timestamp=\S+ level=[A-Z]+ fiber=#\d+ message=/)

@@ -6,6 +6,7 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
+import { waitUntilAsync } from "./wait.ts"
 
 export const REPO_ROOT = path.resolve(import.meta.dirname, "../..")
 
@@ -138,14 +139,6 @@ export const rssKb = (pid: number): number | undefined => {
   return match === null ? undefined : Number(match[1])
 }
 
-export const waitUntil = async (condition: () => boolean, timeoutMs: number, what: string) => {
-  const deadline = performance.now() + timeoutMs
-  while (!condition()) {
-    if (performance.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
-
 // --- the service --------------------------------------------------------------------------------------
 
 export interface RunningService {
@@ -219,7 +212,7 @@ export const startService = (env: ChildEnv, timeoutMs = 90_000): Promise<Running
           kill()
           throw new Error(`npm start did not exit within ${stopTimeoutMs} ms of ${what}\n${output}`)
         }
-        await waitUntil(() => commandLine(servicePid) === undefined, stopTimeoutMs, `pid ${servicePid} to exit`)
+        await waitUntilAsync(() => commandLine(servicePid) === undefined, stopTimeoutMs, `pid ${servicePid} to exit`)
         return code
       }
       resolve({

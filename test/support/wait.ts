@@ -1,6 +1,7 @@
 // Waiting in tests: for a state, never for a time. `pollUntil`/`waitUntil` poll a condition in real
-// time (also under a TestClock) with a bounded deadline; `realSleep` is only for the few e2e checks
-// that something does *not* happen within a window.
+// time (also under a TestClock) with a bounded deadline (`waitUntilAsync`: the same, for tests written
+// with async/await); `realSleep` is only for the few e2e checks that something does *not* happen
+// within a window.
 import { Effect } from "effect"
 
 /** Real time (the test body may run on a TestClock). */
@@ -37,3 +38,10 @@ export const waitUntil = <E = never, R = never>(
     Effect.map(Effect.isEffect(check) ? check : Effect.sync(check), (ok) => (ok ? true : undefined)),
     { deadlineMs: timeoutMs }
   ))
+
+/**
+ * waitUntil for tests written with async/await (those driving `npm start` processes): resolves once
+ * `check` (a plain or an async function) holds, rejects after `timeoutMs`.
+ */
+export const waitUntilAsync = (check: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> =>
+  Effect.runPromise(waitUntil(what, Effect.promise(async () => check()), timeoutMs))
