@@ -147,6 +147,9 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   #done = false
   /** The connection the exchange was given to: it takes the next one once this has ended. */
   connection: Connection | null = null
+  /** Neighbours in the executor's list of attempts in flight (InFlight). */
+  prev: AttemptHandler | null = null
+  next: AttemptHandler | null = null
   readonly #timer: NodeJS.Timeout
   readonly #timeoutMs: number
   readonly #finish: (attempt: Attempt) => void
@@ -255,6 +258,30 @@ export interface RunningAttempt {
 
 const NOT_RUNNING: RunningAttempt = { abort: () => {} }
 
+/** The attempts in flight, linked through their handlers: no Set entry (nor identity hash) per request. */
+class InFlight {
+  #head: AttemptHandler | null = null
+  add(handler: AttemptHandler): void {
+    handler.next = this.#head
+    if (this.#head !== null) this.#head.prev = handler
+    this.#head = handler
+  }
+  remove(handler: AttemptHandler): void {
+    if (handler.prev !== null) handler.prev.next = handler.next
+    else if (this.#head === handler) this.#head = handler.next
+    else return // not in the list
+    if (handler.next !== null) handler.next.prev = handler.prev
+    handler.prev = null
+    handler.next = null
+  }
+  /** Aborts every attempt in the list (each leaves it as it ends). */
+  abortAll(reason: Error): void {
+    const all: Array<AttemptHandler> = []
+    for (let h = this.#head; h !== null; h = h.next) all.push(h)
+    for (const handler of all) handler.abort(reason)
+  }
+}
+
 /**
  * Starts one attempt and calls `done` once with its result; every failure is a classified result,
  * never an exception (a request that cannot be sent is answered on the next microtask, as a sent
@@ -326,12 +353,12 @@ const make = (options: ExecutorOptions) =>
     const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS
     const connectTimeoutSeconds = connectTimeoutMs / 1000
     const clock = yield* Clock.Clock
-    const inFlight = new Set<RunningAttempt>()
+    const inFlight = new InFlight()
     const connections = yield* Effect.acquireRelease(
       Effect.sync(() => makeConnections(options, connectTimeoutMs)),
       (connections) =>
         Effect.promise(() => {
-          for (const running of inFlight) running.abort(INTERRUPTED)
+          inFlight.abortAll(INTERRUPTED)
           return closeConnections(connections)
         })
     )
@@ -342,7 +369,7 @@ const make = (options: ExecutorOptions) =>
       let finished = false
       running = startAttempt(connections, req, (result) => {
         finished = true // possibly before startAttempt returns (undici may refuse the request at once)
-        if (running !== undefined) inFlight.delete(running)
+        if (running !== undefined && running !== NOT_RUNNING) inFlight.remove(running as AttemptHandler)
         const finishedAtMs = clock.currentTimeMillisUnsafe()
         done({
           startedAtMs,
@@ -358,12 +385,12 @@ const make = (options: ExecutorOptions) =>
           timeoutSeconds: req.timeoutSeconds
         })
       }, onLeave)
-      if (!finished && running !== NOT_RUNNING) inFlight.add(running)
+      if (!finished && running !== NOT_RUNNING) inFlight.add(running as AttemptHandler)
     }
     const send = (req: DeliveryRequest, onLeave?: () => void): Promise<DeliveryOutcome> =>
       new Promise((resolve) => start(req, resolve, onLeave))
     const abortAll = () => {
-      for (const running of inFlight) running.abort(INTERRUPTED)
+      inFlight.abortAll(INTERRUPTED)
     }
     return { start, send, abortAll } satisfies ExecutorShape
   })
