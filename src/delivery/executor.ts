@@ -1,9 +1,8 @@
 // Delivery executor: sends one stored request with undici and classifies the outcome; never fails.
-// One Agent per process (closed with the layer, aborting what is still in flight), one deadline covering
-// head and body, and the guard refusing private target addresses when BLOCK_PRIVATE_TARGETS is on
-// (lib/privateTargets.ts, shared with the alert webhooks).
+// One set of connections per process (targetConnections.ts; closed with the layer, aborting what is
+// still in flight), one deadline covering head and body, and the guard refusing private target
+// addresses when BLOCK_PRIVATE_TARGETS is on (lib/privateTargets.ts, shared with the alert webhooks).
 import type * as net from "node:net"
-import { Agent } from "undici"
 import type { Dispatcher } from "undici"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
@@ -15,6 +14,8 @@ import { targetConnector } from "../lib/privateTargets.ts"
 import { classifyError } from "./classify.ts"
 import { prepareRequest } from "./request.ts"
 import type { DeliveryRequest, PreparedRequest } from "./request.ts"
+import { makeTargetConnections } from "./targetConnections.ts"
+import type { Connection, TargetConnections } from "./targetConnections.ts"
 
 export interface DeliveryOutcome {
   readonly startedAtMs: number
@@ -43,11 +44,11 @@ export interface ExecutorOptions {
 export const MAX_RESPONSE_BODY_BYTES = 64 * 1024
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000
 
-/** The Agent of deliveries: its connections go through the private-target guard when it is on. */
-const makeAgent = (options: ExecutorOptions, connectTimeoutMs: number): Agent =>
-  new Agent({
+/** The connections of deliveries: they go through the private-target guard when it is on. */
+const makeConnections = (options: ExecutorOptions, connectTimeoutMs: number): TargetConnections =>
+  makeTargetConnections({
     connect: targetConnector({ blockPrivateTargets: options.blockPrivateTargets, timeoutMs: connectTimeoutMs, lookup: options.lookup }),
-    connections: 256,
+    connections: 256, // per origin
     pipelining: 1,
     keepAliveTimeout: 4_000,
     headersTimeout: 0, // our deadline decides
@@ -55,14 +56,14 @@ const makeAgent = (options: ExecutorOptions, connectTimeoutMs: number): Agent =>
     maxHeaderSize: 64 * 1024
   })
 
-const closeAgent = async (agent: Agent): Promise<void> => {
+const closeConnections = async (connections: TargetConnections): Promise<void> => {
   let timer: NodeJS.Timeout | undefined
   const grace = new Promise<void>((resolve) => {
     timer = setTimeout(resolve, 2_000)
   })
-  await Promise.race([agent.close().catch(() => {}), grace])
+  await Promise.race([connections.close(), grace])
   clearTimeout(timer)
-  await agent.destroy().catch(() => {})
+  await connections.destroy()
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -77,12 +78,22 @@ interface Attempt {
   readonly errorMessage: string | null
 }
 
-const joinHeaders = (headers: Dispatcher.ResponseData["headers"]): Record<string, string> => {
-  const out: Record<string, string> = {}
-  for (const [name, value] of Object.entries(headers)) {
-    if (value !== undefined) out[name] = Array.isArray(value) ? value.join(", ") : value
+/**
+ * The response head as recorded: undici's object of it (lower-case names, made for this response),
+ * a repeated header's values joined with ", " in place; no copy unless a value is missing.
+ */
+export const joinHeaders = (headers: Dispatcher.ResponseData["headers"]): Record<string, string> => {
+  for (const name in headers) {
+    const value = headers[name]
+    if (typeof value === "string") continue
+    if (value === undefined) {
+      const out: Record<string, string> = {}
+      for (const [n, v] of Object.entries(headers)) if (v !== undefined) out[n] = typeof v === "string" ? v : v.join(", ")
+      return out
+    }
+    headers[name] = value.join(", ")
   }
-  return out
+  return headers as Record<string, string>
 }
 
 /** UTF-8 text of `bytes`; when they were cut short, a trailing incomplete character is left out. */
@@ -131,7 +142,14 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   #chunks: Array<Uint8Array> = []
   #length = 0
   #deadlineHit = false
+  /** The body limit was reached: the abort that follows is ours, the attempt a success. */
+  #cut = false
   #done = false
+  /** The connection the exchange was given to: it takes the next one once this has ended. */
+  connection: Connection | null = null
+  /** Neighbours in the executor's list of attempts in flight (InFlight). */
+  prev: AttemptHandler | null = null
+  next: AttemptHandler | null = null
   readonly #timer: NodeJS.Timeout
   readonly #timeoutMs: number
   readonly #finish: (attempt: Attempt) => void
@@ -146,6 +164,10 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       this.abort(deadlineError())
     }, timeoutMs)
     this.#timer.unref()
+  }
+
+  get ended(): boolean {
+    return this.#done
   }
 
   /** Cancels the exchange; its result is the classified `reason`. Before the request has a socket, on getting one. */
@@ -176,8 +198,9 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
       this.#length += take
     }
     if (take < chunk.byteLength) {
+      this.#cut = true
+      controller.abort(BODY_LIMIT_REACHED) // before the connection is released: the next exchange gets a new socket
       this.#succeed(false)
-      controller.abort(BODY_LIMIT_REACHED)
     }
   }
 
@@ -186,7 +209,7 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
-    if (this.#done) return
+    if (this.#done || this.#cut) return
     const headArrived = this.#httpStatus !== null
     const result = headArrived
       ? failed(err, true, { httpStatus: this.#httpStatus, responseHeaders: this.#headers, responseBody: this.#bodyText(false) })
@@ -221,6 +244,9 @@ class AttemptHandler implements Dispatcher.DispatchHandler {
     this.#done = true
     clearTimeout(this.#timer)
     this.#chunks = []
+    const connection = this.connection
+    this.connection = null
+    connection?.release() // before the outcome: the send it frees may go to this connection
     this.#finish(attempt)
   }
 }
@@ -232,6 +258,30 @@ export interface RunningAttempt {
 
 const NOT_RUNNING: RunningAttempt = { abort: () => {} }
 
+/** The attempts in flight, linked through their handlers: no Set entry (nor identity hash) per request. */
+class InFlight {
+  #head: AttemptHandler | null = null
+  add(handler: AttemptHandler): void {
+    handler.next = this.#head
+    if (this.#head !== null) this.#head.prev = handler
+    this.#head = handler
+  }
+  remove(handler: AttemptHandler): void {
+    if (handler.prev !== null) handler.prev.next = handler.next
+    else if (this.#head === handler) this.#head = handler.next
+    else return // not in the list
+    if (handler.next !== null) handler.next.prev = handler.prev
+    handler.prev = null
+    handler.next = null
+  }
+  /** Aborts every attempt in the list (each leaves it as it ends). */
+  abortAll(reason: Error): void {
+    const all: Array<AttemptHandler> = []
+    for (let h = this.#head; h !== null; h = h.next) all.push(h)
+    for (const handler of all) handler.abort(reason)
+  }
+}
+
 /**
  * Starts one attempt and calls `done` once with its result; every failure is a classified result,
  * never an exception (a request that cannot be sent is answered on the next microtask, as a sent
@@ -239,7 +289,7 @@ const NOT_RUNNING: RunningAttempt = { abort: () => {} }
  * for one, and its connect), not when the attempt starts; never if it fails before.
  */
 export const startAttempt = (
-  agent: Agent,
+  connections: TargetConnections,
   req: DeliveryRequest,
   done: (attempt: Attempt) => void,
   onLeave?: () => void
@@ -259,17 +309,18 @@ export const startAttempt = (
     return NOT_RUNNING
   }
   const handler = new AttemptHandler(prepared.timeoutMs, done, onLeave)
-  try {
-    agent.dispatch({
-      origin: prepared.origin,
-      path: prepared.path,
-      method: prepared.method as Dispatcher.HttpMethod,
-      headers: prepared.headers as Array<string>,
-      body: prepared.body,
-      ...(prepared.servername === null ? {} : { servername: prepared.servername })
-    } as Dispatcher.DispatchOptions, handler)
-  } catch (err) {
-    handler.onResponseError(null as unknown as Dispatcher.DispatchController, err as Error)
+  const connection = connections.dispatch({
+    origin: prepared.origin,
+    path: prepared.path,
+    method: prepared.method as Dispatcher.HttpMethod,
+    headers: prepared.headers as Array<string>,
+    body: prepared.body,
+    servername: prepared.servername ?? undefined
+  } as Dispatcher.DispatchOptions & { readonly origin: string }, handler)
+  if (connection !== null) {
+    // the exchange may have ended already (undici refusing the request at once): release it now
+    if (handler.ended) connection.release()
+    else handler.connection = connection
   }
   return handler
 }
@@ -302,13 +353,13 @@ const make = (options: ExecutorOptions) =>
     const connectTimeoutMs = options.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS
     const connectTimeoutSeconds = connectTimeoutMs / 1000
     const clock = yield* Clock.Clock
-    const inFlight = new Set<RunningAttempt>()
-    const agent = yield* Effect.acquireRelease(
-      Effect.sync(() => makeAgent(options, connectTimeoutMs)),
-      (agent) =>
+    const inFlight = new InFlight()
+    const connections = yield* Effect.acquireRelease(
+      Effect.sync(() => makeConnections(options, connectTimeoutMs)),
+      (connections) =>
         Effect.promise(() => {
-          for (const running of inFlight) running.abort(INTERRUPTED)
-          return closeAgent(agent)
+          inFlight.abortAll(INTERRUPTED)
+          return closeConnections(connections)
         })
     )
 
@@ -316,9 +367,9 @@ const make = (options: ExecutorOptions) =>
       const startedAtMs = clock.currentTimeMillisUnsafe()
       let running: RunningAttempt | undefined
       let finished = false
-      running = startAttempt(agent, req, (result) => {
+      running = startAttempt(connections, req, (result) => {
         finished = true // possibly before startAttempt returns (undici may refuse the request at once)
-        if (running !== undefined) inFlight.delete(running)
+        if (running !== undefined && running !== NOT_RUNNING) inFlight.remove(running as AttemptHandler)
         const finishedAtMs = clock.currentTimeMillisUnsafe()
         done({
           startedAtMs,
@@ -334,12 +385,12 @@ const make = (options: ExecutorOptions) =>
           timeoutSeconds: req.timeoutSeconds
         })
       }, onLeave)
-      if (!finished && running !== NOT_RUNNING) inFlight.add(running)
+      if (!finished && running !== NOT_RUNNING) inFlight.add(running as AttemptHandler)
     }
     const send = (req: DeliveryRequest, onLeave?: () => void): Promise<DeliveryOutcome> =>
       new Promise((resolve) => start(req, resolve, onLeave))
     const abortAll = () => {
-      for (const running of inFlight) running.abort(INTERRUPTED)
+      inFlight.abortAll(INTERRUPTED)
     }
     return { start, send, abortAll } satisfies ExecutorShape
   })

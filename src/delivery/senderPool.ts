@@ -67,12 +67,16 @@ export const makeSenderPool = <T, O>(options: {
   let closed = false
   let idleWaiters: Array<() => void> = []
   let roomWaiters: Array<{ readonly limit: number; readonly resolve: () => void }> = []
+  /** The highest limit among `roomWaiters`: while the backlog is at or above it, none of them is due. */
+  let highestLimit = -Infinity
   const besides = options.besides ?? (() => 0)
   const settleIdle = (): void => {
-    if (roomWaiters.length > 0) {
+    // called after every send's outcome: a look at the waiters only once one of them is due
+    if (roomWaiters.length > 0 && ready.size + besides() < highestLimit) {
       const backlog = ready.size + besides()
       const waiting = roomWaiters
       roomWaiters = waiting.filter((waiter) => backlog >= waiter.limit)
+      highestLimit = Math.max(-Infinity, ...roomWaiters.map((waiter) => waiter.limit))
       for (const waiter of waiting) if (backlog < waiter.limit) waiter.resolve()
     }
     if (inFlight > 0 || ready.size > 0 || idleWaiters.length === 0) return
@@ -135,7 +139,10 @@ export const makeSenderPool = <T, O>(options: {
         settleIdle()
       }),
     whenBelow: (limit) =>
-      ready.size + besides() < limit ? Promise.resolve() : new Promise<void>((resolve) => void roomWaiters.push({ limit, resolve })),
+      ready.size + besides() < limit ? Promise.resolve() : new Promise<void>((resolve) => {
+        roomWaiters.push({ limit, resolve })
+        if (limit > highestLimit) highestLimit = limit
+      }),
     recheck: settleIdle,
     close: () => {
       closed = true

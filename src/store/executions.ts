@@ -26,6 +26,7 @@ import { SqlClient } from "effect/sql"
 import type { Fragment } from "effect/sql/Statement"
 import { attemptRollup } from "../domain/deliveryRollup.ts"
 import { uuidv7 } from "../domain/ids.ts"
+import { jsonField } from "./jsonRecords.ts"
 
 export interface ExecutionRecord {
   readonly id: string
@@ -104,24 +105,32 @@ const text = (value: string | null) => (value === null ? null : value.replace(/\
 
 /**
  * The executions as one JSON parameter (arrays of only NULLs cannot be typed by the driver), each
- * with what it adds to the rollup (`r_…`).
+ * with what it adds to the rollup (`r_…`). Written out as text (store/jsonRecords.ts), instants as
+ * epoch milliseconds (turned into timestamps by `executionRows`), a null field left out.
  */
-const executionsJson = (executions: ReadonlyArray<ExecutionRecord>) =>
-  JSON.stringify(executions.map((x) => {
+export const executionsJson = (executions: ReadonlyArray<ExecutionRecord>): string => {
+  let out = "["
+  for (let i = 0; i < executions.length; i++) {
+    const x = executions[i]!
     const rollup = attemptRollup(x)
-    return {
-      id: x.id, trigger_id: x.triggerId, project_id: x.projectId, attempt: x.attempt,
-      status: x.succeeded ? "succeeded" : "failed",
-      started_at: new Date(x.startedAtMs).toISOString(), finished_at: new Date(x.finishedAtMs).toISOString(),
-      duration_ms: Math.round(x.durationMs), http_status: x.httpStatus,
-      response_headers: x.responseHeaders, response_body: text(x.responseBody), error_kind: x.errorKind,
-      error_code: text(x.errorCode), error_message: text(x.errorMessage), is_dead_letter: x.isDeadLetter,
-      connect_timeout_seconds: Math.round(x.connectTimeoutSeconds), timeout_seconds: Math.ceil(x.timeoutSeconds),
-      triggered_by: x.triggeredBy, url: x.url,
-      r_minute: new Date(rollup.minuteMs).toISOString(), r_succeeded: rollup.succeeded, r_failed: rollup.failed,
-      r_dead_letter: rollup.deadLetter, r_bucket: rollup.latenessBucket, r_gated: rollup.gated
-    }
-  })).replace(/\\u0000/g, "\\uFFFD")
+    out += `${i === 0 ? "" : ","}{"id":"${x.id}","trigger_id":"${x.triggerId}","project_id":"${x.projectId}",` +
+      `"attempt":${x.attempt},"status":"${x.succeeded ? "succeeded" : "failed"}",` +
+      `"started_ms":${Math.trunc(x.startedAtMs)},"finished_ms":${Math.trunc(x.finishedAtMs)},` +
+      `"duration_ms":${Math.round(x.durationMs)}${jsonField("http_status", x.httpStatus)}` +
+      `${jsonField("response_headers", x.responseHeaders)}${jsonField("response_body", text(x.responseBody))}` +
+      `${jsonField("error_kind", x.errorKind)}${jsonField("error_code", text(x.errorCode))}` +
+      `${jsonField("error_message", text(x.errorMessage))},"is_dead_letter":${x.isDeadLetter},` +
+      `"connect_timeout_seconds":${Math.round(x.connectTimeoutSeconds)},"timeout_seconds":${Math.ceil(x.timeoutSeconds)}` +
+      `${jsonField("triggered_by", x.triggeredBy)},"url":${JSON.stringify(x.url)},"r_minute_ms":${rollup.minuteMs},` +
+      `"r_succeeded":${rollup.succeeded},"r_failed":${rollup.failed},"r_dead_letter":${rollup.deadLetter}` +
+      `${jsonField("r_bucket", rollup.latenessBucket)},"r_gated":${rollup.gated}}`
+  }
+  // a NUL escaped inside a header value (the text columns were cleaned above)
+  return `${out}]`.replace(/\\u0000/g, "\\uFFFD")
+}
+
+/** A timestamp from epoch milliseconds, exactly (no floating point). */
+const fromMs = (column: string) => `timestamptz 'epoch' + r.${column} * interval '1 millisecond'`
 
 const EXECUTION_COLUMNS = `id, trigger_id, project_id, attempt, status, started_at, finished_at, duration_ms, http_status,
   response_headers, response_body, error_kind, error_code, error_message, is_dead_letter, connect_timeout_seconds,
@@ -129,11 +138,16 @@ const EXECUTION_COLUMNS = `id, trigger_id, project_id, attempt, status, started_
 
 /** The executions as rows (a FROM item named `x`). */
 const executionRows = (sql: SqlClient.SqlClient, executions: ReadonlyArray<ExecutionRecord>): Fragment =>
-  sql`jsonb_to_recordset(${executionsJson(executions)}::jsonb) AS x(id uuid, trigger_id uuid, project_id uuid,
-      attempt int, status text, started_at timestamptz, finished_at timestamptz, duration_ms int, http_status int,
+  sql`(SELECT r.id, r.trigger_id, r.project_id, r.attempt, r.status, ${sql.unsafe(fromMs("started_ms"))} AS started_at,
+      ${sql.unsafe(fromMs("finished_ms"))} AS finished_at, r.duration_ms, r.http_status, r.response_headers,
+      r.response_body, r.error_kind, r.error_code, r.error_message, r.is_dead_letter, r.connect_timeout_seconds,
+      r.timeout_seconds, r.triggered_by, r.url, ${sql.unsafe(fromMs("r_minute_ms"))} AS r_minute, r.r_succeeded,
+      r.r_failed, r.r_dead_letter, r.r_bucket, r.r_gated
+    FROM jsonb_to_recordset(${executionsJson(executions)}::jsonb) AS r(id uuid, trigger_id uuid, project_id uuid,
+      attempt int, status text, started_ms bigint, finished_ms bigint, duration_ms int, http_status int,
       response_headers jsonb, response_body text, error_kind text, error_code text, error_message text,
       is_dead_letter bool, connect_timeout_seconds int, timeout_seconds int, triggered_by text, url text,
-      r_minute timestamptz, r_succeeded bool, r_failed bool, r_dead_letter bool, r_bucket int, r_gated bool)`
+      r_minute_ms bigint, r_succeeded bool, r_failed bool, r_dead_letter bool, r_bucket int, r_gated bool)) AS x`
 
 /** INSERT of the executions of the CTE `x` (already recorded ones skipped), as a CTE body. */
 const insertExecutions = (sql: SqlClient.SqlClient): Fragment =>

@@ -410,6 +410,30 @@ describe("closing", () => {
       assert.strictEqual(target.sockets.size, 0)
     }))
 
+  it.live("abortAll interrupts every attempt in flight, finished ones aside, and the executor goes on", () =>
+    Effect.gen(function*() {
+      let arrivals = 0
+      const target = yield* tcpServer((socket) =>
+        socket.on("data", (data) => {
+          arrivals++
+          if (data.toString().startsWith("GET /answer")) socket.write("HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+        })
+      )
+      const url = `http://127.0.0.1:${target.port}`
+      yield* Effect.gen(function*() {
+        const executor = yield* Executor
+        const answered = yield* Effect.promise(() => executor.send(request({ url: `${url}/answer` })))
+        assert.strictEqual(answered.httpStatus, 200)
+        const pending = [1, 2, 3].map((i) => executor.send(request({ url: `${url}/hang${i}`, timeoutSeconds: 60 })))
+        while (arrivals < 4) yield* Effect.sleep("10 millis")
+        executor.abortAll()
+        const outcomes = yield* Effect.promise(() => Promise.all(pending))
+        assert.deepStrictEqual(outcomes.map((o) => o.errorCode), ["INTERRUPTED", "INTERRUPTED", "INTERRUPTED"])
+        const after = yield* Effect.promise(() => executor.send(request({ url: `${url}/answer` })))
+        assert.strictEqual(after.httpStatus, 200)
+      }).pipe(Effect.provide(layer()))
+    }))
+
   it.live("idle keep-alive connections are closed with the layer", () =>
     Effect.gen(function*() {
       const target = yield* tcpServer((socket) =>

@@ -107,4 +107,32 @@ describe("makeSenderPool", () => {
     assert.strictEqual(pool.inFlight(), 0)
     assert.strictEqual(pool.size(), 0)
   })
+  it("whenBelow: each waiter resolves once the rows waiting (here and besides) are fewer than its limit, not before", async () => {
+    const { finish, send } = controlledSends()
+    let besides = 1
+    const pool = makeSenderPool({ maxInFlight: 1, send, onOutcome: () => {}, onCrash: unexpected, besides: () => besides })
+    pool.push(["a", "b", "c", "d", "e"].map(row)) // a in flight, 4 waiting + 1 besides = 5
+    const resolved: Array<number> = []
+    for (const limit of [5, 3, 2]) void pool.whenBelow(limit).then(() => resolved.push(limit))
+    await pool.whenBelow(6) // already below: at once
+    await tick()
+    assert.deepStrictEqual(resolved, [])
+    finish.get("a")!("ok") // 3 waiting + 1
+    await tick()
+    assert.deepStrictEqual(resolved, [5])
+    finish.get("b")!("ok") // 2 + 1: not below 3
+    await tick()
+    assert.deepStrictEqual(resolved, [5])
+    besides = 0
+    pool.recheck() // 2 + 0
+    await tick()
+    assert.deepStrictEqual(resolved, [5, 3])
+    finish.get("c")!("ok") // 1 + 0
+    await tick()
+    assert.deepStrictEqual(resolved, [5, 3, 2])
+    const later = pool.whenBelow(1).then(() => resolved.push(1))
+    finish.get("d")!("ok") // 0 waiting
+    await later
+    assert.deepStrictEqual(resolved, [5, 3, 2, 1])
+  })
 })

@@ -59,6 +59,46 @@ layer(TestDatabase, { timeout: "60 seconds" })("executionsRecord", (it) => {
       assert.strictEqual(yield* statusOf(second), "retrying")
     }))
 
+  it.effect("every column is stored as given: instants to the millisecond, absent values NULL, text with NUL and quotes", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const projectId = nextId()
+      yield* ensureProject(projectId)
+      const ok = yield* insertTrigger({ projectId, status: "running", claimedBy: NODE, attempts: 1 })
+      const failed = yield* insertTrigger({ projectId, status: "running", claimedBy: NODE, attempts: 1 })
+      const started = Date.UTC(2030, 0, 1, 12, 34, 56, 789)
+      yield* record([
+        {
+          ...execution(ok, projectId), startedAtMs: started, finishedAtMs: started + 1_001, durationMs: 1_001.4,
+          responseHeaders: { "set-cookie": "a=1, b=2", "x-q": "\"quoted\"\u0000" }, responseBody: "body \"x\" \u0000 é",
+          triggeredBy: "replay:\"r\"", timeoutSeconds: 2.5
+        },
+        {
+          ...execution(failed, projectId), succeeded: false, httpStatus: null, responseHeaders: null, responseBody: null,
+          errorKind: "connection_refused", errorCode: "ECONNREFUSED", errorMessage: "Connection refused by 127.0.0.1:9"
+        }
+      ], [claimed(ok), claimed(failed, NOW + 60_000)])
+      const rows = yield* sql<Record<string, unknown>>`SELECT trigger_id, status,
+          (extract(epoch FROM started_at) * 1000)::bigint::text AS started_ms, (extract(epoch FROM finished_at) * 1000)::bigint::text AS finished_ms,
+          duration_ms, http_status, response_headers, response_body, error_kind, error_code, error_message, is_dead_letter,
+          connect_timeout_seconds, timeout_seconds, triggered_by, url
+        FROM executions WHERE trigger_id IN (${ok}, ${failed}) ORDER BY status DESC`
+      assert.deepStrictEqual(rows.map((r) => ({ ...r })), [
+        {
+          trigger_id: ok, status: "succeeded", started_ms: String(started), finished_ms: String(started + 1_001), duration_ms: 1_001,
+          http_status: 200, response_headers: { "set-cookie": "a=1, b=2", "x-q": "\"quoted\"\uFFFD" }, response_body: "body \"x\" \uFFFD é",
+          error_kind: null, error_code: null, error_message: null, is_dead_letter: false, connect_timeout_seconds: 10,
+          timeout_seconds: 3, triggered_by: "replay:\"r\"", url: "http://127.0.0.1:9/x"
+        },
+        {
+          trigger_id: failed, status: "failed", started_ms: String(NOW - 5), finished_ms: String(NOW), duration_ms: 5,
+          http_status: null, response_headers: null, response_body: null, error_kind: "connection_refused",
+          error_code: "ECONNREFUSED", error_message: "Connection refused by 127.0.0.1:9", is_dead_letter: false,
+          connect_timeout_seconds: 10, timeout_seconds: 30, triggered_by: null, url: "http://127.0.0.1:9/x"
+        }
+      ])
+    }))
+
   it.effect("a fired trigger (still registered, attempt not counted) is completed with its attempt counted, once", () =>
     Effect.gen(function*() {
       const projectId = nextId()
