@@ -327,6 +327,13 @@ export interface SchedulerTimingShape {
    * firing each alone fell seconds behind). Those triggers are `running` up to this much earlier.
    */
   readonly fireWindowMs: number
+  /**
+   * Shards fire on a grid of instants this far apart, the same for every shard and node
+   * (scheduler/shardActor.ts fireReach): a fire reaches claimLeadMs + fireWindowMs past its instant,
+   * so every trigger is read at least claimLeadMs + fireWindowMs − fireEveryMs (130 ms) before its
+   * time, and a node's shards firing at one instant share a mark move and a read.
+   */
+  readonly fireEveryMs: number
   /** How often each shard looks for triggers left claimed by a node that is gone. */
   readonly recoverEveryMs: number
   /** How often each shard creates missing generator instances (docs/cron.md: a background check every 5 s). */
@@ -342,6 +349,7 @@ export const SCHEDULER_TIMING: SchedulerTimingShape = {
   lookaheadMs: 60_000,
   claimLeadMs: 30,
   fireWindowMs: 200,
+  fireEveryMs: 100,
   recoverEveryMs: 5_000,
   materializeEveryMs: 5_000,
   restartGraceMs: 10_000

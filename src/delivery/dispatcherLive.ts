@@ -23,6 +23,7 @@ import { TagPolicyCache } from "../gates/tagPolicyCache.ts"
 import { TargetPolicyCache } from "../gates/targetPolicyCache.ts"
 import type { ClaimedRow, DeliveryRow } from "../domain/trigger.ts"
 import { forkLoop, retryUntilDone } from "../lib/backgroundLoop.ts"
+import { stageTrace } from "../lib/stageTrace.ts"
 import type { Database } from "../store/db.ts"
 import { type ExecutionRecord, executionsRecord, type TriggerOutcome } from "../store/executions.ts"
 import { triggersRelease, triggersStartDelivery } from "../store/schedulerQueries.ts"
@@ -184,6 +185,7 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
         behind.sent(nowMs, dueAtMs)
       }
       if (tracing !== null) sent.span = tracing.start(row, dueAtMs)
+      if (stageTrace !== null) stageTrace.markOne(row.id, "sent", nowMs, dueAtMs, row.url)
       executor.start({
         url: row.url, method: row.method, headers: row.headers, body: row.body, contentType: row.contentType, timeoutSeconds,
         // signed as it leaves (docs/signatures.md: the headers every delivery carries)
@@ -199,6 +201,7 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
     },
     onOutcome: (row, outcome) => {
       unrecorded++
+      if (stageTrace !== null) stageTrace.markOne(row.row.id, "done", clock.currentTimeMillisUnsafe())
       if (row.row.gateTags.length > 0) gatekeeper.finished(row.row.id, outcome)
       const completion = completionOf(row, outcome, random.nextDoubleUnsafe(), uuidv7(outcome.finishedAtMs))
       const execution = completion.execution
@@ -245,9 +248,18 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
     roomChanged: senders.recheck
   })
 
+  /** Stamps a stage of the rows when lateness is traced (lib/stageTrace.ts); returns them. */
+  const traceStage = <T extends DeliveryRow | Outgoing>(rows: ReadonlyArray<T>, stage: "released" | "pushed") => {
+    if (stageTrace !== null) {
+      stageTrace.mark(rows.map((r) => "row" in r ? r.row.id : r.id), stage, clock.currentTimeMillisUnsafe())
+    }
+    return rows
+  }
+
   /** Hands rows to the senders, those with gated tags through the gates. */
   const deliver = (rows: ReadonlyArray<DeliveryRow>): Effect.Effect<void> =>
-    Effect.map(prepare(rows), (ready) => {
+    Effect.map(prepare(traceStage(rows, "released")), (ready) => {
+      traceStage(ready, "pushed")
       const gated = ready.filter((sent) => sent.row.gateTags.length > 0)
       if (gated.length === 0) return senders.push(ready)
       gatekeeper.offer(gated)
