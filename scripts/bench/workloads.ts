@@ -267,8 +267,15 @@ export const runDelivery = async (contender: Contender, databaseUrl: string, sin
   }
 }
 
-export const runPrecision = async (contender: Contender, databaseUrl: string, sink: Sink, n: number, leadMs: number): Promise<PrecisionMetrics> => {
-  const timed = await runTimed(contender, databaseUrl, sink, n, leadMs, (i, t) => t + Math.round((i * PRECISION_SPREAD_MS) / n), 30_000, { costs: true })
+export const runPrecision = async (
+  contender: Contender,
+  databaseUrl: string,
+  sink: Sink,
+  n: number,
+  leadMs: number,
+  spreadMs: number = PRECISION_SPREAD_MS
+): Promise<PrecisionMetrics> => {
+  const timed = await runTimed(contender, databaseUrl, sink, n, leadMs, (i, t) => t + Math.round((i * spreadMs) / n), 30_000, { costs: true })
   // BENCH_ARRIVALS_FILE: each id's due instant and arrival, for stageBreakdown.ts
   const arrivalsFile = process.env.BENCH_ARRIVALS_FILE
   if (arrivalsFile !== undefined && arrivalsFile !== "") {
