@@ -25,7 +25,6 @@ layer(TestDatabase, { timeout: "60 seconds" })("triggersFetchFiredMany", (it) =>
       const s5b = yield* at(5, 20)
       yield* at(5, 40) // beyond the limit of 2
       const s6 = yield* at(6, 10)
-      yield* at(6, 12, "succeeded") // not pending
       yield* at(6, 500) // beyond the reach
       const pages = yield* triggersFetchFiredMany({
         fetches: [
