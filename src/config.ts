@@ -312,21 +312,25 @@ export interface SchedulerTimingShape {
   /** A shard actor keeps the triggers due within this window in its timer wheel. */
   readonly lookaheadMs: number
   /**
-   * Triggers are claimed up to this long before their time and handed to delivery at their time, so
-   * the claim's round trip is not part of their lateness. From the claim on a trigger is `running`.
-   * 30 ms: under load a claim (queued behind the batcher's statements, then committed) took over
-   * 10 ms at p99; at 2,000 due/s on the shared 2-core machine the lateness p99 was 33–157 ms with
-   * 30 against 199–557 ms with 10 (four alternated pairs). The lead also covers the WAL flush a
-   * mark's move or a claim waits for (it is durable before anything it covers is sent).
+   * With fireWindowMs, how far past its grid instant a fire reaches (claimLeadMs + fireWindowMs =
+   * 230 ms, the most a trigger is `running` before its time): triggers are fired ahead and handed to
+   * delivery at their time, so the fire's round trip (the mark's commit with its WAL flush, the read)
+   * is not part of their lateness. It is durable before anything it covers is sent.
    */
   readonly claimLeadMs: number
   /**
-   * When a shard fires (claimLeadMs before its next trigger), it fires along what comes due within
-   * this window after that too, sent from memory at their times: a steady stream costs a mark move
-   * and a fetch per window, not per trigger (at 2,000 due/s, one a millisecond across the shards,
-   * firing each alone fell seconds behind). Those triggers are `running` up to this much earlier.
+   * The rest of a fire's reach: what comes due within it is fired along and sent from memory at its
+   * time, so a steady stream costs a mark move and a read per fire, not per trigger (at 2,000 due/s,
+   * firing each alone fell seconds behind).
    */
   readonly fireWindowMs: number
+  /**
+   * Shards fire on a grid of instants this far apart, the same for every shard and node
+   * (scheduler/shardActor.ts fireReach): a fire reaches claimLeadMs + fireWindowMs past its instant,
+   * so every trigger is read at least claimLeadMs + fireWindowMs − fireEveryMs (130 ms) before its
+   * time, and a node's shards firing at one instant share a mark move and a read.
+   */
+  readonly fireEveryMs: number
   /** How often each shard looks for triggers left claimed by a node that is gone. */
   readonly recoverEveryMs: number
   /** How often each shard creates missing generator instances (docs/cron.md: a background check every 5 s). */
@@ -342,6 +346,7 @@ export const SCHEDULER_TIMING: SchedulerTimingShape = {
   lookaheadMs: 60_000,
   claimLeadMs: 30,
   fireWindowMs: 200,
+  fireEveryMs: 100,
   recoverEveryMs: 5_000,
   materializeEveryMs: 5_000,
   restartGraceMs: 10_000

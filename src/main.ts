@@ -18,6 +18,7 @@ import { startupGuidance } from "./commands/firstSteps.ts"
 import { tracingStartLine } from "./ops/tracing.ts"
 import { loggingLayer, ServiceLive } from "./service.ts"
 import { startupFailureLine } from "./startupFailure.ts"
+import { enableStageTrace } from "./lib/stageTrace.ts"
 
 const fatal = (message: string): never => {
   process.stderr.write(`timewheel: ${message}\n`)
@@ -31,6 +32,9 @@ const config = (() => {
     return fatal(error instanceof ConfigError ? error.message : String(error))
   }
 })()
+
+// lateness diagnostics, off unless asked for (lib/stageTrace.ts)
+if (process.env.STAGE_TRACE_FILE) enableStageTrace(process.env.STAGE_TRACE_FILE)
 
 const tls = await loadTls(config).catch((error: unknown) => fatal(`cannot prepare TLS in ${config.dataDir}/tls: ${String(error)}`))
 

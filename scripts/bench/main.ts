@@ -1,5 +1,6 @@
-// `npm run bench [-- --only ingest,delivery,precision,precision-fast,batch,gated,redrive] [--systems timewheel,graphile-worker,pg-boss]
-// [--n 20000] [--precision-n 2000] [--batch-n 100000] [--gated-nodes 1,3] [--redrive-n 100000] [--lead-ms N] [--encryption] [--tracing]`: runs each workload against each system on one
+// `npm run bench [-- --only ingest,delivery,precision,precision-fast,batch,gated,redrive,lateness-curve] [--systems timewheel,graphile-worker,pg-boss]
+// [--n 20000] [--precision-n 2000] [--batch-n 100000] [--gated-nodes 1,3] [--redrive-n 100000] [--lead-ms N] [--curve-seconds 3]
+// [--curve-svg FILE] [--encryption] [--tracing]`: runs each workload against each system on one
 // PostgreSQL (DATABASE_URL, else an embedded one), a fresh database per run, a sink in its own process;
 // prints Markdown tables with timewheel/peer ratios (and, beside ingest and delivery, what the machine allows
 // the same client: the ceilings) and writes bench-results/<timestamp>.json.
@@ -22,11 +23,15 @@ import type { Sink } from "./sink.ts"
 import type { Contender } from "./system.ts"
 import { GATED_DEFAULT_N, type GatedMetrics, runGated } from "./gated.ts"
 import { BATCH_SIZE, LoadOverrun, runBatch, runDelivery, runIngest, runPrecision } from "./workloads.ts"
+import { CURVE_DEFAULT_SECONDS, curveMarkdown, type CurveRun, runCurve, writeCurveSvg } from "./latenessCurve.ts"
 
-const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,precision-fast,batch,gated,redrive] [--systems timewheel,graphile-worker,pg-boss]
+const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,precision-fast,batch,gated,redrive,lateness-curve] [--systems timewheel,graphile-worker,pg-boss]
                         [--n 20000] [--precision-n 2000] [--batch-n 100000] [--gated-nodes 1,3] [--redrive-n ${REDRIVE_DEFAULT_N}]
-                        [--lead-ms N] [--encryption] [--tracing]
-  --only         workloads to run (default all; "memory" is measured in every workload; gated and redrive are timewheel only)
+                        [--lead-ms N] [--curve-seconds ${CURVE_DEFAULT_SECONDS}] [--curve-svg FILE] [--encryption] [--tracing]
+  --only         workloads to run (default all but lateness-curve; "memory" is measured in every workload; gated and redrive are timewheel only)
+                 lateness-curve: the precision workload's steady stream at 500, 1,000, 2,000, 4,000, 8,000 and 16,000 due/s
+                 for timewheel and graphile-worker at 1 ms polling, each up to the first rate it falls behind at;
+                 p50 and p99 against the rate drawn as one SVG (beside the JSON, and to --curve-svg)
                  ingest: timewheel driven by wrk (1 thread, 32 connections, 8 s after a 2 s warm-up; installed
                  with apt-get when missing and root) and by the Node client (n calls, as before); beside it the
                  ceilings: the same wrk against a bare node:https server, timewheel's GET /health and POST /schedule
@@ -41,6 +46,8 @@ const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,precisi
   --redrive-n    dead letters redriven by one bulk action in the redrive workload (default ${REDRIVE_DEFAULT_N}), with the
                  longest wait of a claim of one of them beside it
   --lead-ms      time between the start of loading and the first due instant (default: estimated)
+  --curve-seconds  seconds of steady stream at each rate of lateness-curve (default ${CURVE_DEFAULT_SECONDS})
+  --curve-svg    also write lateness-curve's SVG to this file (e.g. docs/lateness-curve.svg)
   --encryption   delivery also runs timewheel with ENCRYPTION_KEYS set (every stored header and body encrypted)
   --tracing      delivery also runs timewheel with tracing on, exporting to a local OTLP receiver that discards the spans`
 
@@ -57,6 +64,8 @@ interface Options {
   readonly redriveN: number
   readonly leadMs: number | undefined
   readonly variants: Variants
+  /** The lateness-against-load curve (latenessCurve.ts): run when asked for by --only. */
+  readonly curve: { readonly seconds: number; readonly svg: string | undefined } | undefined
 }
 
 const fail = failWith(USAGE)
@@ -76,10 +85,17 @@ const batchCount = (raw: string): number => {
 }
 
 const parseOptions = (args: ReadonlyArray<string>): Options => {
-  const { values, switches } = readFlags(args, USAGE, ["only", "systems", "n", "precision-n", "batch-n", "gated-nodes", "redrive-n", "lead-ms"], ["encryption", "tracing"])
+  const { values, switches } = readFlags(
+    args, USAGE, ["only", "systems", "n", "precision-n", "batch-n", "gated-nodes", "redrive-n", "lead-ms", "curve-seconds", "curve-svg"], ["encryption", "tracing"]
+  )
   const lead = values.get("lead-ms")
+  const only = values.get("only")
+  const curve = only !== undefined && only.split(",").map((item) => item.trim()).includes("lateness-curve")
   return {
-    workloads: values.has("only") ? listOf(values.get("only")!, WORKLOADS, ["memory"]) : WORKLOADS,
+    workloads: only !== undefined ? listOf(only, WORKLOADS, ["memory", "lateness-curve"]) : WORKLOADS,
+    curve: curve
+      ? { seconds: positiveInt(values.get("curve-seconds") ?? String(CURVE_DEFAULT_SECONDS), "--curve-seconds"), svg: values.get("curve-svg") }
+      : undefined,
     systems: values.has("systems") ? listOf(values.get("systems")!, SYSTEMS) : SYSTEMS,
     n: positiveInt(values.get("n") ?? "20000", "--n"),
     gatedN: positiveInt(values.get("n") ?? String(GATED_DEFAULT_N), "--n"),
@@ -260,8 +276,24 @@ const main = async () => {
       }
       if (ceiling !== undefined && !ceiling.first) await measureCeiling(ceiling)
     }
-    const file = writeJson(startedAt, { ...options }, machine, entries, ceilings)
-    process.stdout.write(`${markdown(entries, ceilings, machine)}\n\nJSON: ${file}\n`)
+    let curve: Array<CurveRun> | undefined
+    if (options.curve !== undefined) {
+      const contenders = contendersFor("precision-fast", options.systems)
+      curve = await runCurve(contenders, sink, async (label) => {
+        const database = await freshDatabase(server!, label)
+        dropCurrent = database.drop
+        return { url: database.url, drop: async () => { dropCurrent = undefined; await database.drop() } }
+      }, options.curve.seconds)
+    }
+    const file = writeJson(startedAt, { ...options }, machine, entries, ceilings, curve)
+    const curveText = curve === undefined ? "" : `${curveMarkdown(curve, options.curve!.seconds)}\n\n`
+    if (curve !== undefined) {
+      const svg = file.replace(/\.json$/, "-lateness-curve.svg")
+      writeCurveSvg(svg, curve, options.curve!.seconds)
+      if (options.curve!.svg !== undefined) writeCurveSvg(options.curve!.svg, curve, options.curve!.seconds)
+      say(`lateness-curve: ${svg}${options.curve!.svg === undefined ? "" : ` and ${options.curve!.svg}`}`)
+    }
+    process.stdout.write(`${curveText}${markdown(entries, ceilings, machine)}\n\nJSON: ${file}\n`)
   } finally {
     await sink?.stop()
     killAllChildren()

@@ -445,7 +445,9 @@ export const writeJson = (
   options: Readonly<Record<string, unknown>>,
   machine: Machine,
   entries: ReadonlyArray<Entry>,
-  ceilings: ReadonlyArray<CeilingEntry>
+  ceilings: ReadonlyArray<CeilingEntry>,
+  /** The lateness-against-load curve's runs (latenessCurve.ts), when it ran. */
+  curve?: unknown
 ): string => {
   const dir = path.join(REPO_ROOT, "bench-results")
   fs.mkdirSync(dir, { recursive: true })
@@ -455,7 +457,8 @@ export const writeJson = (
     options,
     machine,
     results: entries,
-    ceilings: { runs: ceilings, ingest: ingestCeilingRows(entries, ceilings), deliveryShares: deliveryCeilingShares(entries, ceilings) }
+    ceilings: { runs: ceilings, ingest: ingestCeilingRows(entries, ceilings), deliveryShares: deliveryCeilingShares(entries, ceilings) },
+    ...(curve === undefined ? {} : { latenessCurve: curve })
   }, null, 2) + "\n")
   return file
 }

@@ -9,6 +9,7 @@
 // - gated (timewheel only): gated.ts.
 // Peak RSS of the working process is taken at the end of each.
 import * as crypto from "node:crypto"
+import * as fs from "node:fs"
 import { nowMs, percentile, sleep, sortedCopy } from "./common.ts"
 import { costProbe, type Costs } from "./costs.ts"
 import type { CallBatch, JobSpec } from "./common.ts"
@@ -266,8 +267,20 @@ export const runDelivery = async (contender: Contender, databaseUrl: string, sin
   }
 }
 
-export const runPrecision = async (contender: Contender, databaseUrl: string, sink: Sink, n: number, leadMs: number): Promise<PrecisionMetrics> => {
-  const timed = await runTimed(contender, databaseUrl, sink, n, leadMs, (i, t) => t + Math.round((i * PRECISION_SPREAD_MS) / n), 30_000, { costs: true })
+export const runPrecision = async (
+  contender: Contender,
+  databaseUrl: string,
+  sink: Sink,
+  n: number,
+  leadMs: number,
+  spreadMs: number = PRECISION_SPREAD_MS
+): Promise<PrecisionMetrics> => {
+  const timed = await runTimed(contender, databaseUrl, sink, n, leadMs, (i, t) => t + Math.round((i * spreadMs) / n), 30_000, { costs: true })
+  // BENCH_ARRIVALS_FILE: each id's due instant and arrival, for stageBreakdown.ts
+  const arrivalsFile = process.env.BENCH_ARRIVALS_FILE
+  if (arrivalsFile !== undefined && arrivalsFile !== "") {
+    fs.writeFileSync(arrivalsFile, JSON.stringify({ instants: [...timed.instants], arrivals: [...timed.arrivals].map((at) => Number.isNaN(at) ? null : at) }))
+  }
   const lateness: Array<number> = []
   timed.arrivals.forEach((at, i) => {
     if (!Number.isNaN(at)) lateness.push(at - timed.instants[i]!)

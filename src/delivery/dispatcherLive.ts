@@ -21,6 +21,7 @@ import { TagPolicyCache } from "../gates/tagPolicyCache.ts"
 import { TargetPolicyCache } from "../gates/targetPolicyCache.ts"
 import type { ClaimedRow, DeliveryRow } from "../domain/trigger.ts"
 import { forkLoop, retryUntilDone } from "../lib/backgroundLoop.ts"
+import { stageTrace } from "../lib/stageTrace.ts"
 import type { Database } from "../store/db.ts"
 import { executionsRecord } from "../store/executions.ts"
 import { triggersRelease, triggersStartDelivery } from "../store/schedulerQueries.ts"
@@ -115,6 +116,7 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
         behind.sent(nowMs, dueAtMs)
       }
       if (tracing !== null) sent.span = tracing.start(row, dueAtMs)
+      if (stageTrace !== null) stageTrace.markOne(row.id, "sent", nowMs, dueAtMs, row.url)
       executor.start({
         url: row.url, method: row.method, headers: row.headers, body: row.body, contentType: row.contentType, timeoutSeconds,
         // signed as it leaves (docs/signatures.md: the headers every delivery carries)
@@ -129,6 +131,7 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
         : undefined)
     },
     onOutcome: (sent, outcome) => {
+      if (stageTrace !== null) stageTrace.markOne(sent.row.id, "done", clock.currentTimeMillisUnsafe())
       if (sent.row.gateTags.length > 0) gatekeeper.finished(sent.row.id, outcome)
       const completion = completionOf(sent.row, sent.tagRetry, outcome, random.nextDoubleUnsafe(), uuidv7(outcome.finishedAtMs))
       const execution = completion.execution
@@ -182,9 +185,18 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
     roomChanged: senders.recheck
   })
 
+  /** Stamps a stage of the rows when lateness is traced (lib/stageTrace.ts); returns them. */
+  const traceStage = <T extends DeliveryRow | Outgoing>(rows: ReadonlyArray<T>, stage: "released" | "pushed") => {
+    if (stageTrace !== null) {
+      stageTrace.mark(rows.map((r) => "row" in r ? r.row.id : r.id), stage, clock.currentTimeMillisUnsafe())
+    }
+    return rows
+  }
+
   /** Hands rows to the senders, those with gated tags through the gates. */
   const deliver = (rows: ReadonlyArray<DeliveryRow>): Effect.Effect<void> =>
-    Effect.map(Effect.andThen(Effect.sync(() => carry(rows)), prepare(rows)), (ready) => {
+    Effect.map(Effect.andThen(Effect.sync(() => carry(rows)), prepare(traceStage(rows, "released"))), (ready) => {
+      traceStage(ready, "pushed")
       const gated = ready.filter((sent) => sent.row.gateTags.length > 0)
       if (gated.length === 0) return senders.push(ready)
       gatekeeper.offer(gated)

@@ -1,10 +1,11 @@
 // One ShardActor per owned shard: a timer wheel holding the shard's triggers due within the next
 // lookahead, a loader that treats PostgreSQL as the overflow wheel (reading the next window before
 // the current one runs out), a mailbox of wake-ups, and the firing of whatever comes due.
-// It sleeps exactly until the earliest deadline (or a wake-up), so firing is not tied to polling;
-// it fires a little ahead (moving its shard's mark: store/shardMarks.ts, claiming keyed triggers
-// through the node's ClaimBatcher) and hands the rows over for their due time (see SchedulerTiming
-// in config.ts), which the dispatcher keeps.
+// It sleeps until the fire instant of its earliest deadline (or a wake-up), so firing is not tied to
+// polling; it fires ahead on a grid shared by every shard (fireReach: moving its shard's mark,
+// store/shardMarks.ts, with the node's other shards firing then, and claiming keyed triggers through
+// the node's ClaimBatcher) and hands the rows over for their due time (see SchedulerTiming in
+// config.ts), which the dispatcher keeps.
 // The actor is also its shard's materializer: every few seconds, and right after claiming
 // a generator's instance, it creates the next instance of each active generator that has none.
 // Triggers with a gated tag are handed over like any other (their gates admit them in memory:
@@ -17,7 +18,7 @@ import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type * as Semaphore from "effect/Semaphore"
 import { type GateRef, isGateKick, type ShardMessage } from "../cluster/wakeups.ts"
-import { SchedulerTiming } from "../config.ts"
+import { SchedulerTiming, type SchedulerTimingShape } from "../config.ts"
 import { Dispatcher } from "../delivery/dispatcher.ts"
 import { nextInstanceAfter } from "../domain/generator.ts"
 import { uuidv7 } from "../domain/ids.ts"
@@ -29,6 +30,7 @@ import { type Presence, presenceHeld } from "../store/nodePresence.ts"
 import { type FetchCursor, type FiredRow, triggersFetchFired, triggersTakeOverFired, triggersUnderMark } from "../store/firedTriggers.ts"
 import { BEGINNING_MS, triggersLoadDue, triggersRecover } from "../store/schedulerQueries.ts"
 import { shardMarkTakeOver } from "../store/shardMarks.ts"
+import { stageTrace } from "../lib/stageTrace.ts"
 import { withTransaction } from "../store/transaction.ts"
 import { ClaimBatcher } from "./claimBatcher.ts"
 import { MarkBatcher } from "./markBatcher.ts"
@@ -59,6 +61,20 @@ const BACKLOG_LIMIT = 512
  * stalled the event loop (and every trigger due then) for tens of milliseconds.
  */
 export const shardPhase = (shard: number): number => (shard * 0.6180339887498949) % 1
+
+/**
+ * Every shard of every node fires on one grid of instants, `fireEveryMs` apart: a fire at a grid
+ * instant reaches `claimLeadMs + fireWindowMs` past it (never further ahead of the clock), so a
+ * trigger is read at least `claimLeadMs + fireWindowMs - fireEveryMs` before its time (its fire's
+ * round trip, on a busy node, is not part of its lateness), and the node's shards that fire at an
+ * instant share its statements (markBatcher.ts).
+ */
+export const fireReach = (nowMs: number, timing: Pick<SchedulerTimingShape, "claimLeadMs" | "fireWindowMs" | "fireEveryMs">) =>
+  Math.floor(nowMs / timing.fireEveryMs) * timing.fireEveryMs + timing.claimLeadMs + timing.fireWindowMs
+
+/** The grid instant whose fire first reaches a trigger due at `dueAtMs` (see fireReach). */
+export const fireInstantFor = (dueAtMs: number, timing: Pick<SchedulerTimingShape, "claimLeadMs" | "fireWindowMs" | "fireEveryMs">) =>
+  Math.ceil((dueAtMs - timing.claimLeadMs - timing.fireWindowMs) / timing.fireEveryMs) * timing.fireEveryMs
 
 /** The shard's mark is held by another node now: this actor must fire nothing more. */
 export class ShardTakenOver extends Error {
@@ -224,19 +240,35 @@ export const runShardActor = (options: ShardActorOptions) =>
     const fire = (lateIds: ReadonlyArray<string>, untilMs: number) =>
       Effect.uninterruptible(Effect.gen(function*() {
         const afterMs = firedAtMs
+        const wokeMs = stageTrace === null ? 0 : yield* Clock.currentTimeMillis
+        const late = lateIds.filter((id) => !dispatcher.holds(id))
+        /** The first page, read in the node's round of fires right after the mark moved (markBatcher.ts). */
+        let first: ReadonlyArray<FiredRow> | undefined
         if (untilMs > afterMs) {
-          if (!(yield* marks.advance(options.shard, untilMs))) return yield* Effect.fail(new ShardTakenOver(options.shard))
+          if (late.length === 0) {
+            const page = yield* marks.fire({ shard: options.shard, afterMs, untilMs, limit: FIRST_FETCH_PAGE })
+            if (page === null) return yield* Effect.fail(new ShardTakenOver(options.shard))
+            first = page
+          } else if (!(yield* marks.advance(options.shard, untilMs))) return yield* Effect.fail(new ShardTakenOver(options.shard))
           firedAtMs = untilMs
         }
-        const late = lateIds.filter((id) => !dispatcher.holds(id))
+        const markedMs = stageTrace === null ? 0 : yield* Clock.currentTimeMillis
         let cursor: FetchCursor | null = null
         for (;;) {
           const limit = cursor === null ? FIRST_FETCH_PAGE : FETCH_PAGE
           const fetchPage = Effect.gen(function*() {
-            const page: ReadonlyArray<FiredRow> = yield* triggersFetchFired({
+            const read = first
+            first = undefined
+            const page: ReadonlyArray<FiredRow> = read ?? (yield* triggersFetchFired({
               shard: options.shard, afterMs, untilMs: firedAtMs, lateIds: late, cursor, limit,
               nowMs: yield* Clock.currentTimeMillis
-            })
+            }))
+            if (stageTrace !== null) {
+              const ids = page.map((fired) => fired.row.id)
+              stageTrace.mark(ids, "woke", wokeMs)
+              stageTrace.mark(ids, "marked", markedMs)
+              stageTrace.mark(ids, "fetched", yield* Clock.currentTimeMillis)
+            }
             yield* handFired(page, firedAtMs)
             return page
           })
@@ -268,7 +300,7 @@ export const runShardActor = (options: ShardActorOptions) =>
 
     const fireDue = (nowMs: number) =>
       Effect.gen(function*() {
-        const untilMs = nowMs + timing.claimLeadMs + timing.fireWindowMs
+        const untilMs = fireReach(nowMs, timing)
         // the wheel's time is the mark's: what it yields up to the mark landed under it after it moved
         const late = firedAtMs === -Infinity ? [] : wheel.advance(firedAtMs)
         const due = [...late, ...wheel.advance(untilMs)]
@@ -337,7 +369,7 @@ export const runShardActor = (options: ShardActorOptions) =>
       if (nowMs >= nextRecoverAt) yield* recover(nowMs)
       if (nowMs >= nextMaterializeAt) yield* materialize(nowMs)
       const wakeAt = Math.min(
-        (wheel.nextDeadlineMs() ?? Infinity) - timing.claimLeadMs,
+        fireInstantFor(wheel.nextDeadlineMs() ?? Infinity, timing),
         loadedUntil - reloadMarginMs,
         nextRecoverAt,
         nextMaterializeAt

@@ -84,6 +84,42 @@ export const triggersFetchFired = Effect.fnUntraced(function*(input: {
 })
 
 /**
+ * The first page of several shards' fetches at once (the node's shards firing at the same grid
+ * instant, scheduler/markBatcher.ts): for each, as `triggersFetchFired` without `lateIds` or a
+ * cursor. Returns each shard's page, by shard.
+ */
+export const triggersFetchFiredMany = Effect.fnUntraced(function*(input: {
+  readonly fetches: ReadonlyArray<{ readonly shard: number; readonly afterMs: number; readonly untilMs: number; readonly limit: number }>
+  readonly nowMs: number
+}) {
+  const pages = new Map<number, Array<FiredRow>>(input.fetches.map((fetch) => [fetch.shard, []]))
+  if (input.fetches.length === 0) return pages
+  const sql = yield* SqlClient.SqlClient
+  const rows = yield* sql<FiredRecord>`SELECT f.* FROM unnest(
+      ${input.fetches.map((f) => f.shard)}::int[], ${input.fetches.map((f) => instant(f.afterMs))}::timestamptz[],
+      ${input.fetches.map((f) => new Date(f.untilMs).toISOString())}::timestamptz[], ${input.fetches.map((f) => f.limit)}::int[]
+    ) AS v(shard, after, until, lim)
+    CROSS JOIN LATERAL (SELECT ${deliveryColumns(sql, new Date(input.nowMs))},
+        (extract(epoch FROM t.due_at) * 1000)::bigint::text AS due_ms, t.due_at::text AS due_text,
+        (extract(epoch FROM t.updated_at) * 1000000)::bigint::text AS updated_us,
+        (t.custom_key IS NOT NULL OR t.generator_id IS NOT NULL) AS claim_needed, ${sql.unsafe(GATED_TAGS_SQL)} AS gate_tags,
+        t.due_at AS due_order
+      FROM triggers t JOIN projects p ON p.id = t.project_id
+      WHERE t.shard = v.shard AND t.status IN ${statusList(sql, DUE_STATUSES)} AND t.due_at > v.after AND t.due_at <= v.until
+      ORDER BY t.due_at, t.id LIMIT v.lim) f
+    ORDER BY f.shard, f.due_order, f.id`
+  const keys = yield* EncryptionKeys
+  for (const row of rows) {
+    pages.get(row.shard)?.push({
+      claimNeeded: row.claim_needed,
+      row: toDeliveryRow(row, keys, row.gate_tags, { seenUs: row.updated_us }, Number(row.due_ms)),
+      cursor: { dueAt: row.due_text, id: row.id }
+    })
+  }
+  return pages
+})
+
+/**
  * The fired triggers of the shard, and those under its mark the mark does not cover (to be claimed),
  * by id: after a takeover or a restart of the shard's actor, and now and then, the owner sends those
  * it does not hold in memory (a wake-up lost, a fetch that failed after its advance).

@@ -10,7 +10,7 @@ import { Context, Effect, Fiber, Layer, Queue, Semaphore } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import { SCHEDULER_TIMING, SchedulerTiming } from "../../src/config.ts"
-import { runShardActor, type ShardActorEvent } from "../../src/scheduler/shardActor.ts"
+import { fireInstantFor, runShardActor, type ShardActorEvent } from "../../src/scheduler/shardActor.ts"
 import { type ShardMessage, type WakeItem, Wakeups } from "../../src/cluster/wakeups.ts"
 import { Gatekeeper } from "../../src/gates/gatekeeper.ts"
 import { TagPolicyCache } from "../../src/gates/tagPolicyCache.ts"
@@ -25,7 +25,8 @@ import { SHARDS_IN_TESTS, TestDatabase } from "../support/database.ts"
 import { recordingDispatcher } from "../support/dispatcher.ts"
 import { ensureProject, insertTrigger, insertTriggers, instancesOf, statusOf, triggerRow, type TriggerRow } from "../support/fixtures.ts"
 
-const CLAIM_LEAD_MS = SCHEDULER_TIMING.claimLeadMs
+/** The shortest time before its due instant a trigger is fired (read into memory): its fire's grid instant (fireInstantFor). */
+const MIN_LEAD_MS = SCHEDULER_TIMING.claimLeadMs + SCHEDULER_TIMING.fireWindowMs - SCHEDULER_TIMING.fireEveryMs
 
 /**
  * Shard 3's periodic wake-ups (recovery, materializer, reload) fall at fractional milliseconds
@@ -140,17 +141,21 @@ const setMark = (node: string, firedAtMs: number, handedOver = false) =>
 
 layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
   describe("firing", () => {
-    it.effect("claims a trigger CLAIM_LEAD_MS ahead and hands it over at its time, not a millisecond before", () =>
+    it.effect("fires a trigger at its grid instant, at least MIN_LEAD_MS ahead, and hands it over at its time, not a millisecond before", () =>
       Effect.gen(function*() {
         yield* setup
-        const id = yield* trigger("registered", (yield* clockNow) + 5_000)
+        const dueAtMs = (yield* clockNow) + 5_000
+        const id = yield* trigger("registered", dueAtMs)
+        const fireAtMs = fireInstantFor(dueAtMs, SCHEDULER_TIMING)
+        assert.isAtLeast(dueAtMs - fireAtMs, MIN_LEAD_MS)
+        assert.isAtMost(dueAtMs - fireAtMs, SCHEDULER_TIMING.claimLeadMs + SCHEDULER_TIMING.fireWindowMs)
         const actor = yield* startActor
-        yield* actor.advance(4_999 - CLAIM_LEAD_MS)
+        yield* actor.advance(fireAtMs - 1 - (yield* clockNow))
         assert.strictEqual(yield* statusOf(id), "registered")
         yield* actor.advance(1)
         // fired by the shard's mark (reads as running) but held back until its time
         assert.strictEqual(yield* statusOf(id), "running")
-        yield* actor.advance(CLAIM_LEAD_MS - 1)
+        yield* actor.advance(dueAtMs - 1 - (yield* clockNow))
         assert.strictEqual(yield* Queue.size(actor.submitted), 0)
         yield* actor.advance(1)
         assert.strictEqual(yield* Queue.take(actor.submitted), id)
@@ -252,7 +257,8 @@ layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
         yield* actor.advance(1_000)
         const sent = yield* Queue.takeBetween(actor.submitted, 2, 2)
         assert.deepStrictEqual([...sent].sort(), [keyless, keyed].sort())
-        assert.deepStrictEqual(yield* markOf, { node: "node-a", firedAtMs: dueAtMs + SCHEDULER_TIMING.fireWindowMs }, "fired CLAIM_LEAD_MS ahead, and the window after")
+        const reachMs = SCHEDULER_TIMING.claimLeadMs + SCHEDULER_TIMING.fireWindowMs
+        assert.deepStrictEqual(yield* markOf, { node: "node-a", firedAtMs: fireInstantFor(dueAtMs, SCHEDULER_TIMING) + reachMs }, "fired at its grid instant, reaching 230 ms past it")
         assert.deepStrictEqual([(yield* triggerRow(keyless)).status, (yield* triggerRow(keyless)).attempts], ["registered", 0])
         assert.strictEqual(yield* statusOf(keyless), "running")
         assert.deepStrictEqual([(yield* triggerRow(keyed)).status, (yield* triggerRow(keyed)).attempts], ["running", 1])
@@ -263,16 +269,19 @@ layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
       Effect.gen(function*() {
         yield* setup
         const { claimLeadMs, fireWindowMs } = SCHEDULER_TIMING
-        const dueAtMs = (yield* clockNow) + 1_000
+        // a grid instant a second or so ahead; the first trigger its fire reaches first, the last one it
+        // reaches (230 ms past it), and one a millisecond beyond
+        const fireAtMs = nextMultiple((yield* clockNow) + 1_000, SCHEDULER_TIMING.fireEveryMs)
+        const dueAtMs = fireAtMs + MIN_LEAD_MS + 1
+        const edgeAtMs = fireAtMs + claimLeadMs + fireWindowMs
         const first = yield* trigger("registered", dueAtMs)
-        // due as late as the window the first one's firing covers reaches, and a millisecond beyond it
-        const edge = yield* trigger("registered", dueAtMs + fireWindowMs)
+        const edge = yield* trigger("registered", edgeAtMs)
         const keyedEdge = yield* insertTrigger({
-          projectId: PROJECT, shard: SHARD, scheduledAt: new Date(dueAtMs + fireWindowMs), dueAt: new Date(dueAtMs + fireWindowMs), customKey: "edge"
+          projectId: PROJECT, shard: SHARD, scheduledAt: new Date(edgeAtMs), dueAt: new Date(edgeAtMs), customKey: "edge"
         })
-        const beyond = yield* trigger("registered", dueAtMs + fireWindowMs + 1)
+        const beyond = yield* trigger("registered", edgeAtMs + 1)
         const actor = yield* startActor
-        yield* actor.advance(1_000 - claimLeadMs - 1)
+        yield* actor.advance(fireAtMs - 1 - (yield* clockNow))
         for (const id of [first, edge, keyedEdge, beyond]) assert.strictEqual(yield* statusOf(id), "registered")
         yield* actor.advance(1)
         // the window docs/scheduling.md states: 230 ms
@@ -281,7 +290,7 @@ layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
         assert.strictEqual(yield* statusOf(edge), "running", "fired claimLeadMs + fireWindowMs before its time")
         assert.deepStrictEqual([(yield* triggerRow(keyedEdge)).status, (yield* triggerRow(keyedEdge)).attempts], ["running", 1], "claimed as early")
         assert.strictEqual(yield* statusOf(beyond), "registered", "a millisecond beyond the window: still cancellable")
-        yield* actor.advance(claimLeadMs)
+        yield* actor.advance(dueAtMs - fireAtMs)
         assert.strictEqual(yield* Queue.take(actor.submitted), first)
         yield* Fiber.interrupt(actor.fiber)
       }))
