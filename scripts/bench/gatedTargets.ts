@@ -4,12 +4,13 @@
 //   loopback ports of the sink), the sink answering after 10 ms; ungated (no policy), then under `*`
 //   with maxConcurrent 10 (the limit binds per origin: n / count jobs each, all due at once):
 //   deliveries/s against the ungated run over the same origins and the one-origin ungated run, the
-//   most one origin held at once (≤ 10), the node's CPU per delivery (utime + stime);
+//   most one origin held at once (≤ 10), the node's CPU per delivery (utime + stime), and per delivery
+//   PostgreSQL's CPU, WAL and commits (costs.ts);
 // - an outage: jobs spread over 20 s to one origin that answers 500 for 10 s from T + 5 s, retried
 //   (fixed 2 s, 4 attempts), without a target policy and then with a circuit breaker (5 failures,
 //   1 s cooldown; a fresh origin): the requests the origin received while down, the dead letters,
 //   and how soon after it recovered the jobs went again.
-import { cpuMsOf } from "./costs.ts"
+import { costProbe, type Costs, cpuMsOf } from "./costs.ts"
 import { sleep } from "./common.ts"
 import { query } from "./database.ts"
 import { common, type GatedRun, round, type SinkRun, timedRun } from "./gated.ts"
@@ -36,6 +37,8 @@ export interface ManyOriginsRun extends GatedRun {
   readonly peakInFlightPerOrigin: number
   /** The (first) node's CPU time per delivery over the run, ms. */
   readonly cpuMsPerDelivery: number
+  /** Per delivery: the first node's and PostgreSQL's CPU (µs), WAL (bytes), commits. */
+  readonly costs: Costs
 }
 
 export interface OutageRun {
@@ -59,11 +62,15 @@ export interface TargetFigures {
   readonly outage: { readonly withoutBreaker: OutageRun; readonly withBreaker: OutageRun }
 }
 
-/** A timed run with the node's CPU time around it. */
-const measured = async (system: StartedSystem, run: () => Promise<SinkRun>) => {
+/** A timed run with the node's CPU time around it, and the costs of the whole run (loading included). */
+const measured = async (system: StartedSystem, databaseUrl: string, run: () => Promise<SinkRun>) => {
+  const probe = await costProbe(databaseUrl, system.pid)
   const before = cpuMsOf(system.pid, false)
+  const snapshot = await probe.snapshot()
   const result = await run()
-  return { result, cpuMs: cpuMsOf(system.pid, false) - before }
+  const cpuMs = cpuMsOf(system.pid, false) - before
+  const after = await probe.snapshot()
+  return { result, cpuMs, costs: (operations: number) => probe.perOperation(snapshot, after, operations) }
 }
 
 /** Every trigger of the run done (completed: delivered or dead-lettered), at most until `deadlineMs`. */
@@ -120,10 +127,13 @@ export const runTargetCases = async (
   for (const count of TARGETS.origins) {
     const spread = (r: string, i: number) => sink.urlAt(ports[i % count]!, r, i)
     const caseOf = async (): Promise<ManyOriginsRun> => {
-      const { cpuMs, result } = await measured(system, () =>
+      const { costs, cpuMs, result } = await measured(system, databaseUrl, () =>
         timedRun(system, sink, { n, leadMs, urlOf: spread, sink: () => ({ delayMs: TARGETS.sinkDelayMs }) }))
       const run = common(n, result).run
-      return { ...run, origins: count, peakInFlightPerOrigin: result.peakInFlightPerOrigin, cpuMsPerDelivery: round(cpuMs / run.arrived, 3) }
+      return {
+        ...run, origins: count, peakInFlightPerOrigin: result.peakInFlightPerOrigin, cpuMsPerDelivery: round(cpuMs / run.arrived, 3),
+        costs: await costs(run.arrived)
+      }
     }
     const ungated = await caseOf()
     const policyId = await system.targetPolicy({ origin: "*", maxConcurrent: TARGETS.maxConcurrent })

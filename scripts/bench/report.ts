@@ -183,11 +183,17 @@ function targetRows(): ReadonlyArray<Row> {
   const many = TARGETS.origins.flatMap((count, i): Array<Row> => [
     { label: `${count} origins, ungated, sink answering after ${TARGETS.sinkDelayMs} ms: deliveries/s`, key: `targets.manyOrigins.${i}.ungated.ratePerS`, better: "higher" },
     { label: "— CPU of the node per delivery (ms)", key: `targets.manyOrigins.${i}.ungated.cpuMsPerDelivery`, better: "lower" },
+    { label: "— PostgreSQL CPU per delivery, loading included (µs)", key: `targets.manyOrigins.${i}.ungated.costs.postgresCpuUs`, better: "lower" },
+    { label: "— WAL per delivery, loading included (bytes)", key: `targets.manyOrigins.${i}.ungated.costs.walBytes`, better: "lower" },
+    { label: "— commits per delivery, loading included", key: `targets.manyOrigins.${i}.ungated.costs.commits`, better: "lower" },
     { label: `${count} origins under \`*\` maxConcurrent ${TARGETS.maxConcurrent}: deliveries/s`, key: `targets.manyOrigins.${i}.star.ratePerS`, better: "higher" },
     { label: `— against ungated over the same ${count} origins`, key: `targets.manyOrigins.${i}.star.vsUngated`, better: "higher" },
     { label: "— against ungated to one origin", key: `targets.manyOrigins.${i}.star.vsOneOrigin`, better: "higher" },
     { label: `— most in flight at one origin (≤ ${TARGETS.maxConcurrent})`, key: `targets.manyOrigins.${i}.star.peakInFlightPerOrigin` },
-    { label: "— CPU of the node per delivery (ms)", key: `targets.manyOrigins.${i}.star.cpuMsPerDelivery`, better: "lower" }
+    { label: "— CPU of the node per delivery (ms)", key: `targets.manyOrigins.${i}.star.cpuMsPerDelivery`, better: "lower" },
+    { label: "— PostgreSQL CPU per delivery, loading included (µs)", key: `targets.manyOrigins.${i}.star.costs.postgresCpuUs`, better: "lower" },
+    { label: "— WAL per delivery, loading included (bytes)", key: `targets.manyOrigins.${i}.star.costs.walBytes`, better: "lower" },
+    { label: "— commits per delivery, loading included", key: `targets.manyOrigins.${i}.star.costs.commits`, better: "lower" }
   ])
   const outage = (which: "withoutBreaker" | "withBreaker", name: string): Array<Row> => [
     { label: `origin down ${o.downForMs / 1000} s (${o.status}), ${o.jobs} jobs over ${o.spreadMs / 1000} s, ${name}: requests it received while down`, key: `targets.outage.${which}.receivedWhileDown`, better: "lower" },

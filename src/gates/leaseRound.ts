@@ -14,6 +14,8 @@ import { gateKey, type NodeGate } from "./nodeGates.ts"
 
 /** Demand of a node whose gate has triggers waiting in PostgreSQL: as much as the limit allows. */
 const BACKLOG_DEMAND = 1_000_000_000
+/** A gate that admitted about once in this long still counts as wanting a permit. */
+const RECENT_WINDOW_MS = 2_000
 /** Names of the live nodes a first round has not seen a row of yet (sorted after every node's). */
 const UNSEEN = "\uffffunseen"
 
@@ -97,7 +99,9 @@ const decideGate = <I>(
     gate.rowWritten = false
     return { own: null, reclaim, purge }
   }
-  const wanted = gate.waiting + (gate.backlog > 0 ? BACKLOG_DEMAND : 0)
+  // a gate that admitted lately wants at least one more (it keeps its headroom while its traffic lasts)
+  const recent = gate.rateAt(localNowMs) * RECENT_WINDOW_MS >= 1 ? 1 : 0
+  const wanted = Math.max(recent, gate.waiting) + (gate.backlog > 0 ? BACKLOG_DEMAND : 0)
   const demand = book.demand(wanted, localNowMs)
   const holding = book.holding()
   const giveable = book.giveable(localNowMs)
@@ -122,7 +126,8 @@ const decideGate = <I>(
       nodes: unitsOf((row) => row.permits, holding.permits, CONCURRENCY),
       mine,
       reserved: 0,
-      giveable: giveable.permits
+      giveable: giveable.permits,
+      headroom: true
     })
     next.permits = planned.held
     share.permits = planned.share

@@ -4,6 +4,8 @@
 // have a target policy at all (read at start, again every POLICY_CACHE_TTL_MS, and a project added at
 // once when a change of its policies is heard), and only for those the project's origins with a
 // policy (read once, kept POLICY_CACHE_TTL_MS, forgotten at once on a change) and the URL's origin.
+// A read that began before a change was heard never replaces what the change says (changeCounter.ts):
+// the set read keeps the projects heard of meanwhile, a project's read is used but not kept.
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -14,9 +16,23 @@ import { forkLoop } from "../lib/backgroundLoop.ts"
 import type { Database } from "../store/db.ts"
 import { Notifications, TARGET_POLICIES_CHANGED_CHANNEL } from "../store/notifications.ts"
 import { targetPoliciesList, targetPolicyProjects } from "../store/targetPolicies.ts"
+import { ChangeCounter } from "./changeCounter.ts"
 import { POLICY_CACHE_TTL_MS } from "./tagPolicyCache.ts"
 
 const MAX_PROJECTS = 10_000
+
+/** What the cache reads (the store's queries; a test may slow them down). */
+export interface TargetPolicyReads {
+  /** The projects that have a target policy. */
+  readonly projects: Effect.Effect<ReadonlyArray<string>, unknown, Database>
+  /** A project's policies' origins. */
+  readonly origins: (projectId: string) => Effect.Effect<ReadonlyArray<string>, unknown, Database>
+}
+
+const STORE_READS: TargetPolicyReads = {
+  projects: targetPolicyProjects,
+  origins: (projectId) => Effect.map(targetPoliciesList(projectId), (list) => list.map((policy) => policy.origin))
+}
 
 interface Entry {
   /** Origins with a policy of their own. */
@@ -33,26 +49,39 @@ export class TargetPolicyCache extends Context.Service<TargetPolicyCache, {
    */
   readonly withOriginGates: (rows: ReadonlyArray<DeliveryRow>) => Effect.Effect<ReadonlyArray<DeliveryRow>>
 }>()("timewheel/TargetPolicyCache") {
-  static readonly layer = Layer.effect(TargetPolicyCache, Effect.gen(function*() {
+  static readonly layer = Layer.suspend(() => TargetPolicyCache.layerWith(STORE_READS))
+
+  static readonly layerWith = (reads: TargetPolicyReads) => Layer.effect(TargetPolicyCache, Effect.gen(function*() {
     const services = yield* Effect.context<Database>()
     const notifications = yield* Notifications
     const clock = yield* Clock.Clock
     /** Projects with a target policy; null until first read (every project is then looked up). */
     let projects: Set<string> | null = null
     const entries = new Map<string, Entry>()
+    const changes = new ChangeCounter()
 
-    const readProjects = Effect.provideContext(targetPolicyProjects, services).pipe(
-      Effect.map((ids) => {
-        projects = new Set(ids)
-      })
-    )
+    const readProjects = Effect.suspend(() => {
+      const mark = changes.mark()
+      return Effect.provideContext(reads.projects, services).pipe(
+        Effect.map((ids) => {
+          // a project heard of while the read ran may be missing from it: it stays
+          const since = changes.projectsChangedSince(mark)
+          const next = new Set(ids)
+          if (since === null) for (const id of projects ?? []) next.add(id)
+          else for (const id of since) next.add(id)
+          projects = next
+        })
+      )
+    })
     yield* readProjects.pipe(Effect.catchCause((cause) => Effect.logWarning("reading the projects with target policies failed; looking each up", cause)))
     yield* forkLoop("target policy projects", readProjects, { every: `${POLICY_CACHE_TTL_MS} millis` })
     yield* forkLoop("target policy change listener", Effect.scoped(Effect.gen(function*() {
       const nextChange = yield* notifications.listen(TARGET_POLICIES_CHANGED_CHANNEL)
       entries.clear() // whatever changed while not listening
+      changes.changedAll()
       for (;;) {
         const projectId = yield* nextChange
+        changes.changed(projectId)
         projects?.add(projectId) // a project whose last policy went stays until the next read of the set: it only costs a lookup
         entries.delete(projectId)
       }
@@ -62,13 +91,16 @@ export class TargetPolicyCache extends Context.Service<TargetPolicyCache, {
       const nowMs = clock.currentTimeMillisUnsafe()
       const entry = entries.get(projectId)
       if (entry !== undefined && entry.expiresAtMs > nowMs) return Effect.succeed(entry)
-      return Effect.provideContext(targetPoliciesList(projectId), services).pipe(
+      const mark = changes.mark()
+      return Effect.provideContext(reads.origins(projectId), services).pipe(
         Effect.map((list) => {
           const fresh: Entry = {
-            origins: new Set(list.map((policy) => policy.origin).filter((origin) => origin !== ANY_ORIGIN)),
-            any: list.some((policy) => policy.origin === ANY_ORIGIN),
+            origins: new Set(list.filter((origin) => origin !== ANY_ORIGIN)),
+            any: list.includes(ANY_ORIGIN),
             expiresAtMs: nowMs + POLICY_CACHE_TTL_MS
           }
+          // a change heard while this read ran: used once, not remembered (the next use reads again)
+          if (changes.changedSince(projectId, mark)) return fresh
           if (entries.size >= MAX_PROJECTS) entries.clear()
           entries.set(projectId, fresh)
           return fresh

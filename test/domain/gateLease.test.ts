@@ -61,4 +61,34 @@ describe("planUnits: what this node (index `mine`) holds after its round", () =>
     const after = nodes.map((_, mine) => planUnits({ limit: 12, nodes, mine, reserved: 0, giveable: 0 }).held)
     expect(after.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(12)
   })
+
+  describe("with headroom", () => {
+    const rows: ReadonlyArray<readonly [string, Parameters<typeof planUnits>[0], ReturnType<typeof planUnits>]> = [
+      ["alone wanting one: the whole limit",
+        { limit: 10, nodes: [{ held: 0, demand: 1 }], mine: 0, reserved: 0, giveable: 0, headroom: true }, { held: 10, share: 10 }],
+      ["wanting nothing: nothing (the gate can be forgotten)",
+        { limit: 10, nodes: [{ held: 10, demand: 0 }], mine: 0, reserved: 0, giveable: 10, headroom: true }, { held: 0, share: 0 }],
+      ["the surplus split among the nodes that want some, not those that want none",
+        { limit: 10, nodes: [{ held: 0, demand: 1 }, { held: 0, demand: 0 }, { held: 0, demand: 3 }], mine: 2, reserved: 0, giveable: 0, headroom: true },
+        { held: 6, share: 6 }],
+      ["another node's demand rose: gives its headroom back down to its share",
+        { limit: 10, nodes: [{ held: 10, demand: 2 }, { held: 0, demand: 10 }], mine: 0, reserved: 0, giveable: 8, headroom: true }, { held: 2, share: 2 }],
+      ["a gone node's units are no surplus",
+        { limit: 10, nodes: [{ held: 0, demand: 1 }], mine: 0, reserved: 4, giveable: 0, headroom: true }, { held: 6, share: 6 }]
+    ]
+    it.each(rows)("%s", (_, input, expected) => {
+      expect(planUnits(input)).toEqual(expected)
+    })
+
+    it("every node planning from the same view never holds more than the limit together", () => {
+      for (const nodes of [
+        [{ held: 3, demand: 1 }, { held: 0, demand: 2 }, { held: 0, demand: 0 }],
+        [{ held: 0, demand: 1 }, { held: 0, demand: 1 }, { held: 0, demand: 1 }],
+        [{ held: 5, demand: 9 }, { held: 4, demand: 1 }, { held: 1, demand: 1 }]
+      ]) {
+        const after = nodes.map((_, mine) => planUnits({ limit: 10, nodes, mine, reserved: 0, giveable: nodes[mine]!.held, headroom: true }).held)
+        expect(after.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(10)
+      }
+    })
+  })
 })

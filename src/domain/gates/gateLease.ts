@@ -5,7 +5,10 @@
 // after it: its max-min fair share of the limit by demand, taken from what no one holds, or given back
 // down to it (only units it is not using: a permit in flight or a token still counting a start stays).
 // A node that is gone holds nothing (its permits come back at once) but its window tokens, which count
-// its last starts until a window has passed since it was found gone. Pure.
+// its last starts until a window has passed since it was found gone. Permits nobody wants are shared
+// out as headroom among the nodes that want some (`headroom`): a node then starts its next triggers
+// at once instead of waiting for a round to lease one more, and gives the headroom back when another
+// node's demand rises (its next round). Pure.
 
 /**
  * Max-min fair shares of `limit` units between demands (in the order given; every node orders
@@ -36,6 +39,20 @@ export const fairShares = (limit: number, demands: ReadonlyArray<number>): Array
   return shares
 }
 
+/**
+ * Splits the units of `limit` no share takes evenly among the nodes that want some (in the order
+ * given, a remainder one unit each to the first): every node computes the same split.
+ */
+const addHeadroom = (limit: number, nodes: ReadonlyArray<UnitHolding>, shares: Array<number>): void => {
+  const surplus = Math.max(0, Math.floor(limit) - shares.reduce((sum, n) => sum + n, 0))
+  const wanting = nodes.map((_, i) => i).filter((i) => nodes[i]!.demand > 0)
+  if (surplus === 0 || wanting.length === 0) return
+  const each = Math.floor(surplus / wanting.length)
+  wanting.forEach((i, k) => {
+    shares[i]! += each + (k < surplus - each * wanting.length ? 1 : 0)
+  })
+}
+
 /** One node's row of one limit as a lease round reads it. */
 export interface UnitHolding {
   /** Units the node holds. */
@@ -58,9 +75,13 @@ export const planUnits = (input: {
   readonly mine: number
   readonly reserved: number
   readonly giveable: number
+  /** What no node's demand asks for is split evenly among the nodes that want some. */
+  readonly headroom?: boolean
 }): { readonly held: number; readonly share: number } => {
   const own = input.nodes[input.mine]!
-  const share = fairShares(input.limit, input.nodes.map((node) => Math.min(node.demand, input.limit)))[input.mine]!
+  const shares = fairShares(input.limit, input.nodes.map((node) => Math.min(node.demand, input.limit)))
+  if (input.headroom === true) addHeadroom(input.limit - input.reserved, input.nodes, shares)
+  const share = shares[input.mine]!
   const free = input.limit - input.reserved - input.nodes.reduce((sum, node) => sum + node.held, 0)
   if (share > own.held) return { held: own.held + Math.max(0, Math.min(share - own.held, free)), share }
   return { held: own.held - Math.max(0, Math.min(own.held - share, input.giveable)), share }
