@@ -14,6 +14,7 @@ import { DELIVERY_CEILING_SETTINGS } from "./deliveryCeiling.ts"
 import type { Costs } from "./costs.ts"
 import { runBareCeiling } from "./ingestWrk.ts"
 import { REDRIVE_DEFAULT_N, runRedrive } from "./redrive.ts"
+import { RETENTION_DEFAULT_PER_DAY, retentionMarkdown, runRetention } from "./retention.ts"
 import { describeMachine, markdown, writeJson } from "./report.ts"
 import type { CeilingEntry, Entry, Metrics } from "./report.ts"
 import { startSink } from "./sink.ts"
@@ -23,10 +24,11 @@ import type { Contender } from "./system.ts"
 import { GATED_DEFAULT_N, type GatedMetrics, runGated } from "./gated.ts"
 import { BATCH_SIZE, LoadOverrun, runBatch, runDelivery, runIngest, runPrecision } from "./workloads.ts"
 
-const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,precision-fast,batch,gated,redrive] [--systems timewheel,graphile-worker,pg-boss]
+const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,precision-fast,batch,gated,redrive,retention] [--systems timewheel,graphile-worker,pg-boss]
                         [--n 20000] [--precision-n 2000] [--batch-n 100000] [--gated-nodes 1,3] [--redrive-n ${REDRIVE_DEFAULT_N}]
-                        [--lead-ms N] [--encryption] [--tracing]
-  --only         workloads to run (default all; "memory" is measured in every workload; gated and redrive are timewheel only)
+                        [--retention-per-day ${RETENTION_DEFAULT_PER_DAY}] [--lead-ms N] [--encryption] [--tracing]
+  --only         workloads to run (default all; "memory" is measured in every workload; gated and redrive are timewheel only;
+                 retention, timewheel's store alone, runs only when named)
                  ingest: timewheel driven by wrk (1 thread, 32 connections, 8 s after a 2 s warm-up; installed
                  with apt-get when missing and root) and by the Node client (n calls, as before); beside it the
                  ceilings: the same wrk against a bare node:https server, timewheel's GET /health and POST /schedule
@@ -40,6 +42,8 @@ const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,precisi
   --gated-nodes  the gated workload's timewheel runs: one node, three sharing the database, or both (default 1,3)
   --redrive-n    dead letters redriven by one bulk action in the redrive workload (default ${REDRIVE_DEFAULT_N}), with the
                  longest wait of a claim of one of them beside it
+  --retention-per-day  finished triggers per day of the retention workload's 40 days of history, 4 executions
+                 each (default ${RETENTION_DEFAULT_PER_DAY}: 1M executions; 125000 gives 5M triggers and 20M executions)
   --lead-ms      time between the start of loading and the first due instant (default: estimated)
   --encryption   delivery also runs timewheel with ENCRYPTION_KEYS set (every stored header and body encrypted)
   --tracing      delivery also runs timewheel with tracing on, exporting to a local OTLP receiver that discards the spans`
@@ -55,6 +59,8 @@ interface Options {
   readonly precisionN: number
   readonly batchN: number
   readonly redriveN: number
+  /** The retention workload (named in --only), with this many triggers per day of history. */
+  readonly retentionPerDay: number | undefined
   readonly leadMs: number | undefined
   readonly variants: Variants
 }
@@ -76,10 +82,10 @@ const batchCount = (raw: string): number => {
 }
 
 const parseOptions = (args: ReadonlyArray<string>): Options => {
-  const { values, switches } = readFlags(args, USAGE, ["only", "systems", "n", "precision-n", "batch-n", "gated-nodes", "redrive-n", "lead-ms"], ["encryption", "tracing"])
+  const { values, switches } = readFlags(args, USAGE, ["only", "systems", "n", "precision-n", "batch-n", "gated-nodes", "redrive-n", "retention-per-day", "lead-ms"], ["encryption", "tracing"])
   const lead = values.get("lead-ms")
   return {
-    workloads: values.has("only") ? listOf(values.get("only")!, WORKLOADS, ["memory"]) : WORKLOADS,
+    workloads: values.has("only") ? listOf(values.get("only")!, WORKLOADS, ["memory", "retention"]) : WORKLOADS,
     systems: values.has("systems") ? listOf(values.get("systems")!, SYSTEMS) : SYSTEMS,
     n: positiveInt(values.get("n") ?? "20000", "--n"),
     gatedN: positiveInt(values.get("n") ?? String(GATED_DEFAULT_N), "--n"),
@@ -87,6 +93,9 @@ const parseOptions = (args: ReadonlyArray<string>): Options => {
     precisionN: positiveInt(values.get("precision-n") ?? "2000", "--precision-n"),
     batchN: batchCount(values.get("batch-n") ?? "100000"),
     redriveN: positiveInt(values.get("redrive-n") ?? String(REDRIVE_DEFAULT_N), "--redrive-n"),
+    retentionPerDay: (values.get("only") ?? "").split(",").map((w) => w.trim()).includes("retention")
+      ? positiveInt(values.get("retention-per-day") ?? String(RETENTION_DEFAULT_PER_DAY), "--retention-per-day")
+      : undefined,
     leadMs: lead === undefined ? undefined : positiveInt(lead, "--lead-ms"),
     variants: { encryption: switches.has("encryption"), tracing: switches.has("tracing") }
   }
@@ -221,6 +230,11 @@ const main = async () => {
     const machine = describeMachine(await serverVersion(server), server.description)
     sink = await startSink()
     say(`bench: PostgreSQL ${machine.postgres} (${server.description}); sink on 127.0.0.1:${sink.port}`)
+    if (options.retentionPerDay !== undefined) {
+      say("retention · timewheel …")
+      process.stdout.write(`${retentionMarkdown(await runRetention(server, options.retentionPerDay, say))}\n\n`)
+      if (options.workloads.length === 0) return
+    }
     const entries: Array<Entry> = []
     const ceilings: Array<CeilingEntry> = []
     let timewheelIngestRate: number | undefined
