@@ -4,7 +4,8 @@
 // (scripts/bundleService.ts: about 30 MB less). It compiles only when dist/ is missing or
 // older than a source file, so an unchanged tree starts at once; it prints nothing unless tsc fails.
 // The dashboard's pages (web/) are bundled into dist/web/ by the same build (esbuild,
-// scripts/dashboard/bundle.ts), and a change under web/ also makes dist/ stale.
+// scripts/dashboard/bundle.ts), and a change under web/ also makes dist/ stale. The migrations
+// (src/store/migrations/*.sql) are copied to dist/store/migrations.
 // Processes starting at once build only once: the first takes the lock file, the others wait.
 import { execFileSync } from "node:child_process"
 import * as fs from "node:fs"
@@ -24,7 +25,7 @@ const lock = path.join(root, "dist.lock")
 
 const newestSource = (): number => {
   const files = fs.readdirSync(src, { recursive: true, encoding: "utf8" })
-    .filter((file) => file.endsWith(".ts"))
+    .filter((file) => file.endsWith(".ts") || file.endsWith(".sql"))
     .map((file) => path.join(src, file))
   const web = fs.existsSync(WEB_DIR) ? fs.readdirSync(WEB_DIR, { recursive: true, encoding: "utf8" }).map((file) => path.join(WEB_DIR, file)) : []
   return Math.max(...[...files, ...web, path.join(root, "tsconfig.json"), path.join(root, "tsconfig.build.json")]
@@ -53,6 +54,8 @@ const build = async () => {
   fs.rmSync(dist, { recursive: true, force: true })
   // tsc reports on stdout, which is the CLI's output: its messages go to stderr
   execFileSync(process.execPath, [tsc, "-p", path.join(root, "tsconfig.build.json")], { stdio: ["ignore", 2, 2] })
+  // the migrations are read from files at start (src/store/schema.ts)
+  fs.cpSync(path.join(src, "store", "migrations"), path.join(dist, "store", "migrations"), { recursive: true })
   await bundleService(dist)
   await bundleDashboard()
   fs.writeFileSync(stamp, "")

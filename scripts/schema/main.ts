@@ -1,4 +1,4 @@
-// Writes docs/schema.md: the schema every migration of src/store/schema.ts makes, read from the
+// Writes docs/schema.md: the schema every migration of src/store/migrations/ makes, read from the
 // catalog of a fresh database (store/schemaCatalog.ts). On DATABASE_URL's server (a temporary
 // database, dropped afterwards) when it is set, else on an embedded PostgreSQL in a temporary
 // directory.   npm run schema

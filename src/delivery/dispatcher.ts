@@ -26,6 +26,12 @@ export class Dispatcher extends Context.Service<Dispatcher, {
   readonly holds: (triggerId: string) => boolean
   /** Every fired trigger held now. */
   readonly held: () => ReadonlyArray<string>
+  /**
+   * Whether this node has the trigger in hand: submitted, handed over or waiting at its gates, and
+   * its outcome not yet recorded (nor given back). A claim of this node's it does not carry is lost
+   * to it (scheduler/unheldClaims.ts).
+   */
+  readonly carries: (triggerId: string) => boolean
   /** Resolves once fewer than `limit` rows wait for a sender (a large burst is fetched page by page). */
   readonly awaitRoom: (limit: number) => Effect.Effect<void>
   /**

@@ -169,6 +169,8 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
   let unrecorded = 0
   /** Fired triggers held from their hand-over until their outcome is recorded (dispatcher.ts). */
   const fired = makeFiredHolds()
+  /** Every trigger in hand, from its submission or hand-over until its outcome is recorded or it is given back. */
+  const inHand = new Set<string>()
   const behind = makeBehindTracker((event) => void Effect.runForkWith(services)(logBehind(event)))
 
   const senders = makeSenderPool<Outgoing, DeliveryOutcome>({
@@ -237,9 +239,16 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
     })
 
   gatekeeper.attach({
-    send: (items) => senders.push(items as ReadonlyArray<Outgoing>),
+    send: (items) => {
+      // those a gate took from its backlog in PostgreSQL come in here
+      for (const item of items) inHand.add(item.row.id)
+      senders.push(items as ReadonlyArray<Outgoing>)
+    },
     released: (ids) => {
-      for (const id of ids) fired.release(id)
+      for (const id of ids) {
+        fired.release(id)
+        inHand.delete(id)
+      }
     },
     prepare,
     roomChanged: senders.recheck
@@ -247,12 +256,17 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
 
   /** Hands rows to the senders, those with gated tags through the gates. */
   const deliver = (rows: ReadonlyArray<DeliveryRow>): Effect.Effect<void> =>
-    Effect.map(prepare(rows), (ready) => {
+    Effect.map(Effect.andThen(Effect.sync(() => carry(rows)), prepare(rows)), (ready) => {
       const gated = ready.filter((sent) => sent.row.gateTags.length > 0)
       if (gated.length === 0) return senders.push(ready)
       gatekeeper.offer(gated)
       if (gated.length < ready.length) senders.push(ready.filter((sent) => sent.row.gateTags.length === 0))
     })
+
+  /** Takes the rows in hand (deliver, deliverAt). */
+  function carry(rows: ReadonlyArray<DeliveryRow>) {
+    for (const row of rows) inHand.add(row.id)
+  }
 
   /** Rows handed over ahead of their time wait for it here (`deliverAt`). */
   const early = yield* makeEarlyRelease<ClaimedRow>(deliver)
@@ -263,6 +277,11 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
     const nowMs = yield* Clock.currentTimeMillis
     const rows = yield* retryUntilDone("starting deliveries", triggersStartDelivery({ ids, node, nowMs }))
     unstarted -= ids.length
+    // those not started are no longer queued under this node (cancelled, or started already)
+    if (rows.length < ids.length) {
+      const started = new Set(rows.map((row) => row.id))
+      for (const id of ids) if (!started.has(id)) inHand.delete(id)
+    }
     yield* deliver(rows)
   })
 
@@ -292,7 +311,10 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
       )
     }
     unrecorded -= batch.length
-    for (const { row } of batch) if (row.fired !== null) fired.release(row.id)
+    for (const { row } of batch) {
+      if (row.fired !== null) fired.release(row.id)
+      inHand.delete(row.id)
+    }
     if (tracing !== null) for (const completion of batch) completion.recording?.recorded()
     for (const { execution } of batch) if (execution.isDeadLetter) yield* logDeadLetter(execution)
     yield* wakeups.wake(
@@ -331,7 +353,10 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
       // replays and recoveries not started yet stay queued under this node: crash recovery sends them
       const waiting = [...early.takeAll(), ...senders.takeWaiting().map((sent) => sent.row)].map((row) => row.id)
       unstarted = 0
-      for (const id of waiting) fired.release(id)
+      for (const id of waiting) {
+        fired.release(id)
+        inHand.delete(id)
+      }
       const nowMs = yield* Clock.currentTimeMillis
       const released = yield* triggersRelease({ ids: waiting, node, nowMs }).pipe(
         Effect.provideContext(services),
@@ -352,13 +377,15 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
     submit: (ids) =>
       Effect.suspend(() => {
         unstarted += ids.length
+        for (const id of ids) inHand.add(id)
         return Queue.offerAll(submitted, ids)
       }).pipe(Effect.asVoid),
     deliver,
-    deliverAt: early.deliverAt,
+    deliverAt: (rows) => Effect.andThen(Effect.sync(() => carry(rows)), early.deliverAt(rows)),
     hold: fired.hold,
     holds: fired.holds,
     held: fired.held,
+    carries: (id) => inHand.has(id),
     awaitRoom: (limit) => Effect.promise(() => senders.whenBelow(limit)),
     drain
   })

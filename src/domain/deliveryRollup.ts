@@ -1,4 +1,4 @@
-// The overview's per-minute rollup of recorded attempts (schema.ts migration 6: delivery_minutes),
+// The overview's per-minute rollup of recorded attempts (migration 6 in store/migrations: delivery_minutes),
 // computed where the attempts are recorded instead of by a statement trigger that joined every
 // execution with its trigger. Per project and minute of the attempt's start: attempts by outcome,
 // and histograms of first attempts' lateness (start minus scheduled time, domain/lateness.ts

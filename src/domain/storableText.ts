@@ -28,7 +28,7 @@ export const unstorableMessage = (field: string, character: string): string =>
   `${field} must not contain ${character}`
 
 /**
- * Custom keys and tags are index keys (schema.ts migration 3: the key indexes; the tags' GIN index),
+ * Custom keys and tags are index keys (migration 3 in store/migrations: the key indexes; the tags' GIN index),
  * and PostgreSQL refuses an index entry over about 2.7 kB: longer ones are a 400 (docs/declare-and-bulk.md
  * "Items"), `customKey must be at most 1024 bytes`, `tags must be at most 1024 bytes each` (the same for
  * /schedule's custom key and /declare's tag).

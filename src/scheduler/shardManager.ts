@@ -7,6 +7,8 @@
 //   so every actor stops at once (no longer an owner); the next round opens a new session with the
 //   same node id and takes shards again. Deliveries in flight go on and are recorded once the
 //   database is back (the dispatcher retries).
+// - Claims of this node's it has lost track of (a commit whose answer was lost) it sends again itself
+//   (unheldClaims.ts).
 // - Graceful stop: the actors stop (no more claims or fires) and the shards are released at once, so other
 //   nodes take over within a round, while this node stays present until it has sent what it holds
 //   and recorded every outcome (bounded by DRAIN_TIMEOUT_SECONDS); only then does it leave.
@@ -31,6 +33,7 @@ import { shardMarksHandOver } from "../store/shardMarks.ts"
 import { type ShardLockSession, shardLocksOpen } from "../store/shardLocks.ts"
 import { Heartbeats } from "./heartbeats.ts"
 import { runShardActor } from "./shardActor.ts"
+import { forkUnheldClaimsLoop } from "./unheldClaims.ts"
 
 const REBALANCE_EVERY = "1 second"
 /** Shards fetching a later page of a large burst at once (shardActor.ts). */
@@ -62,6 +65,8 @@ export const ShardManagerLive = Layer.effectDiscard(Effect.gen(function*() {
   const actors = new Map<number, Fiber.Fiber<unknown, unknown>>()
   metrics.watch("shardsOwned", () => actors.size)
   let session: LockSession | undefined
+  /** Set when the node stops: what it gives back stays claimed by it, for crash recovery, not for itself. */
+  let stopping = false
 
   const openSession = Effect.gen(function*() {
     const scope = yield* Scope.make()
@@ -174,6 +179,7 @@ export const ShardManagerLive = Layer.effectDiscard(Effect.gen(function*() {
    * record, leave.
    */
   const stop = Effect.gen(function*() {
+    stopping = true
     const owned = [...actors.keys()]
     yield* stopAllActors
     yield* handOver(owned)
@@ -187,4 +193,5 @@ export const ShardManagerLive = Layer.effectDiscard(Effect.gen(function*() {
   yield* Effect.ignore(rebalance)
   yield* forkLoop("wake-up listener", routeNotifications)
   yield* forkLoop("shard rebalance", rebalance, { every: REBALANCE_EVERY })
+  yield* forkUnheldClaimsLoop(() => !stopping).pipe(Effect.provideContext(services))
 }))

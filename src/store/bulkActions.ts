@@ -1,4 +1,4 @@
-// The bulk actions' rows (schema.ts migration 8): the dry run's count, starting an action (its row and
+// The bulk actions' rows (migration 8 in store/migrations): the dry run's count, starting an action (its row and
 // the fixed set of triggers it acts on, in one transaction: the set is what the filter matched then),
 // the reads of GET /actions, and the steps of one chunk (commands/bulkActionChunk.ts) in the chunk's
 // transaction: lock the next running action (SKIP LOCKED: one node at a time per action), take its

@@ -17,42 +17,6 @@ export type Database = SqlClient.SqlClient
 /** Advisory lock key taken while migrating ("timewheel" in ASCII, as a bigint). */
 const MIGRATION_LOCK = 0x74696d6577686565n
 
-/** Runs a migration's SQL, statement by statement (the driver speaks only the extended protocol). */
-const runStatements = (sql: SqlClient.SqlClient, text: string) =>
-  Effect.forEach(
-    text.split(/;\s*(?:\n|$)/).filter((statement) => statement.replace(/--.*$/gm, "").trim() !== ""),
-    (statement) => sql.unsafe(statement),
-    { discard: true }
-  )
-
-/** Takes the migration lock (for the transaction) and reads the versions applied. */
-const lockedApplied = (sql: SqlClient.SqlClient) =>
-  Effect.gen(function*() {
-    yield* sql`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`
-    yield* sql`CREATE TABLE IF NOT EXISTS schema_migrations (
-      version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)`
-    return new Set((yield* sql<{ version: number }>`SELECT version FROM schema_migrations`).map((row) => row.version))
-  })
-
-/** What every migration run ends with, in its last transaction. */
-const finishing = (sql: SqlClient.SqlClient, shards: number) =>
-  Effect.gen(function*() {
-    // SHARDS is fixed when the database is created; later starts read it from here.
-    yield* sql`INSERT INTO settings (key, value) VALUES ('shards', ${String(shards)})
-      ON CONFLICT (key) DO NOTHING`
-    // every shard has its fired mark from the start (store/shardMarks.ts): a command locking it
-    // must find a row to lock
-    yield* sql`INSERT INTO shard_marks (shard, fired_at, node)
-      SELECT s, '-infinity', '' FROM settings, generate_series(0, value::int - 1) AS s WHERE key = 'shards'
-      ON CONFLICT (shard) DO NOTHING`
-  })
-
-/**
- * Applies the pending migrations, in one transaction under the migration lock; the versions it
- * applied. A migration with `online` steps splits it: the transaction commits what came before it,
- * then each step runs in a transaction of its own (under the lock, while the migration is still
- * pending), then a new transaction applies the migration and what follows.
- */
 export const migrate = Effect.fnUntraced(function*(options: {
   readonly shards: number
   readonly nowMs: number
@@ -60,31 +24,50 @@ export const migrate = Effect.fnUntraced(function*(options: {
   readonly migrations?: ReadonlyArray<Migration>
 }) {
   const sql = yield* SqlClient.SqlClient
+  /** A step in a transaction of its own, holding the migration lock: processes starting at once take turns. */
+  const locked = <A, E, R>(step: Effect.Effect<A, E, R>) =>
+    sql.withTransaction(Effect.andThen(sql`SELECT pg_advisory_xact_lock(${MIGRATION_LOCK})`, step))
+  yield* locked(sql`CREATE TABLE IF NOT EXISTS schema_migrations (
+    version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)`)
   const now = new Date(options.nowMs)
   const ran: Array<number> = []
-  const prepared = new Set<number>()
-  for (;;) {
-    const next = yield* sql.withTransaction(Effect.gen(function*() {
-      const applied = yield* lockedApplied(sql)
-      for (const migration of options.migrations ?? MIGRATIONS) {
-        if (applied.has(migration.version)) continue
-        if (migration.online !== undefined && !prepared.has(migration.version)) return migration
-        yield* runStatements(sql, migration.sql)
-        yield* sql`INSERT INTO schema_migrations (version, name, applied_at)
-          VALUES (${migration.version}, ${migration.name}, ${now})`
-        ran.push(migration.version)
-      }
-      yield* finishing(sql, options.shards)
-      return undefined
-    }))
-    if (next === undefined) return ran
-    for (const step of next.online ?? []) {
-      yield* sql.withTransaction(Effect.gen(function*() {
-        if (!(yield* lockedApplied(sql)).has(next.version)) yield* runStatements(sql, step)
+  const isApplied = (version: number) =>
+    Effect.map(sql`SELECT 1 FROM schema_migrations WHERE version = ${version}`, (rows) => rows.length > 0)
+  // the driver speaks only the extended protocol: one statement per query
+  const runStatements = (text: string) =>
+    Effect.forEach(
+      text.split(/;\s*(?:\n|$)/).filter((statement) => statement.replace(/--.*$/gm, "").trim() !== ""),
+      (statement) => sql.unsafe(statement),
+      { discard: true }
+    )
+  for (const migration of options.migrations ?? MIGRATIONS) {
+    // its online steps first, each committed on its own (skipped once another process applied it)
+    for (const step of migration.online ?? []) {
+      yield* locked(Effect.gen(function*() {
+        if (!(yield* isApplied(migration.version))) yield* runStatements(step)
       }))
     }
-    prepared.add(next.version)
+    // each migration in its own transaction: one that fails leaves those before it applied
+    const applied = yield* locked(Effect.gen(function*() {
+      if (yield* isApplied(migration.version)) return false
+      yield* runStatements(migration.sql)
+      yield* sql`INSERT INTO schema_migrations (version, name, applied_at)
+        VALUES (${migration.version}, ${migration.name}, ${now})`
+      return true
+    }))
+    if (applied) ran.push(migration.version)
   }
+  yield* locked(Effect.gen(function*() {
+    // SHARDS is fixed when the database is created; later starts read it from here.
+    yield* sql`INSERT INTO settings (key, value) VALUES ('shards', ${String(options.shards)})
+      ON CONFLICT (key) DO NOTHING`
+    // every shard has its fired mark from the start (store/shardMarks.ts): a command locking it
+    // must find a row to lock
+    yield* sql`INSERT INTO shard_marks (shard, fired_at, node)
+      SELECT s, '-infinity', '' FROM settings, generate_series(0, value::int - 1) AS s WHERE key = 'shards'
+      ON CONFLICT (shard) DO NOTHING`
+  }))
+  return ran
 })
 
 /** The shard count stored in the database (docs/settings.md, SHARDS: fixed at creation). */

@@ -1,4 +1,4 @@
-// What a bulk replay's attempts send instead of their stored URL and headers (schema.ts migration 8,
+// What a bulk replay's attempts send instead of their stored URL and headers (migration 8 in store/migrations,
 // written by store/triggerReplay.ts; the headers sealed with ENCRYPTION_KEYS: store/sealedReplays.ts).
 // Read by delivery for the replayed triggers it is about to send.
 import * as Effect from "effect/Effect"

@@ -3,6 +3,7 @@
 // start replayed or recovered ones (queued → running), and recover triggers whose claimer died.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
+import type { Fragment } from "effect/sql/Statement"
 import { type ClaimedRow, CLAIMED_STATUSES, type DeliveryRow, DUE_STATUSES } from "../domain/trigger.ts"
 import { type DeliveryRecord, deliveryColumns, toDeliveryRow } from "./deliveryRows.ts"
 import { executionsInsert, interruptedExecution } from "./executions.ts"
@@ -108,23 +109,67 @@ export const triggersStartDelivery = Effect.fnUntraced(function*(input: {
 
 /**
  * Triggers of a shard left queued or running by a node that is gone (killed, or cut off): at least
- * once, they are sent again. Never this node's own (it is alive and still delivering them); never
- * unclaimed ones (queued with no node: held back by a gate). An attempt the gone node had started
- * (running) gets its execution now — failed, outcome unknown, from its start to now — so a
- * trigger's attempts stay numbered without gaps and the log tells what happened. An ungated one is
- * queued under this node and returned in `ids` for delivery; a gated one (a tag of it has a policy
- * now) goes back to wait at its gates in PostgreSQL — a gate row per gated tag, made when it had
- * none (a fired trigger waits at its gates in its node's memory without one) — and is returned in
- * `gated` for them to be looked at.
+ * once, they are sent again. Never this node's own (it is alive and still delivering them:
+ * `triggersRecoverUnheld` is how it sends again those of its claims it no longer holds); never
+ * unclaimed ones (queued with no node: held back by a gate).
  */
-export const triggersRecover = Effect.fnUntraced(function*(input: {
+export const triggersRecover = (input: {
   readonly shard: number
   readonly node: string
   readonly liveNodes: ReadonlyArray<string>
   readonly nowMs: number
-}) {
+}) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    requeueClaimed(sql, {
+      where: sql`t.shard = ${input.shard} AND t.status IN ${statusList(sql, CLAIMED_STATUSES)}
+        AND t.claimed_by <> ${input.node} AND NOT (t.claimed_by = ANY(${input.liveNodes}::text[]))`,
+      node: input.node,
+      nowMs: input.nowMs
+    }))
+
+/**
+ * This node's claims that nothing in its memory sends or records (scheduler/unheldClaims.ts): a
+ * trigger running under it, or queued under it to be started and not waiting at its gates (those
+ * taken from a gate's backlog wait in the gates' memory, with their gate rows).
+ */
+export const triggersClaimedBy = Effect.fnUntraced(function*(node: string) {
   const sql = yield* SqlClient.SqlClient
-  return yield* sql.withTransaction(Effect.gen(function*() {
+  const rows = yield* sql<{ id: string }>`
+    SELECT t.id FROM triggers t
+    WHERE t.status IN ${statusList(sql, CLAIMED_STATUSES)} AND t.claimed_by = ${node}
+      AND (t.status = 'running' OR NOT EXISTS (SELECT FROM gate_slots s WHERE s.trigger_id = t.id))`
+  return rows.map((row) => row.id)
+})
+
+/** Of `ids`, those still claimed by this node are sent again, as `triggersRecover` does for a gone node's. */
+export const triggersRecoverUnheld = (input: {
+  readonly ids: ReadonlyArray<string>
+  readonly node: string
+  readonly nowMs: number
+}) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) =>
+    requeueClaimed(sql, {
+      where: sql`t.id = ANY(${input.ids}::uuid[]) AND t.status IN ${statusList(sql, CLAIMED_STATUSES)}
+        AND t.claimed_by = ${input.node}`,
+      node: input.node,
+      nowMs: input.nowMs
+    }))
+
+/**
+ * Requeues the claimed triggers `where` selects (over the alias `t`), for this node to send again.
+ * An attempt that had started (running) gets its execution now — failed, outcome unknown, from its
+ * start to now — so a trigger's attempts stay numbered without gaps and the log tells what happened.
+ * An ungated one is queued under this node and returned in `ids` for delivery; a gated one (a tag of
+ * it has a policy now) goes back to wait at its gates in PostgreSQL — a gate row per gated tag, made
+ * when it had none (a fired trigger waits at its gates in its node's memory without one) — and is
+ * returned in `gated` for them to be looked at.
+ */
+const requeueClaimed = (sql: SqlClient.SqlClient, input: {
+  readonly where: Fragment
+  readonly node: string
+  readonly nowMs: number
+}) =>
+  sql.withTransaction(Effect.gen(function*() {
     const now = new Date(input.nowMs)
     const rows = yield* sql<{
       id: string; project_id: string; attempts: number; url: string; triggered_by: string | null; was: string; started_at: Date
@@ -134,8 +179,7 @@ export const triggersRecover = Effect.fnUntraced(function*(input: {
         SELECT t.id, t.status AS was, LEAST(${now}::timestamptz, GREATEST(t.claimed_at, t.due_at, t.updated_at)) AS started_at,
           ${sql.unsafe(GATED_TAGS_SQL)} AS gate_tags
         FROM triggers t
-        WHERE t.shard = ${input.shard} AND t.status IN ${statusList(sql, CLAIMED_STATUSES)}
-          AND t.claimed_by <> ${input.node} AND NOT (t.claimed_by = ANY(${input.liveNodes}::text[]))
+        WHERE ${input.where}
         FOR UPDATE OF t
       ), requeued AS (
         UPDATE triggers t SET status = 'queued', claimed_at = ${now},
@@ -161,7 +205,6 @@ export const triggersRecover = Effect.fnUntraced(function*(input: {
       gated: rows.filter((row) => row.gate_tags.length > 0).map((row) => ({ projectId: row.project_id, gateTags: row.gate_tags }))
     }
   }))
-})
 
 /**
  * Gives back triggers this node took but will not send after all (it is stopping), for the shards'

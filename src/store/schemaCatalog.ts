@@ -1,4 +1,4 @@
-// Today's schema as PostgreSQL holds it once every migration ran (store/schema.ts): each table's
+// Today's schema as PostgreSQL holds it once every migration ran (store/migrations/): each table's
 // columns, constraints, indexes and triggers, read from the catalog and written out as Markdown.
 // `npm run schema` regenerates docs/schema.md with it, and a test checks that page is current, so a
 // reader sees the schema without replaying twenty migrations in their head. A partitioned table is
@@ -65,7 +65,7 @@ export const schemaMarkdown = (tables: ReadonlyArray<TableDescription>, lastMigr
     "",
     `What PostgreSQL holds once every migration has run (the last: ${lastMigration.version}, "${lastMigration.name}").`,
     "The migrations themselves, with a comment on why each table and index is there, are in",
-    "`src/store/schema.ts`; this page is generated from the catalog by `npm run schema` (do not edit it:",
+    "`src/store/migrations/` (one numbered `.sql` file each); this page is generated from the catalog by `npm run schema` (do not edit it:",
     "a test fails when it differs from what the migrations make).",
     ""
   ]

@@ -1,4 +1,4 @@
-// Each shard's fired mark (schema.ts migration 7): how the owner of a shard hands its keyless
+// Each shard's fired mark (migration 7 in store/migrations): how the owner of a shard hands its keyless
 // one-shots to delivery without a write per trigger. Before it sends what comes due up to an
 // instant, the owner advances its shard's mark to that instant (one small HOT update for the shard,
 // committed durably before anything it covers is sent); from then on every trigger the mark covers — `fired`: still registered

@@ -37,7 +37,7 @@ const toRef = (row: RefRow): TriggerRef => ({
 /**
  * The pending one-shot trigger or active generator that owns a custom key, locked for update. A key can
  * have several owners (docs/internals.md "/declare and /bulk": one created by /schedule or /bulk, and
- * one per tag that /declare created it in; schema.ts migration 3): the unscoped one is preferred, then
+ * one per tag that /declare created it in; migration 3 in store/migrations): the unscoped one is preferred, then
  * the oldest.
  */
 export const triggersFindKeyOwner = Effect.fnUntraced(function*(input: {

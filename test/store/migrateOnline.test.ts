@@ -7,7 +7,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { migrate } from "../../src/store/db.ts"
-import { type Migration, MIGRATIONS } from "../../src/store/schema.ts"
+import { type Migration, MIGRATIONS, parseMigration } from "../../src/store/schema.ts"
 import { freshDatabaseUrl } from "../support/database.ts"
 
 const Database = Layer.unwrap(Effect.map(freshDatabaseUrl, (url) => PgClient.layer({ url: Redacted.make(url), maxConnections: 2 })))
@@ -37,6 +37,13 @@ layer(Database, { timeout: "60 seconds" })("migrations with online steps", (it) 
       assert.deepStrictEqual(yield* migrate({ shards: 4, nowMs: 0, migrations: [...MIGRATIONS, ONLINE] }), [])
       assert.strictEqual((yield* sql`SELECT 1 FROM online_runs`).length, 3)
     }))
+
+  it("a file's parts before its last \"-- Commit\" line are its online steps", () => {
+    assert.deepStrictEqual(parseMigration("0009_split.sql", "-- Migration 9: split\nSELECT 1;\n-- Commit\nSELECT 2;\n-- Commit\nSELECT 3;\n"), {
+      version: 9, name: "split", sql: "SELECT 3;\n", online: ["SELECT 1;\n", "SELECT 2;\n"]
+    })
+    assert.deepStrictEqual(parseMigration("0009_whole.sql", "-- Migration 9: whole\nSELECT 1;\n"), { version: 9, name: "whole", sql: "SELECT 1;\n" })
+  })
 
   describe("the partitioning of executions", () => {
     it("validates its bound in an online step, and its own transaction validates nothing", () => {
