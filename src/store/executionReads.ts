@@ -4,8 +4,8 @@
 // executions_dead_letters when only dead letters are asked for (the literal `is_dead_letter` predicate
 // lets the planner pick it); a trigger's attempts come from executions_trigger, a page at a time after
 // the last one read. A read of one trigger's executions is bounded below by the day it was made
-// (domain/executionDays.ts executionIdFloor), so only the day partitions from then on are probed. A page never reads more than about LIST_PAGE_MAX_BYTES (docs/reading.md "How long
-// a page is"): the rows past that budget, counted in stored bytes of their large columns, come without
+// (domain/executionDays.ts executionIdFloor), so only the day partitions from then on are probed.
+// A page never reads more than about LIST_PAGE_MAX_BYTES (docs/reading.md "How long a page is"): the rows past that budget, counted in stored bytes of their large columns, come without
 // them (`fetched` false; the page ends before the first of them, domain/listPage.ts).
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
@@ -134,7 +134,8 @@ export const executionsList = Effect.fnUntraced(function*(input: ExecutionsListI
 
 /**
  * The latest attempt (by attempt number, through executions_trigger) of each of these triggers of
- * the project that has one (each probing the partitions from the day it was made on): what a completed trigger's outcome is read from (domain/trigger.ts).
+ * the project that has one (each probing the partitions from the day it was made on): what a
+ * completed trigger's outcome is read from (domain/trigger.ts).
  */
 export const executionsLatestOfTriggers = Effect.fnUntraced(function*(input: {
   readonly projectId: string

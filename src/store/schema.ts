@@ -1,7 +1,8 @@
 // The database schema as ordered migrations: the numbered files of migrations/ (`0001_….sql`, each
 // opening with `-- Migration N: name`), read once at start. Each is applied in a transaction of its
 // own under an advisory lock (store/db.ts), so processes starting at once take turns and each
-// migration runs exactly once; a file may split its work into several transactions ("-- Commit"). Today's schema they make is docs/schema.md.
+// migration runs exactly once; a file may split its work into several transactions ("-- Commit").
+// Today's schema they make is docs/schema.md.
 // Designed for tens of millions of trigger and execution rows: every hot path has a narrow
 // (mostly partial) index, and ids are UUIDv7 so "newest first" is an index scan on the primary key.
 import * as fs from "node:fs"
