@@ -15,6 +15,7 @@ import { DELIVERY_CEILING_SETTINGS } from "./deliveryCeiling.ts"
 import type { Costs } from "./costs.ts"
 import { runBareCeiling } from "./ingestWrk.ts"
 import { REDRIVE_DEFAULT_N, runRedrive } from "./redrive.ts"
+import { RETENTION_DEFAULT_PER_DAY, retentionMarkdown, runRetention } from "./retention.ts"
 import { describeMachine, markdown, writeJson } from "./report.ts"
 import type { CeilingEntry, Entry, Metrics } from "./report.ts"
 import { startSink } from "./sink.ts"
@@ -25,13 +26,16 @@ import { GATED_DEFAULT_N, type GatedMetrics, runGated } from "./gated.ts"
 import { BATCH_SIZE, LoadOverrun, runBatch, runDelivery, runIngest, runPrecision } from "./workloads.ts"
 import { CURVE_DEFAULT_SECONDS, curveMarkdown, type CurveRun, runCurve, writeCurveSvg } from "./latenessCurve.ts"
 
-const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,precision-fast,batch,gated,redrive,lateness-curve] [--systems timewheel,graphile-worker,pg-boss]
+const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,precision-fast,batch,gated,redrive,lateness-curve,retention] [--systems timewheel,graphile-worker,pg-boss]
                         [--n 20000] [--precision-n 2000] [--batch-n 100000] [--gated-nodes 1,3] [--redrive-n ${REDRIVE_DEFAULT_N}]
-                        [--lead-ms N] [--curve-seconds ${CURVE_DEFAULT_SECONDS}] [--curve-svg FILE] [--encryption] [--tracing]
-  --only         workloads to run (default all but lateness-curve; "memory" is measured in every workload; gated and redrive are timewheel only)
+                        [--retention-per-day ${RETENTION_DEFAULT_PER_DAY}] [--lead-ms N] [--curve-seconds ${CURVE_DEFAULT_SECONDS}] [--curve-svg FILE]
+                        [--encryption] [--tracing]
+  --only         workloads to run (default all but lateness-curve and retention, which run only when named; "memory" is
+                 measured in every workload; gated, redrive and retention are timewheel only)
                  lateness-curve: the precision workload's steady stream at 500, 1,000, 2,000, 4,000, 8,000 and 16,000 due/s
                  for timewheel and graphile-worker at 1 ms polling, each up to the first rate it falls behind at;
                  p50 and p99 against the rate drawn as one SVG (beside the JSON, and to --curve-svg)
+                 retention: timewheel's store alone, 40 days of history, then the oldest 10 removed
                  ingest: timewheel driven by wrk (1 thread, 32 connections, 8 s after a 2 s warm-up; installed
                  with apt-get when missing and root) and by the Node client (n calls, as before); beside it the
                  ceilings: the same wrk against a bare node:https server, timewheel's GET /health and POST /schedule
@@ -45,6 +49,8 @@ const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,precisi
   --gated-nodes  the gated workload's timewheel runs: one node, three sharing the database, or both (default 1,3)
   --redrive-n    dead letters redriven by one bulk action in the redrive workload (default ${REDRIVE_DEFAULT_N}), with the
                  longest wait of a claim of one of them beside it
+  --retention-per-day  finished triggers per day of the retention workload's 40 days of history, 4 executions
+                 each (default ${RETENTION_DEFAULT_PER_DAY}: 1M executions; 125000 gives 5M triggers and 20M executions)
   --lead-ms      time between the start of loading and the first due instant (default: estimated)
   --curve-seconds  seconds of steady stream at each rate of lateness-curve (default ${CURVE_DEFAULT_SECONDS})
   --curve-svg    also write lateness-curve's SVG to this file (e.g. docs/lateness-curve.svg)
@@ -62,6 +68,8 @@ interface Options {
   readonly precisionN: number
   readonly batchN: number
   readonly redriveN: number
+  /** The retention workload (named in --only), with this many triggers per day of history. */
+  readonly retentionPerDay: number | undefined
   readonly leadMs: number | undefined
   readonly variants: Variants
   /** The lateness-against-load curve (latenessCurve.ts): run when asked for by --only. */
@@ -86,13 +94,15 @@ const batchCount = (raw: string): number => {
 
 const parseOptions = (args: ReadonlyArray<string>): Options => {
   const { values, switches } = readFlags(
-    args, USAGE, ["only", "systems", "n", "precision-n", "batch-n", "gated-nodes", "redrive-n", "lead-ms", "curve-seconds", "curve-svg"], ["encryption", "tracing"]
+    args, USAGE,
+    ["only", "systems", "n", "precision-n", "batch-n", "gated-nodes", "redrive-n", "retention-per-day", "lead-ms", "curve-seconds", "curve-svg"],
+    ["encryption", "tracing"]
   )
   const lead = values.get("lead-ms")
   const only = values.get("only")
   const curve = only !== undefined && only.split(",").map((item) => item.trim()).includes("lateness-curve")
   return {
-    workloads: only !== undefined ? listOf(only, WORKLOADS, ["memory", "lateness-curve"]) : WORKLOADS,
+    workloads: only !== undefined ? listOf(only, WORKLOADS, ["memory", "lateness-curve", "retention"]) : WORKLOADS,
     curve: curve
       ? { seconds: positiveInt(values.get("curve-seconds") ?? String(CURVE_DEFAULT_SECONDS), "--curve-seconds"), svg: values.get("curve-svg") }
       : undefined,
@@ -103,6 +113,9 @@ const parseOptions = (args: ReadonlyArray<string>): Options => {
     precisionN: positiveInt(values.get("precision-n") ?? "2000", "--precision-n"),
     batchN: batchCount(values.get("batch-n") ?? "100000"),
     redriveN: positiveInt(values.get("redrive-n") ?? String(REDRIVE_DEFAULT_N), "--redrive-n"),
+    retentionPerDay: (values.get("only") ?? "").split(",").map((w) => w.trim()).includes("retention")
+      ? positiveInt(values.get("retention-per-day") ?? String(RETENTION_DEFAULT_PER_DAY), "--retention-per-day")
+      : undefined,
     leadMs: lead === undefined ? undefined : positiveInt(lead, "--lead-ms"),
     variants: { encryption: switches.has("encryption"), tracing: switches.has("tracing") }
   }
@@ -237,6 +250,11 @@ const main = async () => {
     const machine = describeMachine(await serverVersion(server), server.description)
     sink = await startSink()
     say(`bench: PostgreSQL ${machine.postgres} (${server.description}); sink on 127.0.0.1:${sink.port}`)
+    if (options.retentionPerDay !== undefined) {
+      say("retention · timewheel …")
+      process.stdout.write(`${retentionMarkdown(await runRetention(server, options.retentionPerDay, say))}\n\n`)
+      if (options.workloads.length === 0) return
+    }
     const entries: Array<Entry> = []
     const ceilings: Array<CeilingEntry> = []
     let timewheelIngestRate: number | undefined

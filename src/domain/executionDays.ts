@@ -22,6 +22,27 @@ export const uuidFloor = (ms: number): string => {
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-0000-0000-000000000000`
 }
 
+/**
+ * How far before its trigger's id an execution's id may be and still be read with it: the nodes'
+ * clocks differ a little (a trigger made on one node, sent at once by another whose clock is behind).
+ */
+export const EXECUTION_FLOOR_MARGIN_MS = 60 * 60 * 1000
+
+/** Version 7 in a UUID's text (the 15th character). */
+const isV7 = (id: string) => id.charAt(14) === "7"
+
+/**
+ * The lowest id an execution of the trigger `triggerId` can have: the start of the UTC day holding
+ * its creation time (the first 48 bits of its UUIDv7) less EXECUTION_FLOOR_MARGIN_MS, so a read of
+ * its executions bounded by it reaches only the partitions of that day and later. The nil UUID (no
+ * bound) for an id that is not a UUIDv7. store/executionFloor.ts computes the same in SQL.
+ */
+export const executionIdFloor = (triggerId: string): string => {
+  if (!isV7(triggerId)) return uuidFloor(0)
+  const ms = Number.parseInt(triggerId.slice(0, 8) + triggerId.slice(9, 13), 16)
+  return uuidFloor(dayStartMs(Math.max(0, ms - EXECUTION_FLOOR_MARGIN_MS)))
+}
+
 const yyyymmdd = (dayMs: number) => new Date(dayMs).toISOString().slice(0, 10).replaceAll("-", "")
 
 /** The partition of the day starting at `dayMs`. */

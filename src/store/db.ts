@@ -31,14 +31,26 @@ export const migrate = Effect.fnUntraced(function*(options: {
     version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL)`)
   const now = new Date(options.nowMs)
   const ran: Array<number> = []
+  const isApplied = (version: number) =>
+    Effect.map(sql`SELECT 1 FROM schema_migrations WHERE version = ${version}`, (rows) => rows.length > 0)
+  // the driver speaks only the extended protocol: one statement per query
+  const runStatements = (text: string) =>
+    Effect.forEach(
+      text.split(/;\s*(?:\n|$)/).filter((statement) => statement.replace(/--.*$/gm, "").trim() !== ""),
+      (statement) => sql.unsafe(statement),
+      { discard: true }
+    )
   for (const migration of options.migrations ?? MIGRATIONS) {
+    // its online steps first, each committed on its own (skipped once another process applied it)
+    for (const step of migration.online ?? []) {
+      yield* locked(Effect.gen(function*() {
+        if (!(yield* isApplied(migration.version))) yield* runStatements(step)
+      }))
+    }
     // each migration in its own transaction: one that fails leaves those before it applied
     const applied = yield* locked(Effect.gen(function*() {
-      if ((yield* sql`SELECT 1 FROM schema_migrations WHERE version = ${migration.version}`).length > 0) return false
-      // the driver speaks only the extended protocol: one statement per query
-      for (const statement of migration.sql.split(/;\s*(?:\n|$)/)) {
-        if (statement.replace(/--.*$/gm, "").trim() !== "") yield* sql.unsafe(statement)
-      }
+      if (yield* isApplied(migration.version)) return false
+      yield* runStatements(migration.sql)
       yield* sql`INSERT INTO schema_migrations (version, name, applied_at)
         VALUES (${migration.version}, ${migration.name}, ${now})`
       return true

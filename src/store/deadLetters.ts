@@ -2,11 +2,13 @@
 // id, as store/triggerFilter.ts reads it for the `deadLetter` filter) is a dead letter. A trigger
 // replayed with success since is not one any more. Read from the dead-letter executions through the
 // partial index executions_dead_letters (project_id, id DESC), each kept when no later execution of
-// its trigger exists (one probe of executions_trigger per dead-letter execution): the work follows
+// its trigger exists (one probe of executions_trigger per dead-letter execution, in the day partitions
+// from the one its trigger was made on: store/executionFloor.ts): the work follows
 // the project's dead-letter executions, not its triggers. Newest dead letter first, keyset paging on
 // the dead-letter execution's id. The dashboard's Dead letters page and its overview read these.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
+import { executionFloorSql } from "./executionFloor.ts"
 import { effectiveStatusSql } from "./shardMarks.ts"
 
 /** Characters of the dead letter's response body shown beside its status. */
@@ -16,7 +18,8 @@ export const RESPONSE_EXCERPT_CHARS = 200
 const latestDeadLetters = (sql: SqlClient.SqlClient, projectId: string) => [
   sql`e.project_id = ${projectId}`,
   sql`e.is_dead_letter`,
-  sql`NOT EXISTS (SELECT FROM executions l WHERE l.trigger_id = e.trigger_id AND (l.attempt, l.id) > (e.attempt, e.id))`
+  sql`NOT EXISTS (SELECT FROM executions l WHERE l.trigger_id = e.trigger_id AND (l.attempt, l.id) > (e.attempt, e.id)
+    AND l.id >= ${sql.unsafe(executionFloorSql("e.trigger_id"))})`
 ]
 
 export interface DeadLetterRow {

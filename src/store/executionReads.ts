@@ -3,13 +3,15 @@
 // pagination on the UUIDv7 id: executions_project (project_id, id DESC), or the partial
 // executions_dead_letters when only dead letters are asked for (the literal `is_dead_letter` predicate
 // lets the planner pick it); a trigger's attempts come from executions_trigger, a page at a time after
-// the last one read. A page never reads more than about LIST_PAGE_MAX_BYTES (docs/reading.md "How long
-// a page is"): the rows past that budget, counted in stored bytes of their large columns, come without
+// the last one read. A read of one trigger's executions is bounded below by the day it was made
+// (domain/executionDays.ts executionIdFloor), so only the day partitions from then on are probed.
+// A page never reads more than about LIST_PAGE_MAX_BYTES (docs/reading.md "How long a page is"): the rows past that budget, counted in stored bytes of their large columns, come without
 // them (`fetched` false; the page ends before the first of them, domain/listPage.ts).
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { LatestAttempt } from "../domain/trigger.ts"
 import type { Fragment } from "effect/sql/Statement"
+import { executionIdFloor } from "../domain/executionDays.ts"
 import { LIST_PAGE_MAX_BYTES } from "../domain/listPage.ts"
 import type { ExecutionRow } from "../domain/views.ts"
 
@@ -80,7 +82,11 @@ export const executionsListForTrigger = Effect.fnUntraced(function*(input: {
   readonly limit: number
 }) {
   const sql = yield* SqlClient.SqlClient
-  const clauses = [sql`e.trigger_id = ${input.triggerId}`, sql`e.project_id = ${input.projectId}`]
+  const clauses = [
+    sql`e.trigger_id = ${input.triggerId}`,
+    sql`e.project_id = ${input.projectId}`,
+    sql`e.id >= ${executionIdFloor(input.triggerId)}`
+  ]
   if (input.after !== undefined) {
     clauses.push(sql`(e.attempt, e.started_at, e.id) > (${input.after.attempt}, ${input.after.started_at}, ${input.after.id})`)
   }
@@ -112,7 +118,7 @@ export const executionsList = Effect.fnUntraced(function*(input: ExecutionsListI
   const sql = yield* SqlClient.SqlClient
   const clauses = [sql`e.project_id = ${input.projectId}`]
   if (input.deadLetterOnly === true) clauses.push(sql`e.is_dead_letter`)
-  if (input.jobId !== undefined) clauses.push(sql`e.trigger_id = ${input.jobId}`)
+  if (input.jobId !== undefined) clauses.push(sql`e.trigger_id = ${input.jobId}`, sql`e.id >= ${executionIdFloor(input.jobId)}`)
   if (input.customKey !== undefined) {
     clauses.push(sql`e.trigger_id IN (
       SELECT t.id FROM triggers t
@@ -128,7 +134,8 @@ export const executionsList = Effect.fnUntraced(function*(input: ExecutionsListI
 
 /**
  * The latest attempt (by attempt number, through executions_trigger) of each of these triggers of
- * the project that has one: what a completed trigger's outcome is read from (domain/trigger.ts).
+ * the project that has one (each probing the partitions from the day it was made on): what a
+ * completed trigger's outcome is read from (domain/trigger.ts).
  */
 export const executionsLatestOfTriggers = Effect.fnUntraced(function*(input: {
   readonly projectId: string
@@ -138,10 +145,10 @@ export const executionsLatestOfTriggers = Effect.fnUntraced(function*(input: {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql<{ trigger_id: string; succeeded: boolean; is_dead_letter: boolean }>`
     SELECT l.trigger_id, l.status = 'succeeded' AS succeeded, l.is_dead_letter
-    FROM unnest(${input.triggerIds}::uuid[]) AS t(id)
+    FROM unnest(${input.triggerIds}::uuid[], ${input.triggerIds.map(executionIdFloor)}::uuid[]) AS t(id, floor)
     CROSS JOIN LATERAL (
       SELECT e.trigger_id, e.status, e.is_dead_letter FROM executions e
-      WHERE e.trigger_id = t.id AND e.project_id = ${input.projectId}
+      WHERE e.trigger_id = t.id AND e.project_id = ${input.projectId} AND e.id >= t.floor
       ORDER BY e.attempt DESC LIMIT 1
     ) l`
   return new Map(rows.map((row) => [row.trigger_id, { succeeded: row.succeeded, isDeadLetter: row.is_dead_letter }] as const))

@@ -1,7 +1,8 @@
 // The database schema as ordered migrations: the numbered files of migrations/ (`0001_….sql`, each
 // opening with `-- Migration N: name`), read once at start. Each is applied in a transaction of its
 // own under an advisory lock (store/db.ts), so processes starting at once take turns and each
-// migration runs exactly once. Today's schema they make is docs/schema.md.
+// migration runs exactly once; a file may split its work into several transactions ("-- Commit").
+// Today's schema they make is docs/schema.md.
 // Designed for tens of millions of trigger and execution rows: every hot path has a narrow
 // (mostly partial) index, and ids are UUIDv7 so "newest first" is an index scan on the primary key.
 import * as fs from "node:fs"
@@ -10,8 +11,19 @@ import * as path from "node:path"
 export interface Migration {
   readonly version: number
   readonly name: string
+  /** What its transaction runs (recording it as applied). */
   readonly sql: string
+  /**
+   * Steps run before `sql`, each in a transaction of its own (store/db.ts migrate): long work that
+   * must not hold the locks `sql` takes, such as validating a constraint while writes go on. Each
+   * must be safe to run again (a start that stopped between them runs them all again). In a file,
+   * the parts before the last line `-- Commit`.
+   */
+  readonly online?: ReadonlyArray<string>
 }
+
+/** A line of a migration file ending a transaction: what precedes it runs and commits before what follows. */
+const COMMIT = /^-- Commit\n/m
 
 /**
  * Where the files are: beside this module in the sources and in tsc's output (the build copies
@@ -35,7 +47,9 @@ export const parseMigration = (fileName: string, text: string): Migration => {
   if (file === null || header === null || Number(file[1]) !== Number(header[1])) {
     throw new Error(`migration ${fileName}: expected a name NNNN_words.sql and a first line "-- Migration N: name" with the same N`)
   }
-  return { version: Number(file[1]), name: header[2]!, sql: text.slice(header[0].length) }
+  const parts = text.slice(header[0].length).split(COMMIT)
+  const sql = parts.pop()!
+  return parts.length === 0 ? { version: Number(file[1]), name: header[2]!, sql } : { version: Number(file[1]), name: header[2]!, sql, online: parts }
 }
 
 /** The migrations in order of version, numbered 1, 2, 3… without a gap. */

@@ -5,7 +5,8 @@
 // - status is the status a reader sees (a trigger its shard's mark fired is running: shardMarks.ts);
 // - outcome reads a completed trigger's latest execution (cancelled and skipped are statuses);
 // - deadLetter looks at the trigger's latest execution (highest attempt) through executions_trigger
-//   (trigger_id, attempt): one index probe per candidate row; `true` (and the outcome dead_letter)
+//   (trigger_id, attempt): one index probe per candidate row, in the day partitions from the one the
+//   trigger was made on (store/executionFloor.ts); `true` (and the outcome dead_letter)
 //   also names the candidates, the triggers with a dead-letter execution (the partial index
 //   executions_dead_letters), so the planner need not probe every trigger of the project;
 // - the scheduled range reads a generator's time as GET /jobs shows it: its upcoming instance's,
@@ -14,6 +15,7 @@ import type { SqlClient } from "effect/sql"
 import type { Fragment } from "effect/sql/Statement"
 import type { JobOutcome } from "../domain/trigger.ts"
 import type { TriggerFilter } from "../domain/triggerFilter.ts"
+import { executionFloorSql } from "./executionFloor.ts"
 import { effectiveStatusIs } from "./shardMarks.ts"
 
 /** The scheduled time of a generator's upcoming (registered) instance, for a generator row `t`. */
@@ -25,11 +27,11 @@ const SCHEDULED_AT_SQL = `(CASE WHEN t.kind = 'generator' THEN ${UPCOMING_AT_SQL
 
 /** Whether the latest execution of trigger `t` is a dead letter (NULL: it has none). */
 export const LATEST_IS_DEAD_LETTER_SQL = `(SELECT e.is_dead_letter FROM executions e
-      WHERE e.trigger_id = t.id ORDER BY e.attempt DESC, e.id DESC LIMIT 1)`
+      WHERE e.trigger_id = t.id AND e.id >= ${executionFloorSql("t.id")} ORDER BY e.attempt DESC, e.id DESC LIMIT 1)`
 
 /** The outcome of a completed trigger: its latest execution's (by attempt, through executions_trigger). */
 const LATEST_OUTCOME_SQL = `(SELECT CASE WHEN e.is_dead_letter THEN 'dead_letter' WHEN e.status = 'succeeded' THEN 'delivered' END
-      FROM executions e WHERE e.trigger_id = t.id ORDER BY e.attempt DESC LIMIT 1)`
+      FROM executions e WHERE e.trigger_id = t.id AND e.id >= ${executionFloorSql("t.id")} ORDER BY e.attempt DESC LIMIT 1)`
 
 /** The triggers of the project with a dead-letter execution: where a dead letter now can be. */
 const hasDeadLetter = (sql: SqlClient.SqlClient, projectId: string): Fragment =>

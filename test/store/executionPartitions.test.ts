@@ -2,15 +2,19 @@
 // the migration "executions partitioned by day" makes the table as it was the partition of every id before its bound, its rows
 // readable as before by every read; the days ahead are made once however many nodes make them at
 // once, and again makes nothing; a row the default partition took for a day made later moves into
-// that day; dropping before a cutoff drops only the days wholly before it.
+// that day; dropping before a cutoff drops only the days wholly before it. A read of a trigger's
+// executions reaches only the days from the one it was made on (store/executionFloor.ts).
 import { assert, describe, layer } from "@effect/vitest"
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import { DAY_MS, dayStartMs } from "../../src/domain/executionDays.ts"
+import { DAY_MS, dayStartMs, EXECUTION_FLOOR_MARGIN_MS, executionIdFloor } from "../../src/domain/executionDays.ts"
 import { uuidv7 } from "../../src/domain/ids.ts"
 import { migrate } from "../../src/store/db.ts"
 import { executionsGet, executionsList, executionsListForTrigger, executionsLatestOfTriggers } from "../../src/store/executionReads.ts"
+import { deadLettersList } from "../../src/store/deadLetters.ts"
+import { executionFloorSql } from "../../src/store/executionFloor.ts"
+import { triggerFilterClauses } from "../../src/store/triggerFilter.ts"
 import { executionPartitionsDropBefore, executionPartitionsEnsure, executionPartitionsList, executionsDefaultDeleteBefore } from "../../src/store/executionPartitions.ts"
 import { MIGRATIONS } from "../../src/store/schema.ts"
 
@@ -41,9 +45,9 @@ layer(Database, { timeout: "120 seconds" })("executions by day", (it) => {
         yield* migrate({ shards: 4, nowMs: 0, migrations: MIGRATIONS.filter((m) => m.version < PARTITIONING) })
         assert.strictEqual((yield* sql<{ kind: string }>`SELECT relkind::text AS kind FROM pg_class WHERE relname = 'executions'`)[0]!.kind, "r")
         yield* ensureProject(PROJECT)
-        // one trigger with OLD_ROWS attempts over the last 20 days, as delivery mints their ids
-        const triggerId = yield* insertTrigger({ projectId: PROJECT, status: "completed", attempts: OLD_ROWS })
+        // one trigger made 21 days ago with OLD_ROWS attempts over the last 20 days, as delivery mints their ids
         const now = Date.now()
+        const triggerId = yield* insertTrigger({ id: uuidv7(now - 21 * DAY_MS), projectId: PROJECT, status: "completed", attempts: OLD_ROWS })
         yield* sql`INSERT INTO executions (id, trigger_id, project_id, attempt, status, started_at, finished_at, duration_ms,
             http_status, is_dead_letter, connect_timeout_seconds, timeout_seconds, url)
           SELECT (lpad(to_hex(${now - 20 * DAY_MS}::bigint + g * ${Math.floor(20 * DAY_MS / OLD_ROWS)}::bigint), 12, '0')
@@ -55,10 +59,12 @@ layer(Database, { timeout: "120 seconds" })("executions by day", (it) => {
 
         assert.deepStrictEqual(yield* migrate({ shards: 4, nowMs: 0 }), MIGRATIONS.filter((m) => m.version >= PARTITIONING).map((m) => m.version))
         assert.strictEqual((yield* sql<{ kind: string }>`SELECT relkind::text AS kind FROM pg_class WHERE relname = 'executions'`)[0]!.kind, "p")
-        const tomorrow = new Date(dayStartMs(now) + DAY_MS).toISOString().slice(0, 10).replaceAll("-", "")
-        assert.deepStrictEqual(yield* names, [`executions_until_${tomorrow}`])
+        // the bound: two days on (writes of nodes still running must keep within it while the migration runs)
+        const boundMs = dayStartMs(now) + 2 * DAY_MS
+        const boundDay = new Date(boundMs).toISOString().slice(0, 10).replaceAll("-", "")
+        assert.deepStrictEqual(yield* names, [`executions_until_${boundDay}`])
         assert.deepStrictEqual((yield* sql<{ id: string }>`SELECT id FROM executions ORDER BY id`).map((r) => r.id), before.map((r) => r.id))
-        assert.strictEqual(yield* partitionOf(before[0]!.id), `executions_until_${tomorrow}`)
+        assert.strictEqual(yield* partitionOf(before[0]!.id), `executions_until_${boundDay}`)
 
         // the reads of the log endpoints
         const newest = before[before.length - 1]!.id
@@ -73,10 +79,10 @@ layer(Database, { timeout: "120 seconds" })("executions by day", (it) => {
         assert.deepStrictEqual(latest.get(triggerId), { succeeded: false, isDeadLetter: true })
 
         // the days from the bound on are made; a new attempt goes into its day, an old one stays
-        const made = yield* executionPartitionsEnsure(dayStartMs(now) + DAY_MS)
-        assert.strictEqual(made[0], `executions_${tomorrow}`)
-        const next = yield* insertExecution({ id: uuidv7(dayStartMs(now) + DAY_MS + 5_000), projectId: PROJECT, triggerId, attempt: OLD_ROWS + 1 })
-        assert.strictEqual(yield* partitionOf(next), `executions_${tomorrow}`)
+        const made = yield* executionPartitionsEnsure(boundMs)
+        assert.strictEqual(made[0], `executions_${boundDay}`)
+        const next = yield* insertExecution({ id: uuidv7(boundMs + 5_000), projectId: PROJECT, triggerId, attempt: OLD_ROWS + 1 })
+        assert.strictEqual(yield* partitionOf(next), `executions_${boundDay}`)
         // (a page reads one more row than its limit)
         assert.deepStrictEqual((yield* executionsList({ projectId: PROJECT, limit: 1 })).map((r) => r.id), [next, newest])
         // a trigger deleted takes its executions in every partition along (the foreign key cascades)
@@ -161,6 +167,85 @@ layer(Database, { timeout: "120 seconds" })("executions by day", (it) => {
         yield* sql`UPDATE triggers SET status = 'completed' WHERE id = ${retrying}`
         assert.strictEqual(yield* executionsDefaultDeleteBefore({ beforeMs: cutoff, limit: 100 }), 1)
         assert.isUndefined((yield* executionsGet({ projectId: PROJECT, id: kept }))?.id)
+      }))
+  })
+
+  describe("reads of a trigger's executions, from the day it was made on", () => {
+    const PROJECT_B = "00000000-0000-7000-8000-0000000000ac"
+    const at = (day: number, h: number, m = 0) => Date.UTC(2031, 3, day, h, m)
+
+    it.effect("the SQL floor is the domain's, for ids of any time of day, near midnight and not UUIDv7", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const ids = [
+          uuidv7(at(4, 0)), uuidv7(at(4, 0) + EXECUTION_FLOOR_MARGIN_MS - 1), uuidv7(at(4, 0) + EXECUTION_FLOOR_MARGIN_MS),
+          uuidv7(at(4, 12)), uuidv7(at(4, 23, 59)), uuidv7(1_000), "6ba7b810-9dad-41d1-80b4-00c04fd430c8"
+        ]
+        const rows = yield* sql<{ id: string; floor: string }>`
+          SELECT x.id, ${sql.unsafe(executionFloorSql("x.id"))} AS floor FROM unnest(${ids}::uuid[]) AS x(id)`
+        assert.deepStrictEqual(rows.map((r) => r.floor), ids.map(executionIdFloor))
+      }))
+
+    it.effect("rows of the creation day (from its first millisecond) and of the margin before it are read; rows of days before are not", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        yield* ensureProject(PROJECT_B)
+        yield* executionPartitionsEnsure(at(1, 12))
+        yield* executionPartitionsEnsure(at(4, 12))
+        // rows no trigger can have (attempts before it was made, in a day before the floor), each the
+        // trigger's highest attempt: a read reaching their day would take them as the latest
+        const a = yield* insertTrigger({ id: uuidv7(at(4, 12)), projectId: PROJECT_B, status: "completed", attempts: 3 })
+        const a1 = yield* insertExecution({ id: uuidv7(at(4, 0)), projectId: PROJECT_B, triggerId: a, attempt: 1, status: "failed", httpStatus: 500 })
+        const a2 = yield* insertExecution({ id: uuidv7(at(5, 6)), projectId: PROJECT_B, triggerId: a, attempt: 2 })
+        yield* insertExecution({ id: uuidv7(at(2, 12)), projectId: PROJECT_B, triggerId: a, attempt: 3, status: "failed", httpStatus: 500 })
+        // made 30 minutes after midnight, sent by a node whose clock is behind: its attempt is of the day before
+        const b = yield* insertTrigger({ id: uuidv7(at(4, 0, 30)), projectId: PROJECT_B, status: "completed", attempts: 2 })
+        yield* insertExecution({ id: uuidv7(at(3, 23, 50)), projectId: PROJECT_B, triggerId: b, attempt: 1 })
+        yield* insertExecution({ id: uuidv7(at(2, 6)), projectId: PROJECT_B, triggerId: b, attempt: 2, status: "failed", httpStatus: 500 })
+        // ended in a dead letter
+        const c = yield* insertTrigger({ id: uuidv7(at(4, 10)), projectId: PROJECT_B, status: "completed", attempts: 2 })
+        const c1 = yield* insertExecution({
+          id: uuidv7(at(4, 10, 1)), projectId: PROJECT_B, triggerId: c, attempt: 1, status: "failed", httpStatus: 500, isDeadLetter: true
+        })
+        yield* insertExecution({ id: uuidv7(at(2, 13)), projectId: PROJECT_B, triggerId: c, attempt: 2, status: "failed", httpStatus: 500 })
+
+        assert.deepStrictEqual((yield* executionsListForTrigger({ projectId: PROJECT_B, triggerId: a, limit: 10 })).map((r) => r.id), [a1, a2])
+        assert.deepStrictEqual((yield* executionsList({ projectId: PROJECT_B, jobId: a, limit: 10 })).map((r) => r.id), [a2, a1])
+        const latest = yield* executionsLatestOfTriggers({ projectId: PROJECT_B, triggerIds: [a, b, c] })
+        assert.deepStrictEqual(latest.get(a), { succeeded: true, isDeadLetter: false })
+        assert.deepStrictEqual(latest.get(b), { succeeded: true, isDeadLetter: false })
+        assert.deepStrictEqual(latest.get(c), { succeeded: false, isDeadLetter: true })
+        const matching = (filter: Parameters<typeof triggerFilterClauses>[2]) =>
+          Effect.map(
+            sql<{ id: string }>`SELECT t.id FROM triggers t WHERE ${sql.and(triggerFilterClauses(sql, PROJECT_B, filter))} ORDER BY t.id`,
+            (rows) => rows.map((r) => r.id)
+          )
+        assert.deepStrictEqual(yield* matching({ deadLetter: true }), [c])
+        assert.deepStrictEqual(yield* matching({ outcome: "delivered" }), [b, a])
+        assert.deepStrictEqual(yield* matching({ outcome: "dead_letter" }), [c])
+        assert.deepStrictEqual((yield* deadLettersList({ projectId: PROJECT_B, limit: 10 })).map((r) => r.execution_id), [c1])
+      }))
+
+    it.effect("a read of one trigger's attempts scans no day partition before the one it was made on", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const trigger = uuidv7(at(4, 12))
+        const lines = (rows: ReadonlyArray<{ "QUERY PLAN": string }>) => rows.map((r) => r["QUERY PLAN"])
+        // a known trigger: pruned when planned
+        const planned = lines(yield* sql<{ "QUERY PLAN": string }>`EXPLAIN (COSTS OFF)
+          SELECT e.id FROM executions e WHERE e.trigger_id = ${trigger} AND e.id >= ${executionIdFloor(trigger)}`).join("\n")
+        assert.notInclude(planned, "executions_20310402")
+        assert.notInclude(planned, "executions_20310403")
+        assert.include(planned, "executions_20310404")
+        // triggers joined row by row: pruned as each runs (the days before are never executed)
+        const ran = lines(yield* sql<{ "QUERY PLAN": string }>`EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
+          SELECT e.id FROM unnest(${[trigger]}::uuid[]) AS t(id) CROSS JOIN LATERAL (
+            SELECT e.id FROM executions e WHERE e.trigger_id = t.id AND e.id >= ${sql.unsafe(executionFloorSql("t.id"))}
+            ORDER BY e.attempt DESC LIMIT 1) e`)
+        const scanOf = (day: string) => ran.find((line) => line.includes(`on executions_${day}`))
+        assert.include(scanOf("20310402"), "never executed")
+        assert.include(scanOf("20310403"), "never executed")
+        assert.notInclude(scanOf("20310404"), "never executed")
       }))
   })
 })

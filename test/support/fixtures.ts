@@ -12,8 +12,12 @@ import { effectiveStatusSql } from "../../src/store/shardMarks.ts"
 import { NodeIdentity } from "../../src/cluster/node.ts"
 import { apiKeysFindProject } from "../../src/store/apiKeys.ts"
 
-/** 2030-01-01T00:00:00.000Z; each minted id is one millisecond later than the previous one. */
-const BASE_MS = Date.UTC(2030, 0, 1)
+/**
+ * 2020-01-01T00:00:00.000Z; each minted id is one millisecond later than the previous one. Before
+ * the ids the service mints while a test runs: a trigger's executions are read from the day its id
+ * was made on (store/executionFloor.ts), so a fixture trigger must not be younger than its attempts.
+ */
+const BASE_MS = Date.UTC(2020, 0, 1)
 let clockMs = BASE_MS
 
 /** A new UUIDv7, later than every id minted before it in this process. */
@@ -178,7 +182,8 @@ export const insertDeadLetters = (fixtures: ReadonlyArray<TriggerFixture>) =>
     const started = new Date(Date.UTC(2030, 5, 1))
     yield* sql`INSERT INTO executions (id, trigger_id, project_id, attempt, status, started_at, finished_at, duration_ms,
         http_status, is_dead_letter, connect_timeout_seconds, timeout_seconds, url)
-      SELECT gen_random_uuid(), t.id, t.project_id, 1, 'failed', ${started}, ${started}, 5, 500, true, 10, 300, t.url
+      SELECT (lpad(to_hex(${Date.UTC(2030, 5, 1)}::bigint), 12, '0') || '7' || substr(md5(t.id::text), 1, 3) || '8'
+          || substr(md5(t.id::text), 4, 15))::uuid, t.id, t.project_id, 1, 'failed', ${started}, ${started}, 5, 500, true, 10, 300, t.url
       FROM triggers t WHERE t.id = ANY(${ids}::uuid[])`
     return ids
   })

@@ -1,0 +1,54 @@
+// Migrations with online steps (store/db.ts migrate): each step commits in a transaction of its own
+// before the migration's, and none runs again once the migration is applied. The partitioning of
+// executions validates its bound in such a step, so its own transaction (the one holding the
+// exclusive lock on executions) scans nothing (docs/operations.md "Upgrading to partitioned executions").
+import { assert, describe, layer } from "@effect/vitest"
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Layer, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import { migrate } from "../../src/store/db.ts"
+import { type Migration, MIGRATIONS, parseMigration } from "../../src/store/schema.ts"
+import { freshDatabaseUrl } from "../support/database.ts"
+
+const Database = Layer.unwrap(Effect.map(freshDatabaseUrl, (url) => PgClient.layer({ url: Redacted.make(url), maxConnections: 2 })))
+
+const PARTITIONING = MIGRATIONS.find((m) => m.name === "executions partitioned by day")!
+
+const ONLINE: Migration = {
+  version: 100_001,
+  name: "a migration with online steps",
+  sql: `INSERT INTO online_runs (what, tx) VALUES ('migration', txid_current());`,
+  online: [
+    `CREATE TABLE IF NOT EXISTS online_runs (what text NOT NULL, tx bigint NOT NULL);
+INSERT INTO online_runs (what, tx) VALUES ('first step', txid_current());`,
+    `INSERT INTO online_runs (what, tx) VALUES ('second step', txid_current());`
+  ]
+}
+
+layer(Database, { timeout: "60 seconds" })("migrations with online steps", (it) => {
+  it.effect("each step commits in its own transaction, before the migration's; applied, none runs again", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* migrate({ shards: 4, nowMs: 0 })
+      assert.deepStrictEqual(yield* migrate({ shards: 4, nowMs: 0, migrations: [...MIGRATIONS, ONLINE] }), [ONLINE.version])
+      const runs = yield* sql<{ what: string; tx: string }>`SELECT what, tx::text FROM online_runs ORDER BY tx`
+      assert.deepStrictEqual(runs.map((r) => r.what), ["first step", "second step", "migration"])
+      assert.strictEqual(new Set(runs.map((r) => r.tx)).size, 3)
+      assert.deepStrictEqual(yield* migrate({ shards: 4, nowMs: 0, migrations: [...MIGRATIONS, ONLINE] }), [])
+      assert.strictEqual((yield* sql`SELECT 1 FROM online_runs`).length, 3)
+    }))
+
+  it("a file's parts before its last \"-- Commit\" line are its online steps", () => {
+    assert.deepStrictEqual(parseMigration("0009_split.sql", "-- Migration 9: split\nSELECT 1;\n-- Commit\nSELECT 2;\n-- Commit\nSELECT 3;\n"), {
+      version: 9, name: "split", sql: "SELECT 3;\n", online: ["SELECT 1;\n", "SELECT 2;\n"]
+    })
+    assert.deepStrictEqual(parseMigration("0009_whole.sql", "-- Migration 9: whole\nSELECT 1;\n"), { version: 9, name: "whole", sql: "SELECT 1;\n" })
+  })
+
+  describe("the partitioning of executions", () => {
+    it("validates its bound in an online step, and its own transaction validates nothing", () => {
+      assert.isTrue((PARTITIONING.online ?? []).some((step) => /VALIDATE CONSTRAINT/.test(step)))
+      assert.notMatch(PARTITIONING.sql.replace(/--.*$/gm, ""), /VALIDATE/)
+    })
+  })
+})
