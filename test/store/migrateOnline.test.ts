@@ -46,9 +46,30 @@ layer(Database, { timeout: "60 seconds" })("migrations with online steps", (it) 
   })
 
   describe("the partitioning of executions", () => {
+
     it("validates its bound in an online step, and its own transaction validates nothing", () => {
       assert.isTrue((PARTITIONING.online ?? []).some((step) => /VALIDATE CONSTRAINT/.test(step)))
       assert.notMatch(PARTITIONING.sql.replace(/--.*$/gm, ""), /VALIDATE/)
     })
   })
+})
+
+// a database of its own: the partitioning must not have run yet
+layer(Database, { timeout: "60 seconds" })("the partitioning of executions, nodes starting together", (it) => {
+  it.effect("nodes starting together: another start's first step after this one's second keeps the validated bound", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const statements = (text: string) => text.split(/;\s*(?:\n|$)/).filter((s) => s.replace(/--.*$/gm, "").trim() !== "")
+      const run = (text: string) => Effect.forEach(statements(text), (s) => sql.unsafe(s), { discard: true })
+      yield* migrate({ shards: 4, nowMs: 0, migrations: MIGRATIONS.filter((m) => m.version < PARTITIONING.version) })
+      const [bound, validate] = PARTITIONING.online!
+      yield* run(bound!)
+      yield* run(validate!)
+      yield* run(bound!) // a second node's turn, between this one's steps and its migration
+      const kept = yield* sql<{ convalidated: boolean }>`SELECT convalidated FROM pg_constraint WHERE conname = 'executions_legacy_bound'`
+      assert.deepStrictEqual(kept.map((c) => c.convalidated), [true])
+      yield* sql.withTransaction(run(PARTITIONING.sql))
+      const kind = yield* sql<{ relkind: string }>`SELECT relkind::text FROM pg_class WHERE oid = 'executions'::regclass`
+      assert.strictEqual(kind[0]!.relkind, "p")
+    }))
 })

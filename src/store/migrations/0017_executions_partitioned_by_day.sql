@@ -3,18 +3,24 @@
 -- is added, then validated while writes go on, then the partitioning itself (docs/operations.md
 -- "Upgrading to partitioned executions"). The two first are run again by a start that stopped
 -- before the migration was applied.
--- The bound (run again by a start that stopped before the migration, so made afresh each time):
--- the start of the UTC day two days after the later of now and the newest id, so writes of the
--- nodes still running, checked against it from now on, keep within it for a day at least while the
--- steps and the migration run. NOT VALID: no scan, an exclusive lock for a moment.
+-- The bound: the start of the UTC day two days after the later of now and the newest id, so writes
+-- of the nodes still running, checked against it from now on, keep within it for a day at least
+-- while the steps and the migration run. NOT VALID: no scan, an exclusive lock for a moment. Nodes
+-- starting together each run the steps, in turns: a bound at least a day ahead, made by another
+-- (and maybe validated already), is kept; an older one, left by a start that stopped long ago, is
+-- made afresh.
 DO $$
 DECLARE
+  made uuid; -- a bound an earlier start made
   newest bigint; -- ms of the newest id
   upto bigint; -- the bound's ms
   hex text; -- its 48 bits
 BEGIN
   IF (SELECT relkind FROM pg_class WHERE oid = 'executions'::regclass) <> 'r' THEN RETURN; END IF; -- partitioned already
-  ALTER TABLE executions DROP CONSTRAINT IF EXISTS executions_legacy_bound; -- a bound an earlier start made
+  SELECT substring(pg_get_constraintdef(oid) FROM '[0-9a-f]{8}-[0-9a-f-]{27}')::uuid INTO made FROM pg_constraint
+    WHERE conrelid = 'executions'::regclass AND conname = 'executions_legacy_bound'; -- null when none
+  IF made IS NOT NULL AND ('x' || substr(replace(made::text, '-', ''), 1, 12))::bit(48)::bigint >= (extract(epoch FROM now()) * 1000)::bigint + 86400000 THEN RETURN; END IF; -- kept
+  ALTER TABLE executions DROP CONSTRAINT IF EXISTS executions_legacy_bound; -- too old to keep
   SELECT ('x' || substr(replace(id::text, '-', ''), 1, 12))::bit(48)::bigint INTO newest FROM executions ORDER BY id DESC LIMIT 1; -- the primary key's last entry
   upto := (greatest((extract(epoch FROM now()) * 1000)::bigint, coalesce(newest, 0)) / 86400000 + 2) * 86400000; -- two UTC days on
   hex := lpad(to_hex(upto), 12, '0'); -- 12 hex digits
