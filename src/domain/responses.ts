@@ -4,7 +4,7 @@
 // so it reads what the API sends and nothing of src/ reaches its bundle. web/tsconfig.json checks every
 // file the dashboard imports with the browser's types: this file and what it imports name nothing of
 // Node (no Buffer, no node: modules).
-import type { RetryOn, RetryStrategy } from "./retry.ts"
+import type { RetryPolicy } from "./retry.ts"
 import type { JobOutcome } from "./trigger.ts"
 
 export interface BodyView {
@@ -17,16 +17,7 @@ export interface BodyView {
 }
 
 /** A trigger's own retry policy: as /schedule, /declare or /bulk stored it (docs/retries.md). */
-export interface RetryView {
-  readonly strategy: RetryStrategy
-  /** Counts the first attempt; null = unlimited. */
-  readonly maxAttempts: number | null
-  readonly initialDelaySeconds: number
-  /** Cap of an exponential delay; null = no cap. */
-  readonly maxDelaySeconds: number | null
-  readonly jitter: boolean
-  readonly retryOn: RetryOn
-}
+export type RetryView = RetryPolicy
 
 export interface TriggerView {
   readonly id: string
