@@ -137,7 +137,7 @@ export const SelectAllMatching = ({ filter, actions, onDone, describe = (n) => `
             ${offered.length < actions.length ? html`<span class="muted small no-cancel">Set a filter to cancel triggers.</span>` : null}
             <button class="link" onClick=${() => { setSelected(false); setConfirming(undefined) }}>Clear selection</button>`
         : html`<button disabled=${count === undefined || count === 0} onClick=${() => setSelected(true)}>
-            Select all ${count === undefined ? "" : count.toLocaleString("en")} that match this filter</button>`}
+            ${count === 1 ? "Select the 1 that matches this filter" : `Select all ${count === undefined ? "" : count.toLocaleString("en")} that match this filter`}</button>`}
     </div>
     ${confirming === undefined ? null : html`<div class="bulk-confirm" role="dialog" aria-label="Confirm bulk action">
       <p class="strong">${confirming.kind === "cancel" ? "Cancel" : "Replay"} ${WORDING[confirming.kind].what(confirming.count)}?</p>
