@@ -2,7 +2,8 @@
 // and docs/*.md leads to a file of the repository (never to ../shared, which a clone lacks) and,
 // with an anchor, to a heading of that file (GitHub's anchors); every page of docs/ is listed in
 // docs/README.md, which README.md links, and starts with its header comment. And it stays true to
-// the code: every setting the service reads (config.ts DEFAULTS) has a row in docs/settings.md,
+// the code: every setting the service reads (config.ts DEFAULTS, and the diagnostics read from the
+// environment elsewhere in src/) has a row in docs/settings.md,
 // and every command of the CLI's usage is listed there; README.md stays a short newcomer's page
 // that keeps its endpoints table and "More docs" list (where other features add a row or a link).
 import { describe, expect, it } from "vitest"
@@ -83,6 +84,18 @@ describe("the docs say what the code does", () => {
   it("every setting of config.ts has a row in docs/settings.md", () => {
     const missing = Object.keys(DEFAULTS).filter((name) => !new RegExp(`^\\| \`${name}\`( / \`[A-Z_]+\`)? \\|`, "m").test(settingsPage) &&
       !new RegExp(`^\\| \`[A-Z_]+\` / \`${name}\` \\|`, "m").test(settingsPage))
+    expect(missing).toEqual([])
+  })
+
+  it("every variable the service reads from the environment outside config.ts has a row in docs/settings.md too", () => {
+    const sources = (dir: string): Array<string> => fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
+      entry.isDirectory() ? sources(path.join(dir, entry.name)) : entry.name.endsWith(".ts") ? [path.join(dir, entry.name)] : []
+    )
+    const read = new Set(sources(path.join(ROOT, "src")).flatMap((file) =>
+      [...fs.readFileSync(file, "utf8").matchAll(/process\.env\.([A-Z][A-Z0-9_]+)/g)].map((m) => m[1]!)
+    ))
+    expect(read.size).toBeGreaterThan(0)
+    const missing = [...read].filter((name) => !settingsPage.includes(`| \`${name}\``))
     expect(missing).toEqual([])
   })
 

@@ -8,6 +8,9 @@ import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import { DueQueue } from "./dueQueue.ts"
 
+/** The longest wait of the release loop that a sooner row does not cut short. */
+const SHORT_WAIT_MS = 5
+
 export const makeEarlyRelease = <T extends { readonly dueAtMs: number }>(send: (rows: ReadonlyArray<T>) => Effect.Effect<void>) =>
   Effect.gen(function*() {
     const clock = yield* Clock.Clock
@@ -29,13 +32,23 @@ export const makeEarlyRelease = <T extends { readonly dueAtMs: number }>(send: (
         return send(later.length === 0 ? rows : rows.filter((row) => row.dueAtMs <= nowMs))
       })
 
-    /** One turn of the release loop: sleeps until the next due time (or a sooner one), then sends what is due. */
+    /**
+     * One turn of the release loop: sleeps until the next due time (or a sooner one), then sends what
+     * is due. A wait of at most SHORT_WAIT_MS is a plain sleep: a row due sooner than that, handed
+     * over meanwhile, waits for the end of it (never more than SHORT_WAIT_MS late for it); racing
+     * the sleep with the wake-up costs more than the sleep itself, once per due millisecond.
+     */
     const releaseTurn = Effect.gen(function*() {
       const nextAtMs = waiting.nextAtMs()
       if (nextAtMs === undefined) yield* Queue.take(sooner)
       else {
         const waitMs = nextAtMs - (yield* Clock.currentTimeMillis)
-        if (waitMs > 0) yield* Effect.timeoutOption(Queue.take(sooner), waitMs)
+        if (waitMs > SHORT_WAIT_MS) yield* Effect.timeoutOption(Queue.take(sooner), waitMs)
+        else if (waitMs > 0) {
+          yield* Effect.sleep(waitMs)
+          // wake-ups offered meanwhile are spent: what they announced is taken below if due
+          if (Queue.sizeUnsafe(sooner) > 0) yield* Queue.clear(sooner)
+        }
       }
       const due = waiting.takeDue(yield* Clock.currentTimeMillis)
       if (due.length > 0) yield* send(due)

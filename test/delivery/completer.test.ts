@@ -93,6 +93,26 @@ describe("the completer's batches", () => {
       assert.deepStrictEqual(woken, [{ shard: 3, id: "trigger-1", dueAtMs: FINISHED_MS + 10_000 }])
     })).pipe(Effect.provide(wakeups)))
 
+  it.effect("a few outcomes wait 20 ms and are recorded together; a gated one is recorded at once", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const batches: Array<ReadonlyArray<string>> = []
+      const completer = yield* makeCompleter({
+        node: "node-a",
+        record: (input) => Effect.sync(() => (batches.push(input.executions.map((x) => x.id)), input.executions.length)),
+        recorded: () => {}
+      })
+      completer.offer(completionOf(row(1), [], answered(200), 0.5, "e1"))
+      yield* TestClock.adjust("10 millis")
+      assert.deepStrictEqual(batches, [], "not recorded alone right away")
+      completer.offer(completionOf(row(2, { id: "second" }), [], answered(200), 0.5, "e2"))
+      yield* TestClock.adjust("10 millis")
+      assert.deepStrictEqual(batches, [["e1", "e2"]])
+      assert.strictEqual(completer.unrecorded(), 0)
+      completer.offer(completionOf(row(3, { id: "gated", gateTags: ["tag"] }), [], answered(200), 0.5, "e3"))
+      yield* TestClock.adjust("1 millis")
+      assert.deepStrictEqual(batches, [["e1", "e2"], ["e3"]])
+    })).pipe(Effect.provide(wakeups)))
+
   it.effect("outcomes whose triggers changed meanwhile (recorded fewer) are let go all the same", () =>
     Effect.scoped(Effect.gen(function*() {
       const recordedIds: Array<string> = []
