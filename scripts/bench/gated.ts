@@ -65,17 +65,20 @@ export interface GatedMetrics {
   readonly strays: number
   readonly peakRssMiB: number
   readonly ungated: GatedRun
-  readonly concurrency: GatedRun & {
+  /** Absent with --gated-origins. */
+  readonly concurrency?: GatedRun & {
     readonly maxConcurrent: number
     readonly idealPerS: number
     readonly vsUngated: number
   } & LimitUse
-  readonly binding: GatedRun & {
+  /** Absent with --gated-origins. */
+  readonly binding?: GatedRun & {
     readonly maxConcurrent: number
     readonly idealPerS: number
     readonly ofIdeal: number
   } & LimitUse
-  readonly throughput: GatedRun & {
+  /** Absent with --gated-origins. */
+  readonly throughput?: GatedRun & {
     readonly policy: Readonly<Record<string, number>>
     /** Per window of the policy: the most starts the sink saw in any sliding window of it, and where windows held more (JSON). */
     readonly windows: Readonly<Record<string, {
@@ -90,7 +93,8 @@ export interface GatedMetrics {
     readonly ofRate: number
     readonly background: BackgroundFigures
   }
-  readonly hold: GatedRun & {
+  /** Absent with --gated-origins. */
+  readonly hold?: GatedRun & {
     readonly refusals: number
     /** From T to the first refusal; the hold ends Retry-After after the last one. */
     readonly firstRefusalMs: number
@@ -290,7 +294,9 @@ const attemptsOf = async (databaseUrl: string, result: SinkRun, ratePerS: number
 }
 
 /** One system's runs (its nodes started already). */
-const runAll = async (system: StartedSystem, sink: Sink, n: number, leadMs: number, databaseUrl: string) => {
+const runAll = async (
+  system: StartedSystem, sink: Sink, n: number, leadMs: number, databaseUrl: string, origins: ReadonlyArray<number> | undefined
+): Promise<Omit<GatedMetrics, "n" | "nodes" | "missing" | "duplicates" | "strays" | "peakRssMiB">> => {
   if (system.tagPolicy === undefined || system.scheduleOne === undefined) throw new Error("the gated workload needs timewheel's tag policies")
   const c = GATED.concurrency
   const b = GATED.binding
@@ -302,6 +308,8 @@ const runAll = async (system: StartedSystem, sink: Sink, n: number, leadMs: numb
   const warmUp = await timedRun(system, sink, { n: warmUpN, leadMs: Math.max(5_000, Math.ceil((leadMs * warmUpN) / n)), sink: () => ({ delayMs: c.sinkDelayMs }) })
   const lead = Math.max(5_000, Math.min(leadMs, Math.ceil(5_000 + (2 * warmUp.loadMs * n) / warmUpN)))
   const ungated = common(n, await timedRun(system, sink, { n, leadMs: lead, sink: () => ({ delayMs: c.sinkDelayMs }) })).run
+  // --gated-origins: only the `*` runs over these many origins
+  if (origins !== undefined) return { ungated, targets: await runTargetCases(system, sink, n, lead, databaseUrl, ungated, origins) }
 
   await system.tagPolicy({ tag: "gated-concurrency", maxConcurrent: c.maxConcurrent })
   const concurrencyResult = await timedRun(system, sink, {
@@ -365,7 +373,7 @@ const runAll = async (system: StartedSystem, sink: Sink, n: number, leadMs: numb
   const firstAfter = starts.find((at) => at >= holdEnd)
   const retryWaits = [...holdResult.repeatIds].map((id, i) => holdResult.repeatArrivals[i]! - holdResult.arrivals[id]!)
 
-  const targets = await runTargetCases(system, sink, n, lead, databaseUrl, ungated)
+  const targets = await runTargetCases(system, sink, n, lead, databaseUrl, ungated, undefined)
 
   return {
     ungated,
@@ -406,11 +414,13 @@ const runAll = async (system: StartedSystem, sink: Sink, n: number, leadMs: numb
 }
 
 /** The gated workload on a contender (one node, or a cluster: `contender.nodes`). */
-export const runGated = async (contender: Contender, databaseUrl: string, sink: Sink, n: number, leadMs: number): Promise<GatedMetrics> => {
+export const runGated = async (
+  contender: Contender, databaseUrl: string, sink: Sink, n: number, leadMs: number, origins?: ReadonlyArray<number>
+): Promise<GatedMetrics> => {
   const system = await contender.start(databaseUrl, true)
   let runs: Awaited<ReturnType<typeof runAll>>
   try {
-    runs = await runAll(system, sink, n, leadMs, databaseUrl)
+    runs = await runAll(system, sink, n, leadMs, databaseUrl, origins)
   } catch (error) {
     await system.stop().catch(() => Number.NaN)
     throw error
@@ -418,12 +428,12 @@ export const runGated = async (contender: Contender, databaseUrl: string, sink: 
   const peakRssMiB = mib(await system.stop())
   const all = [
     runs.ungated, runs.concurrency, runs.binding, runs.throughput, runs.hold, ...runs.targets.manyOrigins.flatMap((many) => [many.ungated, many.star])
-  ]
+  ].filter((run) => run !== undefined)
   return {
     n,
     nodes: contender.nodes ?? 1,
     missing: all.reduce((sum, run) => sum + run.missing, 0),
-    duplicates: all.reduce((sum, run) => sum + run.duplicates, 0) - runs.hold.duplicates,
+    duplicates: all.reduce((sum, run) => sum + run.duplicates, 0) - (runs.hold?.duplicates ?? 0),
     strays: all.reduce((sum, run) => sum + run.strays, 0),
     peakRssMiB,
     ...runs

@@ -59,7 +59,8 @@ export interface TargetFigures {
     readonly ungated: ManyOriginsRun
     readonly star: ManyOriginsRun & { readonly vsUngated: number; readonly vsOneOrigin: number }
   }>
-  readonly outage: { readonly withoutBreaker: OutageRun; readonly withBreaker: OutageRun }
+  /** Absent with --gated-origins. */
+  readonly outage?: { readonly withoutBreaker: OutageRun; readonly withBreaker: OutageRun }
 }
 
 /** A timed run with the node's CPU time around it, and the costs of the whole run (loading included). */
@@ -115,16 +116,21 @@ const outageRun = async (
   }
 }
 
-/** The target-policy runs; `oneOrigin` is the gated workload's ungated run (one origin). */
+/**
+ * The target-policy runs; `oneOrigin` is the gated workload's ungated run (one origin). `only`: just
+ * the many-origins runs, over these counts of origins.
+ */
 export const runTargetCases = async (
-  system: StartedSystem, sink: Sink, n: number, leadMs: number, databaseUrl: string, oneOrigin: GatedRun
+  system: StartedSystem, sink: Sink, n: number, leadMs: number, databaseUrl: string, oneOrigin: GatedRun,
+  only: ReadonlyArray<number> | undefined
 ): Promise<TargetFigures> => {
   if (system.targetPolicy === undefined || system.deleteTargetPolicy === undefined || system.tagPolicy === undefined) {
     throw new Error("the target-policy runs need timewheel's target policies")
   }
-  const ports = await sink.originPorts(Math.max(...TARGETS.origins) + 2)
+  const counts = only ?? TARGETS.origins
+  const ports = await sink.originPorts(Math.max(...counts) + 2)
   const manyOrigins: Array<TargetFigures["manyOrigins"][number]> = []
-  for (const count of TARGETS.origins) {
+  for (const count of counts) {
     const spread = (r: string, i: number) => sink.urlAt(ports[i % count]!, r, i)
     const caseOf = async (): Promise<ManyOriginsRun> => {
       const { costs, cpuMs, result } = await measured(system, databaseUrl, () =>
@@ -139,13 +145,15 @@ export const runTargetCases = async (
     const policyId = await system.targetPolicy({ origin: "*", maxConcurrent: TARGETS.maxConcurrent })
     const star = await caseOf()
     await system.deleteTargetPolicy(policyId)
-    manyOrigins.push({
+    // at the index of its count in TARGETS.origins (the report's rows): with `only`, the others are holes
+    manyOrigins[TARGETS.origins.indexOf(count as (typeof TARGETS.origins)[number])] = {
       origins: count,
       ungated,
       star: { ...star, vsUngated: round(star.ratePerS / ungated.ratePerS, 3), vsOneOrigin: round(star.ratePerS / oneOrigin.ratePerS, 3) }
-    })
+    }
   }
 
+  if (only !== undefined) return { manyOrigins }
   await system.tagPolicy({ tag: "gated-outage", ...TARGETS.outage.retry })
   const withoutBreaker = await outageRun(system, sink, databaseUrl, ports.at(-2)!, leadMs)
   const breakerOrigin = `http://127.0.0.1:${ports.at(-1)!}`

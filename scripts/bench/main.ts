@@ -23,6 +23,7 @@ import { WRK_SETTINGS } from "./wrk.ts"
 import type { Sink } from "./sink.ts"
 import type { Contender } from "./system.ts"
 import { GATED_DEFAULT_N, type GatedMetrics, runGated } from "./gated.ts"
+import { TARGETS } from "./gatedTargets.ts"
 import { BATCH_SIZE, LoadOverrun, runBatch, runDelivery, runIngest, runPrecision } from "./workloads.ts"
 import { CURVE_DEFAULT_SECONDS, curveMarkdown, type CurveRun, runCurve, writeCurveSvg } from "./latenessCurve.ts"
 
@@ -47,6 +48,7 @@ const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,precisi
                  ten times as many in the same 10 s
   --batch-n      requests in the batch workload, a multiple of ${BATCH_SIZE} (default 100000)
   --gated-nodes  the gated workload's timewheel runs: one node, three sharing the database, or both (default 1,3)
+  --gated-origins  only the gated workload's ungated run and its \`*\` runs, over these counts of origins (200, 1000)
   --redrive-n    dead letters redriven by one bulk action in the redrive workload (default ${REDRIVE_DEFAULT_N}), with the
                  longest wait of a claim of one of them beside it
   --retention-per-day  finished triggers per day of the retention workload's 40 days of history, 4 executions
@@ -65,6 +67,8 @@ interface Options {
   readonly gatedN: number
   /** The gated workload's cluster sizes. */
   readonly gatedNodes: ReadonlyArray<number>
+  /** Only the gated workload's `*` runs, over these counts of origins. */
+  readonly gatedOrigins: ReadonlyArray<number> | undefined
   readonly precisionN: number
   readonly batchN: number
   readonly redriveN: number
@@ -95,7 +99,7 @@ const batchCount = (raw: string): number => {
 const parseOptions = (args: ReadonlyArray<string>): Options => {
   const { values, switches } = readFlags(
     args, USAGE,
-    ["only", "systems", "n", "precision-n", "batch-n", "gated-nodes", "redrive-n", "retention-per-day", "lead-ms", "curve-seconds", "curve-svg"],
+    ["only", "systems", "n", "precision-n", "batch-n", "gated-nodes", "gated-origins", "redrive-n", "retention-per-day", "lead-ms", "curve-seconds", "curve-svg"],
     ["encryption", "tracing"]
   )
   const lead = values.get("lead-ms")
@@ -110,6 +114,9 @@ const parseOptions = (args: ReadonlyArray<string>): Options => {
     n: positiveInt(values.get("n") ?? "20000", "--n"),
     gatedN: positiveInt(values.get("n") ?? String(GATED_DEFAULT_N), "--n"),
     gatedNodes: listOf(values.get("gated-nodes") ?? "1,3", ["1", "3"]).map(Number),
+    gatedOrigins: values.has("gated-origins")
+      ? listOf(values.get("gated-origins")!, TARGETS.origins.map(String)).map(Number)
+      : undefined,
     precisionN: positiveInt(values.get("precision-n") ?? "2000", "--precision-n"),
     batchN: batchCount(values.get("batch-n") ?? "100000"),
     redriveN: positiveInt(values.get("redrive-n") ?? String(REDRIVE_DEFAULT_N), "--redrive-n"),
@@ -140,8 +147,8 @@ const say = (line: string) => process.stderr.write(`${line}\n`)
 const targetsSummary = (g: GatedMetrics): string =>
   g.targets.manyOrigins.map((many) => `${many.origins} origins under *: ${many.star.ratePerS}/s (${many.star.vsUngated}× ungated, ` +
     `peak ${many.star.peakInFlightPerOrigin} per origin)`).join("; ") +
-  `; origin down 10 s: ${g.targets.outage.withoutBreaker.receivedWhileDown} requests, ${g.targets.outage.withoutBreaker.deadLetters} dead letters ` +
-  `without a circuit breaker, ${g.targets.outage.withBreaker.receivedWhileDown} and ${g.targets.outage.withBreaker.deadLetters} with`
+  (g.targets.outage === undefined ? "" : `; origin down 10 s: ${g.targets.outage.withoutBreaker.receivedWhileDown} requests, ${g.targets.outage.withoutBreaker.deadLetters} dead letters ` +
+  `without a circuit breaker, ${g.targets.outage.withBreaker.receivedWhileDown} and ${g.targets.outage.withBreaker.deadLetters} with`)
 
 const summary = (workload: WorkloadName, m: Metrics): string => {
   const r = m as unknown as Record<string, number>
@@ -154,6 +161,7 @@ const summary = (workload: WorkloadName, m: Metrics): string => {
   if (workload === "delivery") return `last arrival ${r.lastArrivalMs} ms after due, ${r.ratePerS}/s, ${r.missing} missing, ${r.peakRssMiB} MiB`
   if (workload === "gated") {
     const g = m as unknown as Record<string, Record<string, number>>
+    if (g.concurrency === undefined) return `ungated ${g.ungated!.ratePerS}/s; ${targetsSummary(m as unknown as GatedMetrics)}; ${r.missing} missing`
     const windows = (g.throughput as unknown as { windows: Record<string, { maxInWindow: number }> }).windows
     return `ungated ${g.ungated!.ratePerS}/s; maxConcurrent ${g.concurrency!.maxConcurrent}: ${g.concurrency!.ratePerS}/s ` +
       `(${g.concurrency!.vsUngated}× ungated, peak ${g.concurrency!.peakInFlight}); binding ${g.binding!.ratePerS}/s ` +
@@ -216,7 +224,7 @@ const runOne = async (
       if (workload === "delivery") return await runDelivery(contender, database.url, sink, options.n, leadMs)
       if (workload === "batch") return await runBatch(contender, database.url, sink, options.batchN)
       if (workload === "redrive") return await runRedrive(contender, database.url, sink, options.redriveN)
-      if (workload === "gated") return await runGated(contender, database.url, sink, options.gatedN, leadMs)
+      if (workload === "gated") return await runGated(contender, database.url, sink, options.gatedN, leadMs, options.gatedOrigins)
       return await runPrecision(contender, database.url, sink, precisionNOf(workload, options), leadMs)
     } finally {
       dropCurrent = undefined

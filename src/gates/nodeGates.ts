@@ -214,32 +214,48 @@ export class NodeGates<I> {
     this.waitingTotal--
   }
 
-  /** Starts what the gates admit now, oldest first per gate; each holds a ticket until `finished`. */
+  /**
+   * Starts what the gates admit now, oldest first per gate; each holds a ticket until `finished`. The
+   * gates take turns, one start each a turn: the starts leave in about the order their triggers came,
+   * many origins' mixed, rather than a whole gate's budget at once (which would open as many
+   * connections to its origin as it has permits).
+   */
   admit(nowMs: number): Array<Waiter<I>> {
     const admitted: Array<Waiter<I>> = []
     if (this.closed) return admitted
-    for (const gate of [...this.#waitingGates]) {
-      while (gate.waiting > 0 && gate.admits(nowMs)) {
-        let next: Waiter<I> | undefined
-        for (const waiter of gate.queue.front(SCAN_DEPTH)) {
-          if (waiter.gates.every((other) => other === gate || other.admits(nowMs))) {
-            next = waiter
-            break
-          }
-        }
-        if (next === undefined) break
-        this.#finish(next)
-        const probes: Array<NodeGate<I>> = []
-        for (const other of next.gates) {
-          if (other.book?.circuit?.take(nowMs) === true) probes.push(other)
-          other.book?.take()
-          other.admitted(nowMs)
-        }
-        this.#tickets.set(next.row.id, { gates: next.gates, probes, admittedAtMs: nowMs, writtenAtMs: null })
-        admitted.push(next)
+    let turn = [...this.#waitingGates]
+    while (turn.length > 0) {
+      const next: Array<NodeGate<I>> = []
+      for (const gate of turn) {
+        if (gate.waiting === 0 || !gate.admits(nowMs)) continue
+        const waiter = this.#eligible(gate, nowMs)
+        if (waiter === undefined) continue
+        this.#start(waiter, nowMs)
+        admitted.push(waiter)
+        next.push(gate)
       }
+      turn = next
     }
     return admitted
+  }
+
+  /** The oldest waiter of `gate` (within SCAN_DEPTH) whose other gates admit it too. */
+  #eligible(gate: NodeGate<I>, nowMs: number): Waiter<I> | undefined {
+    for (const waiter of gate.queue.front(SCAN_DEPTH)) {
+      if (waiter.gates.every((other) => other === gate || other.admits(nowMs))) return waiter
+    }
+    return undefined
+  }
+
+  #start(waiter: Waiter<I>, nowMs: number): void {
+    this.#finish(waiter)
+    const probes: Array<NodeGate<I>> = []
+    for (const other of waiter.gates) {
+      if (other.book?.circuit?.take(nowMs) === true) probes.push(other)
+      other.book?.take()
+      other.admitted(nowMs)
+    }
+    this.#tickets.set(waiter.row.id, { gates: waiter.gates, probes, admittedAtMs: nowMs, writtenAtMs: null })
   }
 
   /** The request of a started trigger was written to its connection. */

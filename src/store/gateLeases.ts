@@ -143,21 +143,32 @@ const readGates = Effect.fnUntraced(function*(input: {
       FROM tag_policies tp JOIN g ON g.project_id = tp.project_id AND g.tag = tp.tag
       FOR SHARE OF tp
     ),
+    -- the target policies the origins' gates may read (each row locked once, however many origins
+    -- fall under a '*')
+    target_rows AS (
+      SELECT tp.project_id, tp.origin, tp.max_concurrent, tp.throughput, tp.updated_at, tp.circuit_failures, tp.circuit_cooldown_seconds
+      FROM target_policies tp
+      WHERE (tp.project_id, tp.origin) IN (SELECT project_id, tag FROM g WHERE tag LIKE '%://%'
+        UNION SELECT project_id, '*' FROM g WHERE tag LIKE '%://%')
+      FOR SHARE OF tp
+    ),
     -- an origin's gate (its name has '://'): the origin's own target policy, else the project's '*'
     targets AS (
-      SELECT tp.project_id, g.tag, tp.origin, tp.max_concurrent, tp.throughput, tp.updated_at, tp.circuit_failures, tp.circuit_cooldown_seconds
-      FROM target_policies tp JOIN g ON g.project_id = tp.project_id AND tp.origin IN (g.tag, '*') AND g.tag LIKE '%://%'
-      FOR SHARE OF tp
+      SELECT DISTINCT ON (g.project_id, g.tag) g.project_id, g.tag, t.max_concurrent, t.throughput, t.updated_at,
+        t.circuit_failures, t.circuit_cooldown_seconds
+      FROM g JOIN target_rows t ON t.project_id = g.project_id AND t.origin IN (g.tag, '*')
+      WHERE g.tag LIKE '%://%'
+      ORDER BY g.project_id, g.tag, t.origin = '*'
     )
     SELECT g.project_id, g.tag,
       CASE WHEN g.tag LIKE '%://%' THEN
-        (SELECT jsonb_build_object('max_concurrent', t.max_concurrent, 'throughput', t.throughput, 'updated_ms', ${ms("t.updated_at")},
-            'circuit', CASE WHEN t.circuit_failures IS NOT NULL
-              THEN jsonb_build_object('failures', t.circuit_failures, 'cooldownSeconds', t.circuit_cooldown_seconds) END)
-          FROM targets t WHERE t.project_id = g.project_id AND t.tag = g.tag ORDER BY t.origin = '*' LIMIT 1)
+        CASE WHEN o.tag IS NOT NULL THEN jsonb_build_object('max_concurrent', o.max_concurrent, 'throughput', o.throughput,
+          'updated_ms', ${ms("o.updated_at")},
+          'circuit', CASE WHEN o.circuit_failures IS NOT NULL
+            THEN jsonb_build_object('failures', o.circuit_failures, 'cooldownSeconds', o.circuit_cooldown_seconds) END) END
       ELSE
-        (SELECT jsonb_build_object('max_concurrent', p.max_concurrent, 'throughput', p.throughput, 'updated_ms', ${ms("p.updated_at")})
-          FROM policies p WHERE p.project_id = g.project_id AND p.tag = g.tag)
+        CASE WHEN p.tag IS NOT NULL THEN jsonb_build_object('max_concurrent', p.max_concurrent, 'throughput', p.throughput,
+          'updated_ms', ${ms("p.updated_at")}) END
       END AS policy,
       (SELECT jsonb_build_object('since_ms', ${ms("h.held_since")}, 'until_ms', ${ms("h.held_until")}, 'backoff_ms', h.backoff_ms)
         FROM gate_holds h WHERE h.project_id = g.project_id AND h.tag = g.tag) AS hold,
@@ -179,7 +190,9 @@ const readGates = Effect.fnUntraced(function*(input: {
         FROM gate_leases l WHERE l.project_id = g.project_id AND l.tag = g.tag), '[]') AS leases,
       (extract(epoch FROM now()) * 1000)::bigint::text AS now_ms,
       server.up_ms::text AS up_ms, server.nodes
-    FROM g, server`
+    FROM g CROSS JOIN server
+      LEFT JOIN targets o ON o.project_id = g.project_id AND o.tag = g.tag
+      LEFT JOIN policies p ON p.project_id = g.project_id AND p.tag = g.tag`
   return {
     nowMs: rows.length === 0 ? 0 : Number(rows[0]!.now_ms),
     serverUpMs: rows.length === 0 ? Infinity : Number(rows[0]!.up_ms),

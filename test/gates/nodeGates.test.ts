@@ -1,5 +1,5 @@
 // A node's gates in memory (gates/nodeGates.ts): triggers start in arrival order as far as every gate
-// they carry admits them; one blocked by a full gate does not hold back those behind it without that
+// they carry admits them, the gates taking turns (one start each a turn); one blocked by a full gate does not hold back those behind it without that
 // gate; a ticket gives its permit back with the outcome; what waits at a paused or held gate is handed
 // out for release at once, what waits longer than RELEASE_AFTER_MS too (but not what was taken from
 // PostgreSQL, which reads `queued` already); a stopping node releases everything; a gate is forgotten
@@ -58,6 +58,16 @@ describe("admission", () => {
     expect(admitted(gates)).toEqual(["o1", "o2"])
     gates.finished("f", T0)
     expect(admitted(gates)).toEqual(["both"])
+  })
+
+  it("the gates take turns, one start each: many origins' starts leave mixed, not one origin's budget first", () => {
+    const gates = gatesWith({ "http://a": { maxConcurrent: 10 }, "http://b": { maxConcurrent: 10 }, "http://c": { maxConcurrent: 2 } })
+    offer(gates, ["a1", "a2", "a3"].map((id) => row(id, ["http://a"])))
+    offer(gates, ["b1", "b2", "b3"].map((id) => row(id, ["http://b"])))
+    offer(gates, ["c1", "c2", "c3"].map((id) => row(id, ["http://c"])))
+    expect(admitted(gates)).toEqual(["a1", "b1", "c1", "a2", "b2", "c2", "a3", "b3"])
+    gates.finished("c1", T0)
+    expect(admitted(gates)).toEqual(["c3"])
   })
 
   it("a tag whose policy was deleted holds nothing back; a gate not read yet holds everything", () => {
