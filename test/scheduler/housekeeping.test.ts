@@ -5,7 +5,7 @@
 // RETENTION_DAYS=0; and that expired previous signing secrets are forgotten. The loop's pauses are
 // TestClock sleeps, so the tests move the clock and await the loop's own reports instead of waiting.
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect, Fiber, Queue } from "effect"
+import { Effect, Fiber, Layer, Queue } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import { type HousekeepingEvent, runHousekeeping } from "../../src/scheduler/housekeeping.ts"
@@ -16,8 +16,15 @@ const PROJECT = "00000000-0000-7000-8000-0000000000aa"
 const DAY = 24 * 60 * 60 * 1000
 const EVERY = 60_000
 const PAUSE = 200
+/** Later than every id test/support/fixtures.ts mints, by more than the retention of these tests. */
+const FIXTURES_PAST_MS = Date.UTC(2021, 0, 1)
 
-/** The TestClock is shared by the tests of a layer block (and starts at 0): each test works relative to its start. */
+/**
+ * The TestClock is shared by the tests of a layer block: each test works relative to its start. It
+ * starts past the fixtures' ids (they are of 2020), set before the database's pool exists (moving it
+ * that far later would wake the pool's timers over and over): an attempt's id is never later than
+ * its trigger's last change, and retention reads a deleted trigger's attempts only up to its cutoff.
+ */
 const clockNow = Effect.clockWith((clock) => clock.currentTimeMillis)
 
 /** Starts the loop with `options` and returns its reports (the first sweep is EVERY away). */
@@ -49,16 +56,19 @@ const count = (table: "triggers" | "executions") =>
     return Number((yield* sql<{ n: string }>`SELECT count(*)::text AS n FROM ${sql(table)}`)[0]!.n)
   })
 
-/** An empty triggers table; `ago(ms)`: the date that long before the test's start. */
+/** Empty triggers and executions tables; `ago(ms)`: the date that long before the test's start. */
 const setup = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql`DELETE FROM triggers`
+  yield* sql`DELETE FROM executions`
   yield* ensureProject(PROJECT)
   const now = yield* clockNow
   return { now, ago: (ms: number) => new Date(now - ms) }
 })
 
-layer(TestDatabase, { timeout: "60 seconds" })("housekeeping", (it) => {
+const Database = Layer.provideMerge(TestDatabase, Layer.effectDiscard(TestClock.setTime(FIXTURES_PAST_MS)))
+
+layer(Database, { timeout: "60 seconds" })("housekeeping", (it) => {
   describe("what retention deletes", () => {
     it.effect("finished triggers last changed before the cutoff, with their executions; everything else stays", () =>
       Effect.gen(function*() {
@@ -88,7 +98,6 @@ layer(TestDatabase, { timeout: "60 seconds" })("housekeeping", (it) => {
         // a cancelled generator whose instances are all finished: it goes, and they do
         const done = yield* insertTrigger({ projectId: PROJECT, kind: "generator", status: "cancelled", cronExpr: "* * * * *", updatedAt: old })
         deleted.push(done, yield* instance(done, "completed", ago(31 * DAY)))
-
         const loop = yield* startLoop({ retentionDays: 30 })
         yield* TestClock.adjust(EVERY)
         assert.deepStrictEqual(yield* loop.next, { _tag: "Batch", deleted: deleted.length })
