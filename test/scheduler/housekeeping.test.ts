@@ -1,6 +1,7 @@
 // Retention under TestClock on a real database (docs/operations.md "Retention"): which triggers a sweep
-// deletes (finished ones that last changed before the cutoff, with their executions; a cancelled
-// generator only without live instances) and which it keeps; that it deletes in batches with a pause
+// deletes (finished ones that last changed before the cutoff, the start of the UTC day RETENTION_DAYS
+// ago, with their executions; a cancelled generator only without live instances) and which it keeps,
+// that the cutoff moves a day at a time; that it deletes in batches with a pause
 // between them, a sweep every interval; that a node finding the lock taken skips its turn;
 // RETENTION_DAYS=0; and that expired previous signing secrets are forgotten. The loop's pauses are
 // TestClock sleeps, so the tests move the clock and await the loop's own reports instead of waiting.
@@ -73,7 +74,8 @@ layer(Database, { timeout: "60 seconds" })("housekeeping", (it) => {
     it.effect("finished triggers last changed before the cutoff, with their executions; everything else stays", () =>
       Effect.gen(function*() {
         const { ago } = yield* setup
-        const old = ago(30 * DAY + 1_000)
+        // the cutoff is the start of the UTC day 30 days ago: before it, and after it (10 minutes younger than 30 days)
+        const old = ago(31 * DAY)
         const recent = ago(30 * DAY - 10 * 60_000)
         const oneShot = (status: string, updatedAt: Date) => insertTrigger({ projectId: PROJECT, status, updatedAt, createdAt: updatedAt })
         const completedOld = yield* oneShot("completed", old)
@@ -107,21 +109,22 @@ layer(Database, { timeout: "60 seconds" })("housekeeping", (it) => {
         for (const id of kept) assert.isTrue(yield* exists(id), `${id} kept`)
         assert.strictEqual(yield* count("executions"), 1) // completedRecent's; completedOld's two went with it
 
-        // a sweep every minute finds nothing more until the recent ones (10 minutes younger) are past the cutoff
-        for (let minute = 2; ; minute++) {
+        // the cutoff moves a day at a time: the sweeps of the next minutes, the recent ones now 30 days old, find nothing more
+        for (let minute = 2; minute <= 12; minute++) {
           yield* TestClock.adjust(EVERY)
-          const batch = yield* loop.next
-          assert.deepStrictEqual(yield* loop.next, { _tag: "Swept", deleted: batch._tag === "Batch" ? batch.deleted : -1 })
+          assert.deepStrictEqual(yield* loop.next, { _tag: "Batch", deleted: 0 }, `minute ${minute}`)
+          assert.deepStrictEqual(yield* loop.next, { _tag: "Swept", deleted: 0 })
           assert.deepStrictEqual(yield* loop.next, { _tag: "Waiting" })
-          if (minute <= 10) assert.deepStrictEqual(batch, { _tag: "Batch", deleted: 0 }, `minute ${minute}`)
-          else {
-            assert.deepStrictEqual(batch, { _tag: "Batch", deleted: 2 }, `minute ${minute}`)
-            break
-          }
         }
+        assert.isTrue(yield* exists(completedRecent))
+        yield* Fiber.interrupt(loop.fiber)
+        // a cutoff two days later takes them (and completedRecent's execution)
+        const later = yield* startLoop({ retentionDays: 28 })
+        yield* TestClock.adjust(EVERY)
+        assert.deepStrictEqual(yield* later.next, { _tag: "Batch", deleted: 2 })
         assert.isFalse(yield* exists(completedRecent))
         assert.strictEqual(yield* count("executions"), 0)
-        yield* Fiber.interrupt(loop.fiber)
+        yield* Fiber.interrupt(later.fiber)
       }))
 
     it.effect("RETENTION_DAYS=0 keeps everything", () =>
