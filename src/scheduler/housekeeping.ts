@@ -1,8 +1,10 @@
 // Housekeeping, every minute on every node (and once at start): the day partitions of the executions
 // table are made ahead (today and the next days, store/executionPartitions.ts); retention
-// (RETENTION_DAYS; 0 keeps everything) drops the partitions whose every execution is older than that
-// many days and deletes the finished triggers that last changed before then, with what executions of
-// theirs are left (store/retention.ts); and previous signing secrets whose rotation overlap has ended
+// (RETENTION_DAYS; 0 keeps everything) has a cutoff at the start of the UTC day that many days ago:
+// it drops the partitions of the days before it, then deletes the finished triggers that last
+// changed before it, with what executions of theirs are left (store/retention.ts). The cutoff moves a
+// day at a time so that a day's triggers go after their day's partition: their attempts went with it,
+// and are not deleted row by row with them (docs/operations.md "Retention"); and previous signing secrets whose rotation overlap has ended
 // are forgotten. Retention runs on one node at a time (an advisory lock; a node that finds it taken
 // skips its turn); the trigger deletes go in batches of RETENTION_BATCH rows with a pause between
 // them, so they never hold many rows or much of PostgreSQL at once and claims go on meanwhile; a
@@ -12,6 +14,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import { AppConfig } from "../config.ts"
+import { dayStartMs } from "../domain/executionDays.ts"
 import { Metrics } from "../metrics/metrics.ts"
 import type { Database } from "../store/db.ts"
 import { executionPartitionsDropBefore, executionPartitionsEnsure, executionsDefaultDeleteBefore } from "../store/executionPartitions.ts"
@@ -44,6 +47,12 @@ export type HousekeepingEvent =
   /** Partitions of the executions table this node made or dropped (reported only when there are some). */
   | { readonly _tag: "Partitions"; readonly created: ReadonlyArray<string>; readonly dropped: ReadonlyArray<string> }
 
+/**
+ * The retention cutoff at `nowMs`: the start of the UTC day `retentionDays` days ago. A finished
+ * trigger is kept at least `retentionDays` days after its last change and at most a day more.
+ */
+export const retentionCutoffMs = (nowMs: number, retentionDays: number): number => dayStartMs(nowMs - retentionDays * DAY_MS)
+
 export const RETENTION_BATCH = 500
 export const RETENTION_PAUSE_MS = 200
 export const HOUSEKEEPING_EVERY_MS = 60_000
@@ -74,7 +83,7 @@ export const sweep = (options: HousekeepingOptions) =>
     if (options.retentionDays === 0) return yield* report({ _tag: "Swept", deleted: 0 })
     const session = yield* retentionSessionOpen
     if (session === undefined) return yield* report({ _tag: "Busy" })
-    const beforeMs = nowMs - options.retentionDays * DAY_MS
+    const beforeMs = retentionCutoffMs(nowMs, options.retentionDays)
     const dropped = yield* executionPartitionsDropBefore(beforeMs)
     if (dropped.length > 0) {
       metrics.partitionsDropped(dropped.length)

@@ -109,15 +109,18 @@ export const executionPartitionsDropBefore = (beforeMs: number) =>
 
 /**
  * Deletes at most `limit` executions of the default partition older than `beforeMs` whose trigger
- * retention deletes too (finished before it); how many it deleted. The default partition holds the
- * rows of days not made ahead in time, and the attempts of triggers kept when their day was dropped.
+ * retention deletes too (finished before it) or is gone; how many it deleted. The default partition
+ * holds the rows of days not made ahead in time, and the attempts of triggers kept when their day
+ * was dropped. (A trigger deleted by a node of a version whose foreign key cascaded, while the
+ * cluster is upgraded, leaves its attempts behind: these are the ones of the default partition.)
  */
 export const executionsDefaultDeleteBefore = (input: { readonly beforeMs: number; readonly limit: number }) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const rows = yield* sql.unsafe(`DELETE FROM ${DEFAULT_PARTITION} WHERE id IN (
-        SELECT e.id FROM ${DEFAULT_PARTITION} e JOIN triggers t ON t.id = e.trigger_id
-        WHERE e.id < $1 AND t.status IN ('completed', 'cancelled', 'skipped') AND t.updated_at < $3
+        SELECT e.id FROM ${DEFAULT_PARTITION} e
+        WHERE e.id < $1 AND NOT EXISTS (SELECT 1 FROM triggers t WHERE t.id = e.trigger_id
+          AND NOT (t.status IN ('completed', 'cancelled', 'skipped') AND t.updated_at < $3))
         ORDER BY e.id LIMIT $2)
       RETURNING id`, [uuidFloor(input.beforeMs), input.limit, new Date(input.beforeMs)])
     return rows.length

@@ -1,11 +1,16 @@
 // Retention (RETENTION_DAYS): finished triggers — completed, cancelled or skipped — that last changed
-// before a cutoff are deleted with their executions (ON DELETE CASCADE), oldest first, a small batch
-// per statement; a cancelled generator only once none of its instances is still pending, queued or
-// running. One node at a time: the sweep holds a session-level advisory lock on one reserved
+// before a cutoff are deleted with their executions, oldest first, a small batch per statement; a
+// cancelled generator only once none of its instances is still pending, queued or running. Most of
+// their executions are gone already, with the day partitions retention drops first
+// (store/executionPartitions.ts); the statement deleting a batch of triggers deletes the rest, in
+// the partitions that may still hold them only (no foreign key cascades from triggers: on the table
+// partitioned by day it would look in every day for each trigger; docs/operations.md "How history
+// is stored"). One node at a time: the sweep holds a session-level advisory lock on one reserved
 // session (as shardLocks.ts does), and a node that dies mid-sweep loses it with its session.
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
 import { SqlClient } from "effect/sql"
+import { EXECUTION_FLOOR_MARGIN_MS, uuidFloor } from "../domain/executionDays.ts"
 
 /** Key of the advisory lock ("tr", 0): the shard locks use 0x7477, the gates 0x7467. */
 const RETENTION_LOCK = [0x7472, 0] as const
@@ -14,7 +19,11 @@ const RETENTION_LOCK = [0x7472, 0] as const
  * One batch: the oldest finished triggers past the cutoff, over the partial index triggers_finished
  * (its predicate is this status list). Rows another transaction holds (a replay moving a completed
  * trigger back to queued) are skipped, never waited for; a row that left the finished statuses by
- * the time it is locked is re-checked out.
+ * the time it is locked is re-checked out. Their executions go in the same statement: every one has
+ * an id (its attempt's time) before the trigger last changed, so before the cutoff, give or take the
+ * nodes' clock differences ($3: the cutoff plus EXECUTION_FLOOR_MARGIN_MS): the days wholly after it
+ * are not read. The trigger ids are one array, so each day left is read once per batch, by its
+ * executions_trigger index.
  */
 const DELETE_BATCH = `
   WITH doomed AS (
@@ -25,9 +34,13 @@ const DELETE_BATCH = `
     ORDER BY t.updated_at
     LIMIT $2
     FOR UPDATE OF t SKIP LOCKED
+  ), gone AS (
+    DELETE FROM triggers d USING doomed WHERE d.id = doomed.id
+    RETURNING d.id
+  ), attempts AS (
+    DELETE FROM executions e WHERE e.id < $3::uuid AND e.trigger_id = ANY(ARRAY(SELECT id FROM gone))
   )
-  DELETE FROM triggers d USING doomed WHERE d.id = doomed.id
-  RETURNING d.id`
+  SELECT id FROM gone`
 
 export interface RetentionSession {
   /** Deletes at most `limit` finished triggers that last changed before `beforeMs`; how many it deleted. */
@@ -53,7 +66,7 @@ export const retentionSessionOpen: Effect.Effect<RetentionSession | undefined, u
     return {
       deleteBatch: ({ beforeMs, limit }) =>
         Effect.map(
-          session.execute(DELETE_BATCH, [new Date(beforeMs).toISOString(), limit], undefined),
+          session.execute(DELETE_BATCH, [new Date(beforeMs).toISOString(), limit, uuidFloor(beforeMs + EXECUTION_FLOOR_MARGIN_MS)], undefined),
           (rows) => (rows as ReadonlyArray<unknown>).length
         )
     } satisfies RetentionSession

@@ -1,11 +1,12 @@
 // Retention under TestClock on a real database (docs/operations.md "Retention"): which triggers a sweep
-// deletes (finished ones that last changed before the cutoff, with their executions; a cancelled
-// generator only without live instances) and which it keeps; that it deletes in batches with a pause
+// deletes (finished ones that last changed before the cutoff, the start of the UTC day RETENTION_DAYS
+// ago, with their executions; a cancelled generator only without live instances) and which it keeps,
+// that the cutoff moves a day at a time; that it deletes in batches with a pause
 // between them, a sweep every interval; that a node finding the lock taken skips its turn;
 // RETENTION_DAYS=0; and that expired previous signing secrets are forgotten. The loop's pauses are
 // TestClock sleeps, so the tests move the clock and await the loop's own reports instead of waiting.
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect, Fiber, Queue } from "effect"
+import { Effect, Fiber, Layer, Queue } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import { type HousekeepingEvent, runHousekeeping } from "../../src/scheduler/housekeeping.ts"
@@ -16,8 +17,15 @@ const PROJECT = "00000000-0000-7000-8000-0000000000aa"
 const DAY = 24 * 60 * 60 * 1000
 const EVERY = 60_000
 const PAUSE = 200
+/** Later than every id test/support/fixtures.ts mints, by more than the retention of these tests. */
+const FIXTURES_PAST_MS = Date.UTC(2021, 0, 1)
 
-/** The TestClock is shared by the tests of a layer block (and starts at 0): each test works relative to its start. */
+/**
+ * The TestClock is shared by the tests of a layer block: each test works relative to its start. It
+ * starts past the fixtures' ids (they are of 2020), set before the database's pool exists (moving it
+ * that far later would wake the pool's timers over and over): an attempt's id is never later than
+ * its trigger's last change, and retention reads a deleted trigger's attempts only up to its cutoff.
+ */
 const clockNow = Effect.clockWith((clock) => clock.currentTimeMillis)
 
 /** Starts the loop with `options` and returns its reports (the first sweep is EVERY away). */
@@ -49,21 +57,25 @@ const count = (table: "triggers" | "executions") =>
     return Number((yield* sql<{ n: string }>`SELECT count(*)::text AS n FROM ${sql(table)}`)[0]!.n)
   })
 
-/** An empty triggers table; `ago(ms)`: the date that long before the test's start. */
+/** Empty triggers and executions tables; `ago(ms)`: the date that long before the test's start. */
 const setup = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   yield* sql`DELETE FROM triggers`
+  yield* sql`DELETE FROM executions`
   yield* ensureProject(PROJECT)
   const now = yield* clockNow
   return { now, ago: (ms: number) => new Date(now - ms) }
 })
 
-layer(TestDatabase, { timeout: "60 seconds" })("housekeeping", (it) => {
+const Database = Layer.provideMerge(TestDatabase, Layer.effectDiscard(TestClock.setTime(FIXTURES_PAST_MS)))
+
+layer(Database, { timeout: "60 seconds" })("housekeeping", (it) => {
   describe("what retention deletes", () => {
     it.effect("finished triggers last changed before the cutoff, with their executions; everything else stays", () =>
       Effect.gen(function*() {
         const { ago } = yield* setup
-        const old = ago(30 * DAY + 1_000)
+        // the cutoff is the start of the UTC day 30 days ago: before it, and after it (10 minutes younger than 30 days)
+        const old = ago(31 * DAY)
         const recent = ago(30 * DAY - 10 * 60_000)
         const oneShot = (status: string, updatedAt: Date) => insertTrigger({ projectId: PROJECT, status, updatedAt, createdAt: updatedAt })
         const completedOld = yield* oneShot("completed", old)
@@ -88,7 +100,6 @@ layer(TestDatabase, { timeout: "60 seconds" })("housekeeping", (it) => {
         // a cancelled generator whose instances are all finished: it goes, and they do
         const done = yield* insertTrigger({ projectId: PROJECT, kind: "generator", status: "cancelled", cronExpr: "* * * * *", updatedAt: old })
         deleted.push(done, yield* instance(done, "completed", ago(31 * DAY)))
-
         const loop = yield* startLoop({ retentionDays: 30 })
         yield* TestClock.adjust(EVERY)
         assert.deepStrictEqual(yield* loop.next, { _tag: "Batch", deleted: deleted.length })
@@ -98,21 +109,22 @@ layer(TestDatabase, { timeout: "60 seconds" })("housekeeping", (it) => {
         for (const id of kept) assert.isTrue(yield* exists(id), `${id} kept`)
         assert.strictEqual(yield* count("executions"), 1) // completedRecent's; completedOld's two went with it
 
-        // a sweep every minute finds nothing more until the recent ones (10 minutes younger) are past the cutoff
-        for (let minute = 2; ; minute++) {
+        // the cutoff moves a day at a time: the sweeps of the next minutes, the recent ones now 30 days old, find nothing more
+        for (let minute = 2; minute <= 12; minute++) {
           yield* TestClock.adjust(EVERY)
-          const batch = yield* loop.next
-          assert.deepStrictEqual(yield* loop.next, { _tag: "Swept", deleted: batch._tag === "Batch" ? batch.deleted : -1 })
+          assert.deepStrictEqual(yield* loop.next, { _tag: "Batch", deleted: 0 }, `minute ${minute}`)
+          assert.deepStrictEqual(yield* loop.next, { _tag: "Swept", deleted: 0 })
           assert.deepStrictEqual(yield* loop.next, { _tag: "Waiting" })
-          if (minute <= 10) assert.deepStrictEqual(batch, { _tag: "Batch", deleted: 0 }, `minute ${minute}`)
-          else {
-            assert.deepStrictEqual(batch, { _tag: "Batch", deleted: 2 }, `minute ${minute}`)
-            break
-          }
         }
+        assert.isTrue(yield* exists(completedRecent))
+        yield* Fiber.interrupt(loop.fiber)
+        // a cutoff two days later takes them (and completedRecent's execution)
+        const later = yield* startLoop({ retentionDays: 28 })
+        yield* TestClock.adjust(EVERY)
+        assert.deepStrictEqual(yield* later.next, { _tag: "Batch", deleted: 2 })
         assert.isFalse(yield* exists(completedRecent))
         assert.strictEqual(yield* count("executions"), 0)
-        yield* Fiber.interrupt(loop.fiber)
+        yield* Fiber.interrupt(later.fiber)
       }))
 
     it.effect("RETENTION_DAYS=0 keeps everything", () =>

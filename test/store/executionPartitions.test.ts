@@ -16,6 +16,7 @@ import { deadLettersList } from "../../src/store/deadLetters.ts"
 import { executionFloorSql } from "../../src/store/executionFloor.ts"
 import { triggerFilterClauses } from "../../src/store/triggerFilter.ts"
 import { executionPartitionsDropBefore, executionPartitionsEnsure, executionPartitionsList, executionsDefaultDeleteBefore } from "../../src/store/executionPartitions.ts"
+import { retentionSessionOpen } from "../../src/store/retention.ts"
 import { MIGRATIONS } from "../../src/store/schema.ts"
 
 /** The migration that partitions executions by day. */
@@ -36,6 +37,14 @@ const partitionOf = (id: string) =>
   })
 
 const names = Effect.map(executionPartitionsList, (list) => list.map((p) => p.name).sort())
+
+/** The tables with a foreign key to triggers. */
+const foreignKeysToTriggers = Effect.flatMap(SqlClient.SqlClient, (sql) =>
+  Effect.map(
+    sql<{ name: string }>`SELECT DISTINCT conrelid::regclass::text AS name FROM pg_constraint
+      WHERE contype = 'f' AND confrelid = 'triggers'::regclass ORDER BY 1`,
+    (rows) => rows.map((r) => r.name)
+  ))
 
 layer(Database, { timeout: "120 seconds" })("executions by day", (it) => {
   describe("the migration partitioning executions, on a database with executions", () => {
@@ -85,8 +94,13 @@ layer(Database, { timeout: "120 seconds" })("executions by day", (it) => {
         assert.strictEqual(yield* partitionOf(next), `executions_${boundDay}`)
         // (a page reads one more row than its limit)
         assert.deepStrictEqual((yield* executionsList({ projectId: PROJECT, limit: 1 })).map((r) => r.id), [next, newest])
-        // a trigger deleted takes its executions in every partition along (the foreign key cascades)
-        yield* sql`DELETE FROM triggers WHERE id = ${triggerId}`
+        // the foreign key to triggers is gone (its cascade would read every day for each trigger deleted)
+        assert.deepStrictEqual(yield* foreignKeysToTriggers, ["gate_slots", "replay_overrides"])
+        // a trigger retention deletes takes its executions in every partition before the cutoff along
+        // (the partition from before the migration, and the day after it)
+        yield* sql`UPDATE triggers SET updated_at = ${new Date(boundMs + 10_000)} WHERE id = ${triggerId}`
+        assert.strictEqual(yield* Effect.scoped(Effect.flatMap(retentionSessionOpen, (session) =>
+          session!.deleteBatch({ beforeMs: boundMs + DAY_MS, limit: 10 }))), 1)
         assert.strictEqual(Number((yield* sql<{ n: string }>`SELECT count(*)::text AS n FROM executions`)[0]!.n), 0)
       }))
   })
@@ -167,6 +181,28 @@ layer(Database, { timeout: "120 seconds" })("executions by day", (it) => {
         yield* sql`UPDATE triggers SET status = 'completed' WHERE id = ${retrying}`
         assert.strictEqual(yield* executionsDefaultDeleteBefore({ beforeMs: cutoff, limit: 100 }), 1)
         assert.isUndefined((yield* executionsGet({ projectId: PROJECT, id: kept }))?.id)
+      }))
+
+    it.effect("retention's batch deletes its triggers' attempts left in the days before the cutoff (and the clock margin after it), not later ones", () =>
+      Effect.gen(function*() {
+        const at = (day: number, h: number, m = 0) => Date.UTC(2031, 2, day, h, m)
+        yield* executionPartitionsEnsure(at(20, 1)) // the 20th to the 23rd: the 18th and 19th go to the default partition
+        const cutoff = at(20, 12)
+        const finished = yield* insertTrigger({ id: uuidv7(at(19, 5)), projectId: PROJECT, status: "completed", attempts: 4, updatedAt: new Date(at(20, 11)) })
+        const stays = yield* insertTrigger({ id: uuidv7(at(19, 6)), projectId: PROJECT, status: "completed", attempts: 1, updatedAt: new Date(at(20, 13)) })
+        const inDefault = yield* insertExecution({ id: uuidv7(at(19, 6)), projectId: PROJECT, triggerId: finished, attempt: 1 })
+        const inDay = yield* insertExecution({ id: uuidv7(at(20, 2)), projectId: PROJECT, triggerId: finished, attempt: 2 })
+        const inMargin = yield* insertExecution({ id: uuidv7(at(20, 12, 30)), projectId: PROJECT, triggerId: finished, attempt: 3 })
+        const pastMargin = yield* insertExecution({ id: uuidv7(at(21, 0, 30)), projectId: PROJECT, triggerId: finished, attempt: 4 })
+        const other = yield* insertExecution({ id: uuidv7(at(20, 3)), projectId: PROJECT, triggerId: stays })
+        assert.strictEqual(yield* partitionOf(inDefault), "executions_default")
+        assert.strictEqual(yield* partitionOf(pastMargin), day(21))
+        yield* Effect.scoped(Effect.flatMap(retentionSessionOpen, (session) => session!.deleteBatch({ beforeMs: cutoff, limit: 1_000 })))
+        const left = (id: string) => Effect.map(executionsGet({ projectId: PROJECT, id }), (row) => row?.id === id)
+        assert.deepStrictEqual(yield* Effect.all([left(inDefault), left(inDay), left(inMargin)]), [false, false, false])
+        // an attempt more than the margin after its trigger's last change (clocks that far apart) is left to its day's drop
+        assert.isTrue(yield* left(pastMargin))
+        assert.isTrue(yield* left(other))
       }))
   })
 
