@@ -1,6 +1,6 @@
 // `npm run bench [-- --only ingest,delivery,precision,precision-fast,batch,gated,redrive,lateness-curve] [--systems timewheel,graphile-worker,pg-boss]
 // [--n 20000] [--precision-n 2000] [--batch-n 100000] [--gated-nodes 1,3] [--redrive-n 100000] [--lead-ms N] [--curve-seconds 3]
-// [--curve-svg FILE] [--encryption] [--tracing]`: runs each workload against each system on one
+// [--curve-svg FILE] [--history-per-day N] [--encryption] [--tracing]`: runs each workload against each system on one
 // PostgreSQL (DATABASE_URL, else an embedded one), a fresh database per run, a sink in its own process;
 // prints Markdown tables with timewheel/peer ratios (and, beside ingest and delivery, what the machine allows
 // the same client: the ceilings) and writes bench-results/<timestamp>.json.
@@ -15,7 +15,7 @@ import { DELIVERY_CEILING_SETTINGS } from "./deliveryCeiling.ts"
 import type { Costs } from "./costs.ts"
 import { runBareCeiling } from "./ingestWrk.ts"
 import { REDRIVE_DEFAULT_N, runRedrive } from "./redrive.ts"
-import { RETENTION_DEFAULT_PER_DAY, retentionMarkdown, runRetention } from "./retention.ts"
+import { HISTORY_DAYS, historyPrepare, RETENTION_DEFAULT_PER_DAY, retentionMarkdown, runRetention } from "./retention.ts"
 import { describeMachine, markdown, writeJson } from "./report.ts"
 import type { CeilingEntry, Entry, Metrics } from "./report.ts"
 import { startSink } from "./sink.ts"
@@ -30,7 +30,7 @@ import { CURVE_DEFAULT_SECONDS, curveMarkdown, type CurveRun, runCurve, writeCur
 const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,precision-fast,batch,gated,redrive,lateness-curve,retention] [--systems timewheel,graphile-worker,pg-boss]
                         [--n 20000] [--precision-n 2000] [--batch-n 100000] [--gated-nodes 1,3] [--redrive-n ${REDRIVE_DEFAULT_N}]
                         [--retention-per-day ${RETENTION_DEFAULT_PER_DAY}] [--lead-ms N] [--curve-seconds ${CURVE_DEFAULT_SECONDS}] [--curve-svg FILE]
-                        [--encryption] [--tracing]
+                        [--history-per-day N] [--encryption] [--tracing]
   --only         workloads to run (default all but lateness-curve and retention, which run only when named; "memory" is
                  measured in every workload; gated, redrive and retention are timewheel only)
                  lateness-curve: the precision workload's steady stream at 500, 1,000, 2,000, 4,000, 8,000 and 16,000 due/s
@@ -53,6 +53,10 @@ const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,precisi
                  longest wait of a claim of one of them beside it
   --retention-per-day  finished triggers per day of the retention workload's 40 days of history, 4 executions
                  each (default ${RETENTION_DEFAULT_PER_DAY}: 1M executions; 125000 gives 5M triggers and 20M executions)
+  --history-per-day  timewheel's delivery and precision runs start on a database already holding the retention
+                 workload's 40 days of history, N finished triggers a day with 4 executions each (25000: 1M
+                 triggers, 4M executions), made after the migrations and before the service starts; the
+                 service then runs with RETENTION_DAYS ${HISTORY_DAYS + 2}, so that it keeps them
   --lead-ms      time between the start of loading and the first due instant (default: estimated)
   --curve-seconds  seconds of steady stream at each rate of lateness-curve (default ${CURVE_DEFAULT_SECONDS})
   --curve-svg    also write lateness-curve's SVG to this file (e.g. docs/lateness-curve.svg)
@@ -74,6 +78,8 @@ interface Options {
   readonly redriveN: number
   /** The retention workload (named in --only), with this many triggers per day of history. */
   readonly retentionPerDay: number | undefined
+  /** Finished triggers per day of history in timewheel's delivery and precision databases (none when absent). */
+  readonly historyPerDay: number | undefined
   readonly leadMs: number | undefined
   readonly variants: Variants
   /** The lateness-against-load curve (latenessCurve.ts): run when asked for by --only. */
@@ -99,7 +105,7 @@ const batchCount = (raw: string): number => {
 const parseOptions = (args: ReadonlyArray<string>): Options => {
   const { values, switches } = readFlags(
     args, USAGE,
-    ["only", "systems", "n", "precision-n", "batch-n", "gated-nodes", "gated-origins", "redrive-n", "retention-per-day", "lead-ms", "curve-seconds", "curve-svg"],
+    ["only", "systems", "n", "precision-n", "batch-n", "gated-nodes", "gated-origins", "redrive-n", "retention-per-day", "history-per-day", "lead-ms", "curve-seconds", "curve-svg"],
     ["encryption", "tracing"]
   )
   const lead = values.get("lead-ms")
@@ -123,6 +129,7 @@ const parseOptions = (args: ReadonlyArray<string>): Options => {
     retentionPerDay: (values.get("only") ?? "").split(",").map((w) => w.trim()).includes("retention")
       ? positiveInt(values.get("retention-per-day") ?? String(RETENTION_DEFAULT_PER_DAY), "--retention-per-day")
       : undefined,
+    historyPerDay: values.has("history-per-day") ? positiveInt(values.get("history-per-day")!, "--history-per-day") : undefined,
     leadMs: lead === undefined ? undefined : positiveInt(lead, "--lead-ms"),
     variants: { encryption: switches.has("encryption"), tracing: switches.has("tracing") }
   }
@@ -220,6 +227,9 @@ const runOne = async (
     const database = await freshDatabase(server, `${workload}_${contender.label}`)
     dropCurrent = database.drop
     try {
+      if (options.historyPerDay !== undefined && contender.system === "timewheel" && (workload === "delivery" || workload.startsWith("precision"))) {
+        say(`  history: ${HISTORY_DAYS} days of ${options.historyPerDay} finished triggers made in ${await historyPrepare(database.url, options.historyPerDay)} ms`)
+      }
       if (workload === "ingest") return await runIngest(contender, database.url, sink, options.n)
       if (workload === "delivery") return await runDelivery(contender, database.url, sink, options.n, leadMs)
       if (workload === "batch") return await runBatch(contender, database.url, sink, options.batchN)
@@ -246,6 +256,8 @@ const runOne = async (
 
 const main = async () => {
   const options = parseOptions(process.argv.slice(2))
+  // the service's retention (first sweep a minute after it starts) would otherwise drop the oldest days meanwhile
+  if (options.historyPerDay !== undefined) process.env.RETENTION_DAYS = String(HISTORY_DAYS + 2)
   const startedAt = new Date()
   let server: DatabaseServer | undefined
   let sink: Sink | undefined

@@ -22,9 +22,11 @@ import { migrate } from "../../src/store/db.ts"
 import { executionPartitionsDropBefore } from "../../src/store/executionPartitions.ts"
 import { retentionSessionOpen } from "../../src/store/retention.ts"
 import { RETENTION_BATCH } from "../../src/scheduler/housekeeping.ts"
+import { DEFAULTS } from "../../src/config.ts"
 
 export const RETENTION_DEFAULT_PER_DAY = 6_250
-const DAYS = 40
+export const HISTORY_DAYS = 40
+const DAYS = HISTORY_DAYS
 const DROP_DAYS = 10
 const EXECUTIONS_PER_TRIGGER = 4
 const DAY_MS = 86_400_000
@@ -100,6 +102,34 @@ const historyDay = (dayMs: number, perDay: number) => [
     FROM (SELECT n, ${dayMs}::bigint + n::bigint * ${Math.floor((DAY_MS - 200_000) / perDay)} AS ms FROM generate_series(0, ${perDay - 1}) AS n) x,
       generate_series(1, ${EXECUTIONS_PER_TRIGGER}) AS a`
 ]
+
+/**
+ * On a migrated database: the day partitions, a project, and DAYS days of history before `todayMs`
+ * (`perDay` finished triggers a day, EXECUTIONS_PER_TRIGGER attempts each), vacuumed and analyzed.
+ */
+export const historyFill = (todayMs: number, perDay: number) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql.unsafe(dayPartitions(todayMs))
+    yield* sql`INSERT INTO projects (id, name, monthly_quota, retry_policy, created_at, updated_at)
+      VALUES (${PROJECT}, 'history', 0, '{}'::jsonb, now(), now())`
+    for (let d = DAYS; d >= 1; d--) {
+      for (const statement of historyDay(todayMs - d * DAY_MS, perDay)) yield* sql.unsafe(statement)
+    }
+    yield* sql`VACUUM ANALYZE`
+  })
+
+/**
+ * The service's database, migrated as the service does it (SHARDS default) and holding DAYS days of
+ * history (historyFill), before the service starts on it (the delivery and precision workloads'
+ * --history-per-day); the time it took.
+ */
+export const historyPrepare = async (url: string, perDay: number): Promise<number> => {
+  const t0 = performance.now()
+  const todayMs = Math.floor(Date.now() / DAY_MS) * DAY_MS
+  await run(url, 1, Effect.andThen(migrate({ shards: DEFAULTS.SHARDS, nowMs: Date.now() }), historyFill(todayMs, perDay)))
+  return Math.round(performance.now() - t0)
+}
 
 const sizes = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -206,17 +236,7 @@ export const runRetention = async (server: DatabaseServer, perDay: number, say: 
   try {
     const todayMs = Math.floor(Date.now() / DAY_MS) * DAY_MS
     const g0 = performance.now()
-    await run(source.url, 1, Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      yield* migrate({ shards: 4, nowMs: Date.now() })
-      yield* sql.unsafe(dayPartitions(todayMs))
-      yield* sql`INSERT INTO projects (id, name, monthly_quota, retry_policy, created_at, updated_at)
-        VALUES (${PROJECT}, 'bench', 0, '{}'::jsonb, now(), now())`
-      for (let d = DAYS; d >= 1; d--) {
-        for (const statement of historyDay(todayMs - d * DAY_MS, perDay)) yield* sql.unsafe(statement)
-      }
-      yield* sql`VACUUM ANALYZE`
-    }))
+    await run(source.url, 1, Effect.andThen(migrate({ shards: 4, nowMs: Date.now() }), historyFill(todayMs, perDay)))
     const generateMs = Math.round(performance.now() - g0)
     const made = await run(source.url, 1, sizes)
     say(`  history: ${made.t} triggers, ${made.e} executions in ${DAYS} days, made in ${generateMs} ms`)
