@@ -119,6 +119,11 @@ export const itemTriggersInsert = Effect.fnUntraced(function*(input: {
     FROM ${unnestRows(sql, columns)}`
 })
 
+// The update and the cancel find their rows by the primary key (`t.id = ANY(ids)`) and run
+// unprepared: planned with the arrays at hand every time. A prepared statement's generic plan,
+// which PostgreSQL switches to after a few runs, knows neither their length nor their values and was
+// measured at 0.8 s for 1,000 rows of a table of 200,000 (a custom plan: 50 ms).
+
 /**
  * Replaces the definition, time or cron, and status of triggers in place (same id, key scope kept),
  * each only while it still has its `expectedStatus` and kind. Returns the rows updated.
@@ -133,7 +138,8 @@ export const itemTriggersUpdate = Effect.fnUntraced(function*(input: {
   const sql = yield* SqlClient.SqlClient
   const columns = columnsOf(input.rows, yield* EncryptionKeys)
   const expected = textArray(input.rows.map((row) => row.expectedStatus))
-  return yield* unfiredCompareAndSet(input.rows.map((row) => row.id), (locked) => sql<{ id: string; shard: number }>`UPDATE triggers t SET status = x.status,
+  const ids = input.rows.map((row) => row.id)
+  return yield* unfiredCompareAndSet(ids, (locked) => sql<{ id: string; shard: number }>`UPDATE triggers t SET status = x.status,
       scheduled_at = x.scheduled_at, due_at = CASE WHEN x.status = 'registered' THEN x.scheduled_at END,
       attempts = CASE WHEN t.kind = 'job' THEN 0 ELSE t.attempts END, triggered_by = NULL,
       url = x.url, method = x.method, headers = x.headers, body = x.body, sealed_with = x.sealed_with,
@@ -142,9 +148,9 @@ export const itemTriggersUpdate = Effect.fnUntraced(function*(input: {
       traceparent = ${input.trace?.traceparent ?? null}::text, tracestate = ${input.trace?.tracestate ?? null}::text,
       updated_at = ${new Date(input.nowMs)}
     FROM ${unnestRows(sql, columns, expected)}
-    WHERE t.id = x.id AND t.project_id = ${input.projectId} AND t.status = x.expected AND t.kind = x.kind
-      AND ${unfiredUnder(sql, "t", locked)}
-    RETURNING t.id, t.shard`)
+    WHERE t.id = ANY(${uuidArray(ids)}) AND t.id = x.id AND t.project_id = ${input.projectId} AND t.status = x.expected
+      AND t.kind = x.kind AND ${unfiredUnder(sql, "t", locked)}
+    RETURNING t.id, t.shard`.unprepared)
 })
 
 /**
@@ -163,8 +169,8 @@ export const itemTriggersCancel = Effect.fnUntraced(function*(input: {
   return yield* unfiredCompareAndSet(ids, (locked) => sql<{ id: string; shard: number; kind: TriggerKind }>`
     UPDATE triggers t SET status = 'cancelled', due_at = NULL, updated_at = ${new Date(input.nowMs)}
     FROM unnest(${ids}::uuid[], ${statuses}::text[]) AS x(id, expected)
-    WHERE t.id = x.id AND t.project_id = ${input.projectId} AND t.status = x.expected
+    WHERE t.id = ANY(${ids}::uuid[]) AND t.id = x.id AND t.project_id = ${input.projectId} AND t.status = x.expected
       AND (t.status NOT IN ${statusList(sql, HELD_BACK_STATUSES)} OR t.claimed_by IS NULL)
       AND ${unfiredUnder(sql, "t", locked)}
-    RETURNING t.id, t.shard, t.kind`)
+    RETURNING t.id, t.shard, t.kind`.unprepared)
 })
