@@ -79,16 +79,54 @@ const decode = (s: string): string => {
   }
 }
 
-export const prepareRequest = (req: DeliveryRequest): Result.Result<PreparedRequest, InvalidRequestError> => {
+/** What a send needs of its URL: where the connection goes, and what the request line says. */
+interface Target {
+  readonly origin: string
+  readonly path: string
+  readonly hostname: string
+  readonly servername: string | null
+  /** user:password of the URL, as the Authorization header's credentials; null when none. */
+  readonly basicCredentials: string | null
+}
+
+/**
+ * The targets of the URLs sent to lately, by URL text: a burst to one endpoint parses its URL once,
+ * not once per attempt. Emptied when it holds TARGETS_KEPT of them (no order to keep, no eviction
+ * per entry); a URL that cannot be sent is never kept.
+ */
+const targets = new Map<string, Target>()
+const TARGETS_KEPT = 4_096
+
+const targetOf = (text: string): Target | InvalidRequestError => {
+  const known = targets.get(text)
+  if (known !== undefined) return known
   let url: URL
   try {
-    url = new URL(req.url)
+    url = new URL(text)
   } catch {
-    return invalid("INVALID_URL", `Invalid URL: ${req.url}`)
+    return new InvalidRequestError("INVALID_URL", `Invalid URL: ${text}`)
   }
   if (url.protocol !== "http:" && url.protocol !== "https:") {
-    return invalid("INVALID_URL", `Unsupported URL scheme ${url.protocol} in ${req.url}`)
+    return new InvalidRequestError("INVALID_URL", `Unsupported URL scheme ${url.protocol} in ${text}`)
   }
+  const hostname = url.hostname.replace(/^\[(.*)\]$/, "$1")
+  const target: Target = {
+    origin: url.origin,
+    path: `${url.pathname}${url.search}`,
+    hostname,
+    servername: url.protocol === "https:" && isIP(hostname) === 0 ? hostname : null,
+    basicCredentials: url.username !== "" || url.password !== ""
+      ? Buffer.from(`${decode(url.username)}:${decode(url.password)}`).toString("base64")
+      : null
+  }
+  if (targets.size >= TARGETS_KEPT) targets.clear()
+  targets.set(text, target)
+  return target
+}
+
+export const prepareRequest = (req: DeliveryRequest): Result.Result<PreparedRequest, InvalidRequestError> => {
+  const target = targetOf(req.url)
+  if (target instanceof InvalidRequestError) return Result.fail(target)
   if (!TOKEN.test(req.method) || req.method.toUpperCase() === "CONNECT") {
     return invalid("INVALID_METHOD", `Method ${JSON.stringify(req.method)} cannot be sent`)
   }
@@ -126,9 +164,8 @@ export const prepareRequest = (req: DeliveryRequest): Result.Result<PreparedRequ
     else if (body !== null) headers.push("content-type", DEFAULT_CONTENT_TYPE)
   }
   if (!seen.has("user-agent")) headers.push("user-agent", USER_AGENT)
-  if ((url.username !== "" || url.password !== "") && !seen.has("authorization")) {
-    const credentials = Buffer.from(`${decode(url.username)}:${decode(url.password)}`).toString("base64")
-    headers.push("authorization", `Basic ${credentials}`)
+  if (target.basicCredentials !== null && !seen.has("authorization")) {
+    headers.push("authorization", `Basic ${target.basicCredentials}`)
   }
   if (identity !== undefined) {
     const { signingSecrets: secrets, timestampSeconds: t, triggerId, trace } = identity
@@ -145,15 +182,14 @@ export const prepareRequest = (req: DeliveryRequest): Result.Result<PreparedRequ
     }
   }
 
-  const hostname = url.hostname.replace(/^\[(.*)\]$/, "$1")
   return Result.succeed({
-    origin: url.origin,
-    path: `${url.pathname}${url.search}`,
-    hostname,
+    origin: target.origin,
+    path: target.path,
+    hostname: target.hostname,
     method: req.method,
     headers,
     body,
-    servername: url.protocol === "https:" && isIP(hostname) === 0 ? hostname : null,
+    servername: target.servername,
     timeoutMs: Math.ceil(req.timeoutSeconds * 1000)
   })
 }

@@ -43,13 +43,16 @@ export function toDeliveryRow(
   dueAtMs?: number
 ): DeliveryRow | ClaimedRow {
   const row = openStoredRequest(sealed, keys)
-  return {
-  id: row.id, shard: row.shard, generatorId: row.generator_id, projectId: row.project_id, url: row.url, method: row.method,
-  headers: row.headers, body: row.body, contentType: row.content_type, tags: row.tags,
-  attempt: fired === null ? row.attempts : row.attempts + 1,
-  retry: row.retry, projectRetry: row.retry_policy, triggeredBy: row.triggered_by, signingSecrets: row.signing_secrets, gateTags,
-  scheduledAtMs: row.scheduled_ms === null ? null : Number(row.scheduled_ms), fired,
-  traceparent: row.traceparent, tracestate: row.tracestate,
-  ...(dueAtMs === undefined ? {} : { dueAtMs })
+  const delivery: DeliveryRow = {
+    id: row.id, shard: row.shard, generatorId: row.generator_id, projectId: row.project_id, url: row.url, method: row.method,
+    headers: row.headers, body: row.body, contentType: row.content_type, tags: row.tags,
+    attempt: fired === null ? row.attempts : row.attempts + 1,
+    retry: row.retry, projectRetry: row.retry_policy, triggeredBy: row.triggered_by, signingSecrets: row.signing_secrets, gateTags,
+    scheduledAtMs: row.scheduled_ms === null ? null : Number(row.scheduled_ms), fired,
+    traceparent: row.traceparent, tracestate: row.tracestate
   }
+  if (dueAtMs === undefined) return delivery
+  // one more field on the row, not a spread of a temporary object into it
+  ;(delivery as { dueAtMs?: number }).dueAtMs = dueAtMs
+  return delivery as ClaimedRow
 }

@@ -104,30 +104,41 @@ export const interruptedExecution = (attempt: {
 const text = (value: string | null) => (value === null ? null : value.replace(/\u0000/g, "\uFFFD"))
 
 /**
- * The executions as one JSON parameter (arrays of only NULLs cannot be typed by the driver), each
- * with what it adds to the rollup (`r_…`). Written out as text (store/jsonRecords.ts), instants as
- * epoch milliseconds (turned into timestamps by `executionRows`), a null field left out.
+ * The attempts as one JSON parameter (arrays of only NULLs cannot be typed by the driver), one
+ * record per attempt: its execution and, when recorded by delivery, its trigger's next state
+ * (`outcomes`, in the same order). Written out as text (store/jsonRecords.ts) under short keys (the
+ * statement names the columns: `RECORD_COLUMNS`), instants as epoch milliseconds, a null or false
+ * field left out; what the rollup needs besides (its minute, the outcome's counts) is derived in SQL,
+ * only the lateness bucket travels. A batch of a thousand is most of what a delivery sends to
+ * PostgreSQL, so every byte of a record is paid for per attempt, by both processes.
  */
-export const executionsJson = (executions: ReadonlyArray<ExecutionRecord>): string => {
+export const executionsJson = (executions: ReadonlyArray<ExecutionRecord>, outcomes?: ReadonlyArray<TriggerOutcome>): string => {
   let out = "["
   for (let i = 0; i < executions.length; i++) {
     const x = executions[i]!
     const rollup = attemptRollup(x)
-    out += `${i === 0 ? "" : ","}{"id":"${x.id}","trigger_id":"${x.triggerId}","project_id":"${x.projectId}",` +
-      `"attempt":${x.attempt},"status":"${x.succeeded ? "succeeded" : "failed"}",` +
-      `"started_ms":${Math.trunc(x.startedAtMs)},"finished_ms":${Math.trunc(x.finishedAtMs)},` +
-      `"duration_ms":${Math.round(x.durationMs)}${jsonField("http_status", x.httpStatus)}` +
-      `${jsonField("response_headers", x.responseHeaders)}${jsonField("response_body", text(x.responseBody))}` +
-      `${jsonField("error_kind", x.errorKind)}${jsonField("error_code", text(x.errorCode))}` +
-      `${jsonField("error_message", text(x.errorMessage))},"is_dead_letter":${x.isDeadLetter},` +
-      `"connect_timeout_seconds":${Math.round(x.connectTimeoutSeconds)},"timeout_seconds":${Math.ceil(x.timeoutSeconds)}` +
-      `${jsonField("triggered_by", x.triggeredBy)},"url":${JSON.stringify(x.url)},"r_minute_ms":${rollup.minuteMs},` +
-      `"r_succeeded":${rollup.succeeded},"r_failed":${rollup.failed},"r_dead_letter":${rollup.deadLetter}` +
-      `${jsonField("r_bucket", rollup.latenessBucket)},"r_gated":${rollup.gated}}`
+    const o = outcomes?.[i]
+    out += `${i === 0 ? "" : ","}{"i":"${x.id}","t":"${x.triggerId}","p":"${x.projectId}","a":${x.attempt}` +
+      `${x.succeeded ? `,"ok":true` : ""},"b":${Math.trunc(x.startedAtMs)},"f":${Math.trunc(x.finishedAtMs)},` +
+      `"d":${Math.round(x.durationMs)}${jsonField("hs", x.httpStatus)}` +
+      `${jsonField("rh", x.responseHeaders)}${jsonField("rb", text(x.responseBody))}` +
+      `${jsonField("ek", x.errorKind)}${jsonField("ec", text(x.errorCode))}` +
+      `${jsonField("em", text(x.errorMessage))}${x.isDeadLetter ? `,"dl":true` : ""}` +
+      `,"ct":${Math.round(x.connectTimeoutSeconds)},"to":${Math.ceil(x.timeoutSeconds)}` +
+      `${jsonField("tb", x.triggeredBy)},"u":${JSON.stringify(x.url)}` +
+      `${jsonField("lb", rollup.latenessBucket)}${rollup.gated ? `,"g":true` : ""}` +
+      // the trigger's next state: the fetched row's updated_at (digits, µs) and the retry's time
+      `${o === undefined || o.firedSeenUs === null ? "" : `,"su":${o.firedSeenUs}`}` +
+      `${o === undefined || o.retryAtMs === null ? "" : `,"rt":${Math.trunc(o.retryAtMs)}`}}`
   }
+  out += "]"
   // a NUL escaped inside a header value (the text columns were cleaned above)
-  return `${out}]`.replace(/\\u0000/g, "\\uFFFD")
+  return out.includes("\\u0000") ? out.replace(/\\u0000/g, "\\uFFFD") : out
 }
+
+/** The columns of `executionsJson`'s records (the record set is aliased `r`). */
+const RECORD_COLUMNS = `r(i uuid, t uuid, p uuid, a int, ok bool, b bigint, f bigint, d int, hs int, rh jsonb, rb text,
+  ek text, ec text, em text, dl bool, ct int, "to" int, tb text, u text, lb int, g bool, su bigint, rt bigint)`
 
 /** A timestamp from epoch milliseconds, exactly (no floating point). */
 const fromMs = (column: string) => `timestamptz 'epoch' + r.${column} * interval '1 millisecond'`
@@ -136,18 +147,26 @@ const EXECUTION_COLUMNS = `id, trigger_id, project_id, attempt, status, started_
   response_headers, response_body, error_kind, error_code, error_message, is_dead_letter, connect_timeout_seconds,
   timeout_seconds, triggered_by, url`
 
-/** The executions as rows (a FROM item named `x`). */
-const executionRows = (sql: SqlClient.SqlClient, executions: ReadonlyArray<ExecutionRecord>): Fragment =>
-  sql`(SELECT r.id, r.trigger_id, r.project_id, r.attempt, r.status, ${sql.unsafe(fromMs("started_ms"))} AS started_at,
-      ${sql.unsafe(fromMs("finished_ms"))} AS finished_at, r.duration_ms, r.http_status, r.response_headers,
-      r.response_body, r.error_kind, r.error_code, r.error_message, r.is_dead_letter, r.connect_timeout_seconds,
-      r.timeout_seconds, r.triggered_by, r.url, ${sql.unsafe(fromMs("r_minute_ms"))} AS r_minute, r.r_succeeded,
-      r.r_failed, r.r_dead_letter, r.r_bucket, r.r_gated
-    FROM jsonb_to_recordset(${executionsJson(executions)}::jsonb) AS r(id uuid, trigger_id uuid, project_id uuid,
-      attempt int, status text, started_ms bigint, finished_ms bigint, duration_ms int, http_status int,
-      response_headers jsonb, response_body text, error_kind text, error_code text, error_message text,
-      is_dead_letter bool, connect_timeout_seconds int, timeout_seconds int, triggered_by text, url text,
-      r_minute_ms bigint, r_succeeded bool, r_failed bool, r_dead_letter bool, r_bucket int, r_gated bool)) AS x`
+/**
+ * The executions of the records of the FROM item `from` (aliased `r`), as rows with the columns of
+ * `executions` and the rollup's (`r_…`), named `x`. The rollup's minute is the start's (floored:
+ * instants are after 1970), its counts the outcome's (domain/deliveryRollup.ts).
+ */
+const EXECUTION_ROW_COLUMNS = `r.i AS id, r.t AS trigger_id, r.p AS project_id, r.a AS attempt,
+      CASE WHEN r.ok IS TRUE THEN 'succeeded' ELSE 'failed' END AS status, ${fromMs("b")} AS started_at,
+      ${fromMs("f")} AS finished_at, r.d AS duration_ms, r.hs AS http_status, r.rh AS response_headers,
+      r.rb AS response_body, r.ek AS error_kind, r.ec AS error_code, r.em AS error_message, r.dl IS TRUE AS is_dead_letter,
+      r.ct AS connect_timeout_seconds, r."to" AS timeout_seconds, r.tb AS triggered_by, r.u AS url,
+      timestamptz 'epoch' + (r.b / 60000) * interval '1 minute' AS r_minute, r.ok IS TRUE AS r_succeeded,
+      r.ok IS NOT TRUE AND r.dl IS NOT TRUE AS r_failed, r.dl IS TRUE AS r_dead_letter, r.lb AS r_bucket,
+      r.g IS TRUE AS r_gated`
+
+const executionRows = (sql: SqlClient.SqlClient, from: Fragment): Fragment =>
+  sql`(SELECT ${sql.unsafe(EXECUTION_ROW_COLUMNS)} FROM ${from}) AS x`
+
+/** The record set of `executionsJson`'s text, aliased `r`. */
+const recordSet = (sql: SqlClient.SqlClient, json: string): Fragment =>
+  sql`jsonb_to_recordset(${json}::jsonb) AS ${sql.unsafe(RECORD_COLUMNS)}`
 
 /** INSERT of the executions of the CTE `x` (already recorded ones skipped), as a CTE body. */
 const insertExecutions = (sql: SqlClient.SqlClient): Fragment =>
@@ -177,7 +196,7 @@ const insertRollup = (sql: SqlClient.SqlClient): Fragment =>
 export const executionsInsert = Effect.fnUntraced(function*(executions: ReadonlyArray<ExecutionRecord>) {
   if (executions.length === 0) return
   const sql = yield* SqlClient.SqlClient
-  yield* sql`WITH x AS (SELECT * FROM ${executionRows(sql, executions)}),
+  yield* sql`WITH x AS (SELECT * FROM ${executionRows(sql, recordSet(sql, executionsJson(executions)))}),
     recorded AS (${insertExecutions(sql)}),
     minutes AS (${insertRollup(sql)})
     SELECT 1`
@@ -195,25 +214,27 @@ export const executionsRecord = Effect.fnUntraced(function*(input: {
 }) {
   if (input.executions.length === 0) return 0
   const sql = yield* SqlClient.SqlClient
-  const outcomes = JSON.stringify(input.outcomes.map((x) => ({
-    id: x.id, attempt: x.attempt, seen_us: x.firedSeenUs, retry_at: x.retryAtMs === null ? null : new Date(x.retryAtMs).toISOString()
-  })))
+  const { executions, outcomes } = input
+  if (outcomes.length !== executions.length || outcomes.some((o, i) => o.id !== executions[i]!.triggerId || o.attempt !== executions[i]!.attempt)) {
+    return yield* Effect.die(new Error("executionsRecord: each outcome must be its execution's, in the same order"))
+  }
   const rows = yield* sql<{ changed: number }>`
-    WITH outcome AS (
+    WITH r AS MATERIALIZED (SELECT * FROM ${recordSet(sql, executionsJson(executions, outcomes))}
+    ), outcome AS (
       UPDATE triggers t SET
-        status = CASE WHEN v.retry_at IS NULL THEN 'completed' ELSE 'retrying' END, due_at = v.retry_at,
-        attempts = v.attempt, triggered_by = NULL, claimed_by = NULL, claimed_at = NULL, updated_at = ${new Date(input.nowMs)}
-      FROM jsonb_to_recordset(${outcomes}::jsonb) AS v(id uuid, attempt int, seen_us bigint, retry_at timestamptz)
-      WHERE t.id = v.id AND (
-        (t.status = 'running' AND t.attempts = v.attempt AND t.claimed_by = ${input.node})
+        status = CASE WHEN r.rt IS NULL THEN 'completed' ELSE 'retrying' END, due_at = ${sql.unsafe(fromMs("rt"))},
+        attempts = r.a, triggered_by = NULL, claimed_by = NULL, claimed_at = NULL, updated_at = ${new Date(input.nowMs)}
+      FROM r
+      WHERE t.id = r.t AND (
+        (t.status = 'running' AND t.attempts = r.a AND t.claimed_by = ${input.node})
         -- taken from a gate's backlog and sent before its start (gates.ts gateBacklogStart) committed
-        OR (t.status = 'queued' AND t.attempts = v.attempt - 1 AND t.claimed_by = ${input.node})
-        OR (v.seen_us IS NOT NULL AND t.status IN ('registered', 'retrying') AND t.attempts = v.attempt - 1
-          AND (extract(epoch FROM t.updated_at) * 1000000)::bigint = v.seen_us))
+        OR (t.status = 'queued' AND t.attempts = r.a - 1 AND t.claimed_by = ${input.node})
+        OR (r.su IS NOT NULL AND t.status IN ('registered', 'retrying') AND t.attempts = r.a - 1
+          AND (extract(epoch FROM t.updated_at) * 1000000)::bigint = r.su))
       RETURNING t.id, t.attempts
     ), x AS (
       -- the attempts whose trigger changed state: only these are recorded (see above)
-      SELECT x.* FROM ${executionRows(sql, input.executions)} JOIN outcome o ON o.id = x.trigger_id AND o.attempts = x.attempt
+      SELECT x.* FROM ${executionRows(sql, sql`r`)} JOIN outcome o ON o.id = x.trigger_id AND o.attempts = x.attempt
     ), recorded AS (${insertExecutions(sql)}
     ), minutes AS (${insertRollup(sql)}
     ), gates AS (

@@ -83,6 +83,23 @@ describe("prepareRequest", () => {
     assert.deepStrictEqual(ok({ headers: [["USER-AGENT", "mine"]] }).headers, ["USER-AGENT", "mine"])
   })
 
+  it("a URL sent to again gives the same request (its parse is kept), per attempt headers still its own", () => {
+    const first = ok({ url: "https://u:p@again.example.com:8443/x?y=1", identity: { triggerId: "t1", attempt: 1, signingSecrets: ["whsec_a"], timestampSeconds: 1 } })
+    const second = ok({ url: "https://u:p@again.example.com:8443/x?y=1", identity: { triggerId: "t2", attempt: 2, signingSecrets: ["whsec_a"], timestampSeconds: 2 } })
+    for (const p of [first, second]) {
+      assert.strictEqual(p.origin, "https://again.example.com:8443")
+      assert.strictEqual(p.path, "/x?y=1")
+      assert.strictEqual(p.servername, "again.example.com")
+      assert.include(p.headers, `Basic ${Buffer.from("u:p").toString("base64")}`)
+    }
+    assert.include(first.headers, "t1")
+    assert.include(second.headers, "t2")
+    assert.notInclude(second.headers, "t1")
+    // a URL that cannot be sent is refused every time (never kept)
+    assert.strictEqual(failure({ url: "ftp://again.example.com/" }).code, "INVALID_URL")
+    assert.strictEqual(failure({ url: "ftp://again.example.com/" }).code, "INVALID_URL")
+  })
+
   it("credentials in the url become Basic authorization unless one is stored", () => {
     const p = ok({ url: "https://us%40er:p%3Ass@api.example.com/" })
     assert.deepStrictEqual(p.headers.slice(-2), ["authorization", `Basic ${Buffer.from("us@er:p:ss").toString("base64")}`])
