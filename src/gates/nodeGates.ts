@@ -291,10 +291,13 @@ export class NodeGates<I> {
    * The waiters to release to PostgreSQL now (each is done here): all of a paused or held gate's,
    * and of the others those waiting longer than RELEASE_AFTER_MS or beyond what the gate admits in
    * MEMORY_SECONDS (the newest). Taken ones wait in PostgreSQL already (`queued`): they stay unless
-   * their gate stopped. A stopping node releases everything.
+   * their gate stopped. One whose gates all admit it while the node's senders are all taken
+   * (`maxStarts`) waits for a sender, not for its gates: it is not released for its age. A stopping
+   * node releases everything.
    */
   releasable(nowMs: number): Array<Waiter<I>> {
     const out: Array<Waiter<I>> = []
+    const sendersFull = this.#tickets.size >= this.maxStarts
     for (const gate of this.gates.values()) {
       if (gate.waiting === 0) continue
       const all = gate.queue.all()
@@ -302,7 +305,9 @@ export class NodeGates<I> {
       const cap = gate.memoryCap(nowMs)
       all.forEach((waiter, i) => {
         if (waiter.done) return
-        if (stopped || (!waiter.taken && (nowMs - waiter.sinceMs >= RELEASE_AFTER_MS || i >= cap))) {
+        const aged = nowMs - waiter.sinceMs >= RELEASE_AFTER_MS &&
+          !(sendersFull && waiter.gates.every((other) => other.admits(nowMs)))
+        if (stopped || (!waiter.taken && (aged || i >= cap))) {
           this.#finish(waiter)
           out.push(waiter)
         }
