@@ -182,7 +182,8 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
       }
     },
     prepare,
-    roomChanged: senders.recheck
+    roomChanged: senders.recheck,
+    maxInFlight: config.maxInFlight
   })
 
   /** Stamps a stage of the rows when lateness is traced (lib/stageTrace.ts); returns them. */

@@ -53,6 +53,8 @@ export interface GateSink {
   readonly prepare: (rows: ReadonlyArray<DeliveryRow>) => Effect.Effect<ReadonlyArray<GatedItem>>
   /** Fewer triggers wait here: a fetch waiting for room may go on. */
   readonly roomChanged: () => void
+  /** How many sends run at once at most: admitted triggers not yet finished stay below it. */
+  readonly maxInFlight: number
 }
 
 /** What a refusal and a circuit breaker need of an attempt's response. */
@@ -371,6 +373,7 @@ export class Gatekeeper extends Context.Service<Gatekeeper, {
     return Gatekeeper.of({
       attach: (attached) => {
         sink = attached
+        gates.maxStarts = attached.maxInFlight
       },
       offer: (items) => {
         const nowMs = now()

@@ -183,6 +183,11 @@ export class NodeGates<I> {
   waitingTotal = 0
   /** A stopping node admits nothing more. */
   closed = false
+  /**
+   * At most this many starts admitted and not finished (the node's senders): a start beyond what the
+   * senders can take now would hold its permit while it waits for one, not at its target.
+   */
+  maxStarts = Infinity
 
   /** The gate of `ref`, made when first met (its round then due at once). */
   gate(ref: GateRef): NodeGate<I> {
@@ -218,7 +223,9 @@ export class NodeGates<I> {
    * Starts what the gates admit now, oldest first per gate; each holds a ticket until `finished`. The
    * gates take turns, one start each a turn: the starts leave in about the order their triggers came,
    * many origins' mixed, rather than a whole gate's budget at once (which would open as many
-   * connections to its origin as it has permits).
+   * connections to its origin as it has permits). At most `maxStarts` tickets at once: the rest wait
+   * here, holding no permit, and a gate that started goes to the end of the turns (the next free
+   * sender goes to the gates that did not start last).
    */
   admit(nowMs: number): Array<Waiter<I>> {
     const admitted: Array<Waiter<I>> = []
@@ -227,12 +234,14 @@ export class NodeGates<I> {
     while (turn.length > 0) {
       const next: Array<NodeGate<I>> = []
       for (const gate of turn) {
+        if (this.#tickets.size >= this.maxStarts) return admitted
         if (gate.waiting === 0 || !gate.admits(nowMs)) continue
         const waiter = this.#eligible(gate, nowMs)
         if (waiter === undefined) continue
         this.#start(waiter, nowMs)
         admitted.push(waiter)
         next.push(gate)
+        if (gate.waiting > 0 && this.#waitingGates.delete(gate)) this.#waitingGates.add(gate)
       }
       turn = next
     }
@@ -282,10 +291,13 @@ export class NodeGates<I> {
    * The waiters to release to PostgreSQL now (each is done here): all of a paused or held gate's,
    * and of the others those waiting longer than RELEASE_AFTER_MS or beyond what the gate admits in
    * MEMORY_SECONDS (the newest). Taken ones wait in PostgreSQL already (`queued`): they stay unless
-   * their gate stopped. A stopping node releases everything.
+   * their gate stopped. One whose gates all admit it while the node's senders are all taken
+   * (`maxStarts`) waits for a sender, not for its gates: it is not released for its age. A stopping
+   * node releases everything.
    */
   releasable(nowMs: number): Array<Waiter<I>> {
     const out: Array<Waiter<I>> = []
+    const sendersFull = this.#tickets.size >= this.maxStarts
     for (const gate of this.gates.values()) {
       if (gate.waiting === 0) continue
       const all = gate.queue.all()
@@ -293,7 +305,9 @@ export class NodeGates<I> {
       const cap = gate.memoryCap(nowMs)
       all.forEach((waiter, i) => {
         if (waiter.done) return
-        if (stopped || (!waiter.taken && (nowMs - waiter.sinceMs >= RELEASE_AFTER_MS || i >= cap))) {
+        const aged = nowMs - waiter.sinceMs >= RELEASE_AFTER_MS &&
+          !(sendersFull && waiter.gates.every((other) => other.admits(nowMs)))
+        if (stopped || (!waiter.taken && (aged || i >= cap))) {
           this.#finish(waiter)
           out.push(waiter)
         }

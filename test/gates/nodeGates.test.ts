@@ -1,8 +1,8 @@
 // A node's gates in memory (gates/nodeGates.ts): triggers start in arrival order as far as every gate
-// they carry admits them, the gates taking turns (one start each a turn); one blocked by a full gate does not hold back those behind it without that
+// they carry admits them, the gates taking turns (one start each a turn), at most maxStarts out at once; one blocked by a full gate does not hold back those behind it without that
 // gate; a ticket gives its permit back with the outcome; what waits at a paused or held gate is handed
 // out for release at once, what waits longer than RELEASE_AFTER_MS too (but not what was taken from
-// PostgreSQL, which reads `queued` already); a stopping node releases everything; a gate is forgotten
+// PostgreSQL, which reads `queued` already, nor what waits only for a sender); a stopping node releases everything; a gate is forgotten
 // only when nothing of it is in flight, waiting, held, leased, or on its way to its circuit's shared
 // state (a failure being settled, a probe).
 import { describe, expect, it } from "vitest"
@@ -70,6 +70,19 @@ describe("admission", () => {
     expect(admitted(gates)).toEqual(["c3"])
   })
 
+  it("at most maxStarts admitted and not finished (the node's senders); the next free one goes to a gate that did not start last", () => {
+    const gates = gatesWith({ "http://a": { maxConcurrent: 10 }, "http://b": { maxConcurrent: 10 } })
+    gates.maxStarts = 3
+    offer(gates, ["a1", "a2", "a3"].map((id) => row(id, ["http://a"])))
+    offer(gates, ["b1", "b2", "b3"].map((id) => row(id, ["http://b"])))
+    expect(admitted(gates)).toEqual(["a1", "b1", "a2"])
+    expect(admitted(gates)).toEqual([])
+    gates.finished("a1", T0 + 10)
+    expect(admitted(gates)).toEqual(["b2"])
+    gates.finished("b1", T0 + 10)
+    expect(admitted(gates)).toEqual(["a3"])
+  })
+
   it("a tag whose policy was deleted holds nothing back; a gate not read yet holds everything", () => {
     const gates = gatesWith({})
     gates.gate({ projectId: PROJECT, tag: "gone" }).open = true
@@ -97,6 +110,17 @@ describe("what is released to wait in PostgreSQL", () => {
     expect(gates.releasable(T0 + RELEASE_AFTER_MS - 1)).toEqual([])
     expect(gates.releasable(T0 + RELEASE_AFTER_MS).map((waiter) => waiter.item)).toEqual(["2"])
     expect(gates.waitingTotal).toBe(1)
+  })
+
+  it("not for its age while the node's senders are all taken and its gates admit it (it waits for a sender); else as before", () => {
+    const gates = gatesWith({ open: { maxConcurrent: 10 }, full: { maxConcurrent: 1 } })
+    gates.maxStarts = 2
+    offer(gates, [row("1", ["open"]), row("2", ["full"]), row("3", ["open"]), row("4", ["full"])])
+    expect(admitted(gates)).toEqual(["1", "2"])
+    // "3": its gate admits, the senders are full; "4": its gate is full
+    expect(gates.releasable(T0 + RELEASE_AFTER_MS).map((waiter) => waiter.item)).toEqual(["4"])
+    gates.finished("2", T0 + RELEASE_AFTER_MS)
+    expect(gates.releasable(T0 + RELEASE_AFTER_MS).map((waiter) => waiter.item)).toEqual(["3"])
   })
 
   it("a stopping node admits nothing and releases everything; what a release did not take waits again", () => {
