@@ -4,8 +4,8 @@
 // it drops the partitions of the days before it, then deletes the finished triggers that last
 // changed before it, with what executions of theirs are left (store/retention.ts). The cutoff moves a
 // day at a time so that a day's triggers go after their day's partition: their attempts went with it,
-// and are not deleted row by row with them (docs/operations.md "Retention"); and previous signing secrets whose rotation overlap has ended
-// are forgotten. Retention runs on one node at a time (an advisory lock; a node that finds it taken
+// and are not deleted row by row with them (docs/operations.md "Retention"); and previous signing
+// secrets whose rotation overlap has ended are forgotten. Retention runs on one node at a time (an advisory lock; a node that finds it taken
 // skips its turn); the trigger deletes go in batches of RETENTION_BATCH rows with a pause between
 // them, so they never hold many rows or much of PostgreSQL at once and claims go on meanwhile; a
 // sweep goes on until nothing is left past the cutoff (docs/operations.md "Retention").
