@@ -1,5 +1,5 @@
 // The retention workload (timewheel's store only, no service; docs/operations.md "Retention"): a
-// database holding DAYS days of history, made in SQL (per day, `perDay` finished triggers made that
+// database holding HISTORY_DAYS days of history, made in SQL (per day, `perDay` finished triggers made that
 // day with EXECUTIONS_PER_TRIGGER attempts each, UUIDv7-shaped ids of that day), copied once (CREATE
 // DATABASE … TEMPLATE) so both ways of removing the oldest DROP_DAYS days start from the same rows:
 // - drop: executionPartitionsDropBefore, as housekeeping does it (whole day partitions dropped);
@@ -26,7 +26,6 @@ import { DEFAULTS } from "../../src/config.ts"
 
 export const RETENTION_DEFAULT_PER_DAY = 6_250
 export const HISTORY_DAYS = 40
-const DAYS = HISTORY_DAYS
 const DROP_DAYS = 10
 const EXECUTIONS_PER_TRIGGER = 4
 const DAY_MS = 86_400_000
@@ -77,7 +76,7 @@ BEGIN
     EXECUTE format('ALTER TABLE executions DETACH PARTITION %I', name);
     EXECUTE format('DROP TABLE %I', name);
   END LOOP;
-  FOR d IN -${DAYS}..3 LOOP
+  FOR d IN -${HISTORY_DAYS}..3 LOOP
     day := ${todayMs}::bigint + d * ${DAY_MS}::bigint;
     name := 'executions_' || to_char(to_timestamp(day / 1000) AT TIME ZONE 'UTC', 'YYYYMMDD');
     EXECUTE format('CREATE TABLE %I (LIKE executions INCLUDING DEFAULTS INCLUDING CONSTRAINTS)', name);
@@ -104,7 +103,7 @@ const historyDay = (dayMs: number, perDay: number) => [
 ]
 
 /**
- * On a migrated database: the day partitions, a project, and DAYS days of history before `todayMs`
+ * On a migrated database: the day partitions, a project, and HISTORY_DAYS days of history before `todayMs`
  * (`perDay` finished triggers a day, EXECUTIONS_PER_TRIGGER attempts each), vacuumed and analyzed.
  */
 export const historyFill = (todayMs: number, perDay: number) =>
@@ -113,14 +112,14 @@ export const historyFill = (todayMs: number, perDay: number) =>
     yield* sql.unsafe(dayPartitions(todayMs))
     yield* sql`INSERT INTO projects (id, name, monthly_quota, retry_policy, created_at, updated_at)
       VALUES (${PROJECT}, 'history', 0, '{}'::jsonb, now(), now())`
-    for (let d = DAYS; d >= 1; d--) {
+    for (let d = HISTORY_DAYS; d >= 1; d--) {
       for (const statement of historyDay(todayMs - d * DAY_MS, perDay)) yield* sql.unsafe(statement)
     }
     yield* sql`VACUUM ANALYZE`
   })
 
 /**
- * The service's database, migrated as the service does it (SHARDS default) and holding DAYS days of
+ * The service's database, migrated as the service does it (SHARDS default) and holding HISTORY_DAYS days of
  * history (historyFill), before the service starts on it (the delivery and precision workloads'
  * --history-per-day); the time it took.
  */
@@ -239,13 +238,13 @@ export const runRetention = async (server: DatabaseServer, perDay: number, say: 
     await run(source.url, 1, Effect.andThen(migrate({ shards: 4, nowMs: Date.now() }), historyFill(todayMs, perDay)))
     const generateMs = Math.round(performance.now() - g0)
     const made = await run(source.url, 1, sizes)
-    say(`  history: ${made.t} triggers, ${made.e} executions in ${DAYS} days, made in ${generateMs} ms`)
+    say(`  history: ${made.t} triggers, ${made.e} executions in ${HISTORY_DAYS} days, made in ${generateMs} ms`)
     // the copy from the same rows (the source must have no connection meanwhile)
     const copyName = new URL(copy.url).pathname.slice(1)
     const sourceName = new URL(source.url).pathname.slice(1)
     await query(server.adminUrl, `DROP DATABASE ${copyName}`)
     await query(server.adminUrl, `CREATE DATABASE ${copyName} TEMPLATE ${sourceName}`)
-    const cutoffMs = todayMs - (DAYS - DROP_DAYS) * DAY_MS
+    const cutoffMs = todayMs - (HISTORY_DAYS - DROP_DAYS) * DAY_MS
     const ways: Array<RetentionWay> = []
     for (const [way, url] of [["drop", source.url], ["delete", copy.url]] as const) {
       say(`  ${way} …`)
@@ -271,7 +270,7 @@ const mb = (bytes: number) => `${(bytes / 1048576).toFixed(0)} MB`
 
 /** The figures as a Markdown table. */
 export const retentionMarkdown = (m: RetentionMetrics): string => [
-  `retention: ${m.triggers.toLocaleString("en")} finished triggers, ${m.executions.toLocaleString("en")} executions over ${DAYS} days `
+  `retention: ${m.triggers.toLocaleString("en")} finished triggers, ${m.executions.toLocaleString("en")} executions over ${HISTORY_DAYS} days `
   + `(${m.bytesPerTrigger} B per trigger, ${m.bytesPerExecution} B per execution, with indexes); the oldest ${DROP_DAYS} days removed `
   + `under a ${(1000 * LOAD_BATCH / LOAD_EVERY_MS).toLocaleString("en")}/s write load`,
   "",
