@@ -82,7 +82,11 @@ export const prepareRequest = (req: DeliveryRequest): Result.Result<PreparedRequ
   }
 
   const headers: Array<string> = []
-  const seen = new Set<string>()
+  // the stored headers that replace a default of ours (plain flags: no Set per request)
+  let hasHost = false
+  let hasContentType = false
+  let hasUserAgent = false
+  let hasAuthorization = false
   const identity = req.identity
   for (const [name, value] of req.headers) {
     const lower = name.toLowerCase()
@@ -97,21 +101,25 @@ export const prepareRequest = (req: DeliveryRequest): Result.Result<PreparedRequ
     if (DROPPED.has(lower)) continue
     if (identity !== undefined && SIGNING_HEADERS_LOWER.has(lower)) continue // ours replace it
     if (identity?.trace !== undefined && TRACE_HEADERS_LOWER.has(lower)) continue // so does our trace context
-    if (lower === "host" && seen.has("host")) return invalid("INVALID_HEADER", "Header Host is given more than once")
-    seen.add(lower)
+    if (lower === "host") {
+      if (hasHost) return invalid("INVALID_HEADER", "Header Host is given more than once")
+      hasHost = true
+    } else if (lower === "content-type") hasContentType = true
+    else if (lower === "user-agent") hasUserAgent = true
+    else if (lower === "authorization") hasAuthorization = true
     headers.push(name, value)
   }
 
   const body = req.body !== null && req.body.byteLength > 0 ? req.body : null
-  if (!seen.has("content-type")) {
+  if (!hasContentType) {
     if (req.contentType !== null && INVALID_VALUE_CHAR.test(req.contentType)) {
       return invalid("INVALID_HEADER", "Invalid stored content type")
     }
     if (req.contentType !== null) headers.push("content-type", req.contentType)
     else if (body !== null) headers.push("content-type", DEFAULT_CONTENT_TYPE)
   }
-  if (!seen.has("user-agent")) headers.push("user-agent", USER_AGENT)
-  if (target.basicCredentials !== null && !seen.has("authorization")) {
+  if (!hasUserAgent) headers.push("user-agent", USER_AGENT)
+  if (target.basicCredentials !== null && !hasAuthorization) {
     headers.push("authorization", `Basic ${target.basicCredentials}`)
   }
   if (identity !== undefined) {
