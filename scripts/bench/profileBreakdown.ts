@@ -69,10 +69,10 @@ const COMPONENTS: ReadonlyArray<readonly [string, (owner: string, name: string) 
   ["garbage collection", (_, name) => name === "(garbage collector)"],
   ["the recording statement's JSON (executions, outcomes, rollup)", (o) => o === "dist/store/executions.js"],
   ["`webhook-signature` (one HMAC-SHA256)", (o) => o === "dist/domain/signing.js"],
-  ["`prepareRequest` besides the HMAC (URL, header checks)", (o) => o === "dist/delivery/request.js"],
+  ["`prepareRequest` besides the HMAC (URL, header checks)", (o) => o === "dist/delivery/request.js" || o === "dist/delivery/targets.js"],
   ["HTTP exchange: undici (dispatch, request, parser), socket writes and reads", (o) => o === "undici" || o === "wasm"],
   ["PostgreSQL driver: statements out, rows and answers in", (o) => o === "@effect/sql-pg"],
-  ["metrics (prom-client)", (o) => o === "prom-client" || o === "dist/ops/metrics.js"],
+  ["metrics (prom-client and ours)", (o) => o === "prom-client" || o === "dist/metrics/metrics.js"],
   ["delivery bookkeeping: dispatcher, senders, executor, outcome and retry decision", (o) =>
     o.startsWith("dist/delivery/") || o === "dist/domain/retry.js" || o === "dist/domain/ids.js"],
   ["scheduler: marks, fetch, timer wheel, rows decoded", (o) =>

@@ -3,13 +3,13 @@
 // With an identity, the headers of docs/signatures.md are added
 // (domain/signing.ts), signed over the exact body bytes sent; a stored header of the same name is dropped.
 // With a trace context (tracing on), `traceparent` and `tracestate` are ours too, replacing stored ones.
-import { isIP } from "node:net"
 import * as Result from "effect/Result"
 import {
   ATTEMPT_HEADER, SIGNING_HEADERS_LOWER, TRIGGER_ID_HEADER, WEBHOOK_ID_HEADER,
   WEBHOOK_SIGNATURE_HEADER, WEBHOOK_TIMESTAMP_HEADER, webhookSignature
 } from "../domain/signing.ts"
 import { InvalidRequestError } from "./classify.ts"
+import { targetOf } from "./targets.ts"
 
 /** Who sends what: the trigger, its attempt, and the project's signing secrets (current first). */
 export interface DeliveryIdentity {
@@ -71,59 +71,6 @@ const DROPPED = new Set(["content-length", "expect"])
 
 const invalid = (code: string, message: string) => Result.fail(new InvalidRequestError(code, message))
 
-const decode = (s: string): string => {
-  try {
-    return decodeURIComponent(s)
-  } catch {
-    return s
-  }
-}
-
-/** What a send needs of its URL: where the connection goes, and what the request line says. */
-interface Target {
-  readonly origin: string
-  readonly path: string
-  readonly hostname: string
-  readonly servername: string | null
-  /** user:password of the URL, as the Authorization header's credentials; null when none. */
-  readonly basicCredentials: string | null
-}
-
-/**
- * The targets of the URLs sent to lately, by URL text: a burst to one endpoint parses its URL once,
- * not once per attempt. Emptied when it holds TARGETS_KEPT of them (no order to keep, no eviction
- * per entry); a URL that cannot be sent is never kept.
- */
-const targets = new Map<string, Target>()
-const TARGETS_KEPT = 4_096
-
-const targetOf = (text: string): Target | InvalidRequestError => {
-  const known = targets.get(text)
-  if (known !== undefined) return known
-  let url: URL
-  try {
-    url = new URL(text)
-  } catch {
-    return new InvalidRequestError("INVALID_URL", `Invalid URL: ${text}`)
-  }
-  if (url.protocol !== "http:" && url.protocol !== "https:") {
-    return new InvalidRequestError("INVALID_URL", `Unsupported URL scheme ${url.protocol} in ${text}`)
-  }
-  const hostname = url.hostname.replace(/^\[(.*)\]$/, "$1")
-  const target: Target = {
-    origin: url.origin,
-    path: `${url.pathname}${url.search}`,
-    hostname,
-    servername: url.protocol === "https:" && isIP(hostname) === 0 ? hostname : null,
-    basicCredentials: url.username !== "" || url.password !== ""
-      ? Buffer.from(`${decode(url.username)}:${decode(url.password)}`).toString("base64")
-      : null
-  }
-  if (targets.size >= TARGETS_KEPT) targets.clear()
-  targets.set(text, target)
-  return target
-}
-
 export const prepareRequest = (req: DeliveryRequest): Result.Result<PreparedRequest, InvalidRequestError> => {
   const target = targetOf(req.url)
   if (target instanceof InvalidRequestError) return Result.fail(target)
@@ -135,7 +82,11 @@ export const prepareRequest = (req: DeliveryRequest): Result.Result<PreparedRequ
   }
 
   const headers: Array<string> = []
-  const seen = new Set<string>()
+  // the stored headers that replace a default of ours (plain flags: no Set per request)
+  let hasHost = false
+  let hasContentType = false
+  let hasUserAgent = false
+  let hasAuthorization = false
   const identity = req.identity
   for (const [name, value] of req.headers) {
     const lower = name.toLowerCase()
@@ -150,21 +101,25 @@ export const prepareRequest = (req: DeliveryRequest): Result.Result<PreparedRequ
     if (DROPPED.has(lower)) continue
     if (identity !== undefined && SIGNING_HEADERS_LOWER.has(lower)) continue // ours replace it
     if (identity?.trace !== undefined && TRACE_HEADERS_LOWER.has(lower)) continue // so does our trace context
-    if (lower === "host" && seen.has("host")) return invalid("INVALID_HEADER", "Header Host is given more than once")
-    seen.add(lower)
+    if (lower === "host") {
+      if (hasHost) return invalid("INVALID_HEADER", "Header Host is given more than once")
+      hasHost = true
+    } else if (lower === "content-type") hasContentType = true
+    else if (lower === "user-agent") hasUserAgent = true
+    else if (lower === "authorization") hasAuthorization = true
     headers.push(name, value)
   }
 
   const body = req.body !== null && req.body.byteLength > 0 ? req.body : null
-  if (!seen.has("content-type")) {
+  if (!hasContentType) {
     if (req.contentType !== null && INVALID_VALUE_CHAR.test(req.contentType)) {
       return invalid("INVALID_HEADER", "Invalid stored content type")
     }
     if (req.contentType !== null) headers.push("content-type", req.contentType)
     else if (body !== null) headers.push("content-type", DEFAULT_CONTENT_TYPE)
   }
-  if (!seen.has("user-agent")) headers.push("user-agent", USER_AGENT)
-  if (target.basicCredentials !== null && !seen.has("authorization")) {
+  if (!hasUserAgent) headers.push("user-agent", USER_AGENT)
+  if (target.basicCredentials !== null && !hasAuthorization) {
     headers.push("authorization", `Basic ${target.basicCredentials}`)
   }
   if (identity !== undefined) {

@@ -2,10 +2,10 @@
 // (ops/opsServer.ts). One registry per running service; the code that does the work records into it
 // through the `Metrics` reference (a default instance when none is provided: tests, the CLI).
 // Labels are bounded sets (no trigger ids, URLs, origins, project ids or tags). The delivery hot path records
-// into plain arrays of counts read at scrape time, and observes two histograms; nothing else (the
+// into plain arrays of counts read at scrape time (its two histograms too); nothing else (the
 // gauge of how far behind it sends reads the dispatcher's state when scraped: delivery/behind.ts).
 import * as Context from "effect/Context"
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client"
+import { collectDefaultMetrics, Counter, Gauge, Registry } from "prom-client"
 import { ERROR_KINDS, type ErrorKind } from "../domain/errorKind.ts"
 
 /** Where a trigger was created: an API front end, or the materializer (a generator's instance). */
@@ -101,6 +101,49 @@ const tableCounter = (
   return counts
 }
 
+/**
+ * A histogram without labels whose counts live in an array (one increment per observation, no
+ * label lookup), given to the registry as prom-client's own histograms are when scraped.
+ */
+const tableHistogram = (registry: Registry, name: string, help: string, bounds: ReadonlyArray<number>) => {
+  const counts = new Float64Array(bounds.length + 1) // the last one: above every bound
+  let sum = 0
+  let count = 0
+  const values = () => {
+    const out: Array<{ labels: Record<string, string | number>; value: number; metricName: string }> = []
+    let cumulative = 0
+    for (let i = 0; i < bounds.length; i++) {
+      cumulative += counts[i]!
+      out.push({ labels: { le: bounds[i]! }, value: cumulative, metricName: `${name}_bucket` })
+    }
+    out.push(
+      { labels: { le: "+Inf" }, value: count, metricName: `${name}_bucket` },
+      { labels: {}, value: sum, metricName: `${name}_sum` },
+      { labels: {}, value: count, metricName: `${name}_count` }
+    )
+    return out
+  }
+  registry.registerMetric({
+    name,
+    help,
+    type: "histogram",
+    aggregator: "sum",
+    get: () => Promise.resolve({ name, help, type: "histogram", values: values(), aggregator: "sum" }),
+    reset: () => {
+      counts.fill(0)
+      sum = 0
+      count = 0
+    }
+  } as unknown as Parameters<Registry["registerMetric"]>[0])
+  return (value: number): void => {
+    let i = 0
+    while (i < bounds.length && value > bounds[i]!) i++
+    counts[i]! += 1
+    sum += value
+    count += 1
+  }
+}
+
 const statusClass = (httpStatus: number | null): number =>
   httpStatus === null || httpStatus < 100 || httpStatus > 599 ? 0 : Math.floor(httpStatus / 100)
 
@@ -142,18 +185,12 @@ export const makeMetrics = (): MetricsShape => {
     help: "Sessions the MCP server of this node opened, one per /mcp request answered.",
     registers: [registry]
   })
-  const lateness = new Histogram({
-    name: "timewheel_delivery_lateness_seconds",
-    help: "Actual start of a delivery minus its due time (triggers sent at their time or retry time; not gated, replayed or recovered ones).",
-    buckets: LATENESS_BUCKETS,
-    registers: [registry]
-  })
-  const duration = new Histogram({
-    name: "timewheel_delivery_duration_seconds",
-    help: "Duration of delivery attempts, from sending the request to the end of the response or the failure.",
-    buckets: DURATION_BUCKETS,
-    registers: [registry]
-  })
+  const lateness = tableHistogram(registry, "timewheel_delivery_lateness_seconds",
+    "Actual start of a delivery minus its due time (triggers sent at their time or retry time; not gated, replayed or recovered ones).",
+    LATENESS_BUCKETS)
+  const duration = tableHistogram(registry, "timewheel_delivery_duration_seconds",
+    "Duration of delivery attempts, from sending the request to the end of the response or the failure.",
+    DURATION_BUCKETS)
   const probeGauge = (name: string, help: string, probe: Probe) =>
     new Gauge({ name, help, registers: [registry], collect() { this.set(probed(probe)()) } })
   probeGauge("timewheel_deliveries_in_flight", "Requests being sent by this node now.", "inFlight")
@@ -230,8 +267,8 @@ export const makeMetrics = (): MetricsShape => {
       const k = errorKind === null ? 0 : (ERROR_KIND_INDEX.get(errorKind) ?? 0)
       deliveries[(o * errorKinds + k) * classes + statusClass(httpStatus)]! += 1
     },
-    observeLateness: (seconds) => lateness.observe(seconds > 0 ? seconds : 0),
-    observeDuration: (seconds) => duration.observe(seconds > 0 ? seconds : 0),
+    observeLateness: (seconds) => lateness(seconds > 0 ? seconds : 0),
+    observeDuration: (seconds) => duration(seconds > 0 ? seconds : 0),
     retentionDeleted: (count) => {
       if (count > 0) deleted.inc(count)
     },
