@@ -54,8 +54,8 @@ const declareOnce = (projectId: string, call: Valid, nowMs: number) =>
     const newId = () => uuidv7(nowMs)
     const plan = planDeclare({ tag: call.tag, items: call.items, runMissed: call.runMissed, nowMs, triggers, newId })
     // what the writes compare-and-set against (nothing to write: nothing to index)
-    const writes = plan.itemWrites.length + plan.cancelIds.length > 0
-    const stored = new Map<string, StoredTrigger>(writes ? triggers.map((t) => [t.id, t]) : [])
+    const anyWrite = plan.itemWrites.length + plan.cancelIds.length > 0
+    const stored = new Map<string, StoredTrigger>(anyWrite ? triggers.map((t) => [t.id, t]) : [])
 
     const changed = new Map<string, OperationEntry>()
     for (const writes of slices(plan.itemWrites, STEP_ITEMS)) {
