@@ -53,7 +53,9 @@ const declareOnce = (projectId: string, call: Valid, nowMs: number) =>
     const triggers = yield* itemsReadForDeclare({ projectId, tag: call.tag })
     const newId = () => uuidv7(nowMs)
     const plan = planDeclare({ tag: call.tag, items: call.items, runMissed: call.runMissed, nowMs, triggers, newId })
-    const stored = new Map<string, StoredTrigger>(triggers.map((t) => [t.id, t]))
+    // what the writes compare-and-set against (nothing to write: nothing to index)
+    const anyWrite = plan.itemWrites.length + plan.cancelIds.length > 0
+    const stored = new Map<string, StoredTrigger>(anyWrite ? triggers.map((t) => [t.id, t]) : [])
 
     const changed = new Map<string, OperationEntry>()
     for (const writes of slices(plan.itemWrites, STEP_ITEMS)) {
@@ -72,11 +74,13 @@ const declareOnce = (projectId: string, call: Valid, nowMs: number) =>
       yield* wakeups.wake(cancelWakeups(cancelled, stored, wakeHorizonMs))
     }
 
-    const operations = plan.operations.flatMap((entry) =>
+    // as planned unless a write missed (the common case: no entry to replace or drop)
+    const asPlanned = changed.size === 0 && missed.size === 0
+    const operations = asPlanned ? plan.operations : plan.operations.flatMap((entry) =>
       entry.operation === "cancelled" ? (missed.has(entry.id) ? [] : [entry]) : [changed.get(entry.id) ?? entry]
     )
     countCreated(yield* Metrics, "declare", operations)
-    return { tag: call.tag, summary: summarize(operations), operations } satisfies DeclareResult
+    return { tag: call.tag, summary: asPlanned ? plan.summary : summarize(operations), operations } satisfies DeclareResult
   })
 
 /** The use case; a 400 before anything is written; a database that cannot be reached is ServiceUnavailable. */

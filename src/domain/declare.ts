@@ -48,7 +48,8 @@ interface CallFacts {
   readonly taggedGeneratorIds: ReadonlySet<string>
   /** Generators an item kept (unchanged or updated in place): their queued instances stay. */
   readonly keptGeneratorIds: ReadonlySet<string>
-  readonly itemKeys: ReadonlySet<string>
+  /** Whether an item has this key (asked only of queued one-shots carrying the tag, so made on first use). */
+  readonly isItemKey: (key: string) => boolean
 }
 
 /**
@@ -77,7 +78,7 @@ const fateOf = (trigger: StoredTrigger, facts: CallFacts): Fate => {
   if (isPending(trigger)) return "entry"
   if (trigger.kind === "job" && trigger.status === "queued") {
     const key = keyOf(trigger)
-    return key === null || !facts.itemKeys.has(key) ? "entry" : "untouched"
+    return key === null || !facts.isItemKey(key) ? "entry" : "untouched"
   }
   return "untouched"
 }
@@ -108,11 +109,12 @@ export const planDeclare = (input: DeclareInput): DeclarePlan => {
     if (match.kind === "generator" && outcome.write?._tag !== "Replace") keptGeneratorIds.add(match.id)
   }
 
+  let itemKeys: Set<string | null> | undefined
   const facts: CallFacts = {
     carriesTag,
     taggedGeneratorIds: new Set(triggers.filter((t) => t.kind === "generator" && isPending(t) && carriesTag(t)).map((t) => t.id)),
     keptGeneratorIds,
-    itemKeys: new Set(input.items.flatMap((item) => (item.definition.customKey === null ? [] : [item.definition.customKey])))
+    isItemKey: (key) => (itemKeys ??= new Set(input.items.map((item) => item.definition.customKey))).has(key)
   }
   const cancelledByItems = new Set(itemWrites.flatMap((write) => (write._tag === "Replace" ? write.cancelIds : [])))
   const jobEntries: Array<OperationEntry> = []

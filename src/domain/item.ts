@@ -276,6 +276,7 @@ const firstUnstorableField = (input: ItemInput): string | undefined => {
 
 /** The first element that repeats an earlier one, in list order. */
 export const firstRepeat = <A>(values: ReadonlyArray<A>): A | undefined => {
+  if (values.length < 2) return undefined
   const seen = new Set<A>()
   for (const value of values) {
     if (seen.has(value)) return value

@@ -64,14 +64,9 @@ export interface Summary {
 }
 
 export const summarize = (operations: ReadonlyArray<OperationEntry>): Summary => {
-  const count = (operation: OperationName) => operations.filter((entry) => entry.operation === operation).length
-  return {
-    unchanged: count("unchanged"),
-    added: count("added"),
-    skipped: count("skipped"),
-    updated: count("updated"),
-    cancelled: count("cancelled")
-  }
+  const summary = { unchanged: 0, added: 0, skipped: 0, updated: 0, cancelled: 0 }
+  for (const entry of operations) summary[entry.operation]++
+  return summary
 }
 
 export const cancelledEntry = (trigger: StoredTrigger): OperationEntry => ({
@@ -305,8 +300,20 @@ export const instancesByGenerator = (triggers: ReadonlyArray<StoredTrigger>): Re
   return index
 }
 
-/** Triggers listed once each (first occurrence kept), so callers may pass overlapping reads. */
+/** Whether the ids strictly increase: then no id repeats. */
+const increasingIds = (triggers: ReadonlyArray<StoredTrigger>): boolean => {
+  for (let i = 1; i < triggers.length; i++) {
+    if (!(triggers[i - 1]!.id < triggers[i]!.id)) return false
+  }
+  return true
+}
+
+/**
+ * Triggers listed once each (first occurrence kept), so callers may pass overlapping reads. A list
+ * in increasing id order without repeats (the store's reads, ordered by id) is returned as it is.
+ */
 export const distinctById = (triggers: ReadonlyArray<StoredTrigger>): ReadonlyArray<StoredTrigger> => {
+  if (increasingIds(triggers)) return triggers
   const seen = new Set<string>()
   return triggers.filter((trigger) => {
     if (seen.has(trigger.id)) return false

@@ -14,17 +14,29 @@ const OPEN_OBJECT = 0x7b
 const CLOSE_ARRAY = 0x5d
 const CLOSE_OBJECT = 0x7d
 
-/** Whether `text` opens more than `max` arrays or objects inside one another (outside strings). */
+/**
+ * Where the string opened by the quote at `open` closes: the next quote after an even number of
+ * backslashes (an escaped quote does not close it); -1 when it never closes.
+ */
+const closingQuote = (text: string, open: number): number => {
+  let at = text.indexOf('"', open + 1)
+  while (at !== -1) {
+    let backslashes = 0
+    while (text.charCodeAt(at - 1 - backslashes) === BACKSLASH) backslashes++
+    if (backslashes % 2 === 0) return at
+    at = text.indexOf('"', at + 1)
+  }
+  return -1
+}
+
+/** Whether `text` opens more than `max` arrays or objects inside one another (outside strings, skipped whole). */
 export const nestsDeeperThan = (text: string, max: number = MAX_JSON_DEPTH): boolean => {
   let depth = 0
-  let inString = false
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i)
-    if (inString) {
-      if (c === BACKSLASH) i++
-      else if (c === QUOTE) inString = false
-    } else if (c === QUOTE) {
-      inString = true
+    if (c === QUOTE) {
+      i = closingQuote(text, i)
+      if (i === -1) return false
     } else if (c === OPEN_ARRAY || c === OPEN_OBJECT) {
       if (++depth > max) return true
     } else if (c === CLOSE_ARRAY || c === CLOSE_OBJECT) {

@@ -70,6 +70,41 @@ export const parseIsoDate = (text: string): number | undefined => {
   return ms < MIN_DATE_MS || ms > MAX_DATE_MS ? undefined : ms
 }
 
+const ZERO = 0x30
+
+/** The digits of `text` from `start` to `end` (exclusive) as a number; NaN when one is not a digit. */
+const digitsAt = (text: string, start: number, end: number): number => {
+  let n = 0
+  for (let i = start; i < end; i++) {
+    const d = text.charCodeAt(i) - ZERO
+    if (d < 0 || d > 9) return Number.NaN
+    n = n * 10 + d
+  }
+  return n
+}
+
+/**
+ * The form `Date.prototype.toISOString` writes (`2026-01-31T12:00:00.000Z`), the one clients send
+ * most, read without the regular expression: epoch milliseconds, or undefined when `text` is not
+ * exactly that form or not a real date in range (parseIsoDate reads it the same way).
+ */
+const canonicalUtcMs = (text: string): number | undefined => {
+  if (text.length !== 24 || text[4] !== "-" || text[7] !== "-" || text[10] !== "T" || text[13] !== ":" ||
+    text[16] !== ":" || text[19] !== "." || text[23] !== "Z") return undefined
+  const year = digitsAt(text, 0, 4)
+  const month = digitsAt(text, 5, 7)
+  const day = digitsAt(text, 8, 10)
+  const hour = digitsAt(text, 11, 13)
+  const minute = digitsAt(text, 14, 16)
+  const second = digitsAt(text, 17, 19)
+  const millis = digitsAt(text, 20, 23)
+  // NaN fails every comparison: a non-digit is no date
+  if (!(year >= 0 && month >= 1 && month <= 12 && day >= 1 && day <= daysInMonth(year, month))) return undefined
+  if (!(hour <= 23 && minute <= 59 && second <= 59 && millis >= 0)) return undefined
+  const ms = daysFromCivil(year, month, day) * DAY_MS + ((hour * 60 + minute) * 60 + second) * 1_000 + millis
+  return ms < MIN_DATE_MS || ms > MAX_DATE_MS ? undefined : ms
+}
+
 const OPERATION_PATTERN = /^(add|subtract)\s+(.+)$/
 const AMOUNT_PATTERN = /^(-?\d+)([smhdw])$/
 
@@ -92,6 +127,8 @@ const err = (message: string): ParsedDate => ({ _tag: "Err", message })
  * by an amount; `Invalid duration: <amount>` when the amount is not a whole number plus s/m/h/d/w.
  */
 export const parseDateValue = (value: string, nowMs: number): ParsedDate => {
+  const canonicalMs = canonicalUtcMs(value)
+  if (canonicalMs !== undefined) return { _tag: "Ok", fireAtMs: canonicalMs, nowBased: false }
   const parts = value.split("|")
   const base = parts[0]!.trim()
   const nowBased = base === "now"
