@@ -233,7 +233,7 @@ export class Gatekeeper extends Context.Service<Gatekeeper, {
     const runRound = (due: ReadonlyArray<NodeGate<GatedItem>>) =>
       Effect.gen(function*() {
         const roundStartMs = now()
-        const { result: commit, written } = yield* gateLeasesRound({
+        const commit = yield* gateLeasesRound({
           node,
           gates: due.map((gate) => gate.ref),
           ttlMs: LEASE_TTL_MS,
@@ -244,7 +244,7 @@ export class Gatekeeper extends Context.Service<Gatekeeper, {
             return { writes: decided.writes, result: decided.commit }
           }
         })
-        commit(written)
+        commit()
         const nowMs = now()
         for (const gate of due) {
           if (gate.idle(nowMs) && gates.gates.get(gate.key) === gate) gates.gates.delete(gate.key)

@@ -2,16 +2,14 @@
 // across nodes"), from what the round read (store/gateLeases.ts): each gate's policy, hold and circuit
 // applied to its book, this node's share of every limit (domain/gates/gateLease.ts planUnits, by the demands
 // of the live nodes), the rows of gone nodes to reclaim and those to purge, and this node's rows to
-// write, with what a take needs to stay within the limits when it is written. Units given back leave
-// the book at once; the book then holds what the write wrote (`commit`: a take may have got less
-// than planned, or nothing; a row found gone meanwhile, nothing). The lease is valid until the round's
-// start (this node's clock) plus the lease time: a node that cannot renew stops admitting before any
-// other node may take its share.
+// write. Units given back leave the book at once; units taken join it when the round has committed
+// (`commit`). The lease is then valid until the round's start (this node's clock) plus the lease time:
+// a node that cannot renew stops admitting before any other node may take its share.
 import { CircuitGate } from "../domain/gates/circuitGate.ts"
 import { isOriginGate, policyLimits } from "../domain/gates/gate.ts"
 import { CONCURRENCY, GateBook, tokenMarginMs } from "../domain/gates/gateBook.ts"
 import { planUnits, type UnitHolding } from "../domain/gates/gateLease.ts"
-import type { GateKey, GateRoundRead, LeaseRow, OwnLease, RoundRead, RoundWrites, Take, Units, Written } from "../store/gateLeases.ts"
+import type { GateKey, GateRoundRead, LeaseRow, OwnLease, RoundRead, RoundWrites } from "../store/gateLeases.ts"
 import { gateKey, type NodeGate } from "./nodeGates.ts"
 
 /** Demand of a node whose gate has triggers waiting in PostgreSQL: as much as the limit allows. */
@@ -35,8 +33,8 @@ interface Decided {
   readonly own: OwnLease | null
   readonly reclaim: ReadonlyArray<string>
   readonly purge: ReadonlyArray<string>
-  /** Gives the book what the round's write wrote of its row (undefined: nothing, its row was found gone). */
-  readonly grant?: (written: Units | undefined) => void
+  /** Gives the book what the round leased it (once the round has committed). */
+  readonly grant?: () => void
   /** It takes units nobody held: its commit must be durable. */
   readonly takes?: boolean
 }
@@ -94,7 +92,7 @@ const decideGate = <I>(
       gate.rowWritten = true
       const own: OwnLease = {
         projectId: gate.ref.projectId, tag: gate.ref.tag, permits: 0, tokens: {}, demand: {}, inFlight: book.inUse,
-        policySeenMs: read.policy.updatedAtMs, take: null
+        policySeenMs: read.policy.updatedAtMs
       }
       return { own, reclaim, purge }
     }
@@ -152,33 +150,18 @@ const decideGate = <I>(
   const lowerShare = { permits: Math.min(share.permits, lower.permits, book.permitShare), tokens: {} as Record<string, number> }
   for (const [label, n] of Object.entries(share.tokens)) lowerShare.tokens[label] = Math.min(n, lower.tokens[label] ?? 0)
   book.lease(lower, book.leaseUntilMs, lowerShare)
+  const grant = () => book.lease(next, leaseUntilMs, share)
   const takes = next.permits > holding.permits || Object.entries(next.tokens).some(([label, n]) => n > (holding.tokens[label] ?? 0))
   const holdsNothing = next.permits === 0 && Object.values(next.tokens).every((n) => n === 0)
   const wantsNothing = Object.values(demand).every((n) => n === 0)
   if (holdsNothing && wantsNothing && book.inUse === 0) {
     gate.rowWritten = false
-    return { own: null, reclaim, purge, grant: () => book.lease(next, leaseUntilMs, share) }
+    return { own: null, reclaim, purge, grant, takes }
   }
   gate.rowWritten = true
-  const take: Take | null = !takes ? null : {
-    kept: lower,
-    maxConcurrent: limits.maxConcurrent,
-    windows: Object.fromEntries(limits.windows.map((window) => [
-      window.label, { limit: window.limit, countsMs: window.windowMs + tokenMarginMs(window.windowMs) }
-    ])),
-    policy: read.policy.row
-  }
   const own: OwnLease = {
     projectId: gate.ref.projectId, tag: gate.ref.tag, permits: next.permits, tokens: next.tokens, demand, inFlight: book.inUse,
-    policySeenMs: read.policy.updatedAtMs, take
-  }
-  const grant = (written: Units | undefined) => {
-    if (written !== undefined) book.lease(written, leaseUntilMs, share)
-    else {
-      // its row was found gone meanwhile (this node cut off past its lease): nothing is its own
-      book.lease({ permits: 0, tokens: {} }, book.leaseUntilMs, { permits: 0, tokens: {} })
-      gate.rowWritten = false
-    }
+    policySeenMs: read.policy.updatedAtMs
   }
   return { own, reclaim, purge, grant, takes }
 }
@@ -194,14 +177,14 @@ export const decideRound = <I>(input: {
   readonly roundStartMs: number
   readonly readAtMs: number
   readonly ttlMs: number
-}): { readonly writes: RoundWrites; readonly dbOffsetMs: number; readonly commit: (written: ReadonlyArray<Written>) => void } => {
+}): { readonly writes: RoundWrites; readonly dbOffsetMs: number; readonly commit: () => void } => {
   const dbOffsetMs = input.read.nowMs - (input.roundStartMs + input.readAtMs) / 2
   const toLocalMs = (dbMs: number) => dbMs - dbOffsetMs
   const keep: Array<OwnLease> = []
   const drop: Array<GateKey> = []
   const reclaim: Array<GateKey & { node: string }> = []
   const purge: Array<GateKey & { node: string }> = []
-  const grants: Array<readonly [string, (written: Units | undefined) => void]> = []
+  const grants: Array<() => void> = []
   let durable = false
   for (const read of input.read.gates) {
     const gate = input.gates.get(gateKey(read))
@@ -213,13 +196,9 @@ export const decideRound = <I>(input: {
     else keep.push(decided.own)
     for (const node of decided.reclaim) reclaim.push({ projectId: read.projectId, tag: read.tag, node })
     for (const node of decided.purge) purge.push({ projectId: read.projectId, tag: read.tag, node })
-    if (decided.grant !== undefined) grants.push([gateKey(read), decided.grant])
+    if (decided.grant !== undefined) grants.push(decided.grant)
     durable ||= decided.takes === true || decided.reclaim.length > 0
   }
-  const commit = (written: ReadonlyArray<Written>) => {
-    const byKey = new Map(written.map((row) => [gateKey(row), row]))
-    for (const [key, grant] of grants) grant(byKey.get(key))
-  }
-  return { writes: { keep, drop, reclaim, purge, durable }, dbOffsetMs, commit }
+  return { writes: { keep, drop, reclaim, purge, durable }, dbOffsetMs, commit: () => grants.forEach((grant) => grant()) }
 }
 

@@ -1,17 +1,13 @@
-// Leases of the tag gates' budgets (migration 10; domain/gates/gateLease.ts decides the shares). A
-// node's lease round reads, per gate, the policy (an origin's gate: its target policy, and its
-// circuit), the tag's hold, how many triggers wait for the gate in PostgreSQL, and every node's
-// lease row, with no lock; the caller decides what this node holds from it; then one statement
-// writes its rows (renewed_at = now), renames the rows of nodes found gone (they keep only their
-// window tokens) and deletes gone rows whose tokens no longer count. Renewing or giving back needs
-// no lock: holdings only shrink. Taking units needs the others' holdings as they are now: a round
-// that takes runs its write in a short transaction that first takes the advisory locks of the gates
-// it takes from (so two takes of one gate never overlap, whichever nodes run them), and the write
-// takes at most what the others leave of each limit at that moment, under the policy the round read
-// if it is still the one in force (share-locked: a change waits for the write, and the round after
-// sees it). A few statements a round, a few rounds a second per active gate; no lock is held across
-// a round trip but the take's. Only a write that takes units nobody held waits for the WAL flush
-// at its commit (RoundWrites.durable).
+// Leases of the tag gates' budgets (migration 10; domain/gates/gateLease.ts decides the shares): a node's
+// lease round is one transaction holding the advisory locks of its gates (so rounds of one gate
+// never overlap, whichever nodes run them). It reads, per gate, the policy (FOR SHARE: a policy
+// change waits for the round, and the round after it sees the change; an origin's gate reads its
+// target policy and its circuit), the tag's hold, how many
+// triggers wait for the gate in PostgreSQL, and every node's lease row; the caller decides what
+// this node holds from it; then its rows are written (renewed_at = the round's start), the rows of
+// nodes found gone are renamed and keep only their window tokens, and gone rows whose tokens no
+// longer count are deleted. A few statements a round, a few rounds a second per active gate. Only a
+// round that takes units nobody held waits for the WAL flush at its commit (RoundWrites.durable).
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { CircuitSettings } from "../domain/gates/circuitBreaker.ts"
@@ -55,8 +51,6 @@ export interface GateRoundRead extends GateKey {
     readonly throughput: Throughput | null
     readonly updatedAtMs: number
     readonly circuitBreaker: CircuitSettings | null
-    /** Which row it is (a tag policy's, or the target policy of this origin, or of '*'), as a take names it. */
-    readonly row: PolicyRow
   } | null
   readonly hold: HoldState | null
   /** An origin's circuit (null: a tag, or an origin that never failed). */
@@ -76,43 +70,14 @@ export interface RoundRead {
   readonly gates: ReadonlyArray<GateRoundRead>
 }
 
-/** A policy row as a round read it: the target policy's origin (null: the tag's policy) and its updated_at exactly. */
-export interface PolicyRow {
-  readonly origin: string | null
-  readonly stamp: string
-}
-
-/** Units of a gate: permits, and window label → tokens. */
-export interface Units {
+/** This node's row of a gate after its round. */
+export interface OwnLease extends GateKey {
   readonly permits: number
   readonly tokens: Readonly<Record<string, number>>
-}
-
-/** This node's row of a gate after its round. */
-export interface OwnLease extends GateKey, Units {
   readonly demand: Readonly<Record<string, number>>
   readonly inFlight: number
   readonly policySeenMs: number | null
-  /** The row holds units this node did not hold before the round (null: it only keeps or gives back). */
-  readonly take: Take | null
 }
-
-/**
- * What a take needs to stay within the limits as they are when it is written: it holds its planned
- * units (`permits`, `tokens`) at most up to what the other nodes leave of each limit then, and never
- * less than `kept`; under another policy than `policy` (changed since the read), only `kept`.
- */
-export interface Take {
-  /** What it holds without the take: its holding before the round, down to what it keeps of it. */
-  readonly kept: Units
-  readonly maxConcurrent: number | null
-  /** Each throughput window: its limit, and how long a gone row's tokens of it still count (the window and its margin). */
-  readonly windows: Readonly<Record<string, { readonly limit: number; readonly countsMs: number }>>
-  readonly policy: PolicyRow
-}
-
-/** A row this node's round wrote: what it holds now. */
-export interface Written extends GateKey, Units {}
 
 export interface RoundWrites {
   /** Rows of this node to write. */
@@ -135,21 +100,19 @@ const keysJson = (gates: ReadonlyArray<GateKey>) => JSON.stringify(gates.map((g)
 const nodeKeysJson = (rows: ReadonlyArray<GateKey & { readonly node: string }>) =>
   JSON.stringify(rows.map((r) => ({ project_id: r.projectId, tag: r.tag, node: r.node })))
 
-/** The advisory locks of the gates a write takes from, in one order for every node (until the transaction ends). */
+/** The gates' advisory locks, in one order for every node (until the transaction ends), and the transaction's asynchronous commit. */
 const lockGates = Effect.fnUntraced(function*(gates: ReadonlyArray<GateKey>) {
   const sql = yield* SqlClient.SqlClient
   const keys = [...new Set(gates.map((gate) => `${gate.projectId}/${gate.tag}`))].sort()
-  yield* sql`SELECT count(pg_advisory_xact_lock(${GATE_LOCK_NAMESPACE}, hashtext(k.key)))
-    FROM (SELECT key FROM unnest(${keys}::text[]) AS key ORDER BY key) k`
+  yield* sql`SELECT set_config('synchronous_commit', 'off', true),
+    (SELECT count(pg_advisory_xact_lock(${GATE_LOCK_NAMESPACE}, hashtext(k.key)))
+      FROM (SELECT key FROM unnest(${keys}::text[]) AS key ORDER BY key) k)`
 })
 
 interface ReadRecord {
   project_id: string
   tag: string
-  policy: {
-    max_concurrent: number | null; throughput: Throughput | null; updated_ms: number; circuit: CircuitSettings | null
-    origin: string | null; stamp: string
-  } | null
+  policy: { max_concurrent: number | null; throughput: Throughput | null; updated_ms: number; circuit: CircuitSettings | null } | null
   hold: { since_ms: number; until_ms: number; backoff_ms: number } | null
   circuit: CircuitRecord | null
   backlog: number
@@ -178,18 +141,20 @@ const readGates = Effect.fnUntraced(function*(input: {
     policies AS (
       SELECT tp.project_id, tp.tag, tp.max_concurrent, tp.throughput, tp.updated_at
       FROM tag_policies tp JOIN g ON g.project_id = tp.project_id AND g.tag = tp.tag
+      FOR SHARE OF tp
     ),
-    -- the target policies the origins' gates may read (each row read once, however many origins
+    -- the target policies the origins' gates may read (each row locked once, however many origins
     -- fall under a '*')
     target_rows AS (
       SELECT tp.project_id, tp.origin, tp.max_concurrent, tp.throughput, tp.updated_at, tp.circuit_failures, tp.circuit_cooldown_seconds
       FROM target_policies tp
       WHERE (tp.project_id, tp.origin) IN (SELECT project_id, tag FROM g WHERE tag LIKE '%://%'
         UNION SELECT project_id, '*' FROM g WHERE tag LIKE '%://%')
+      FOR SHARE OF tp
     ),
     -- an origin's gate (its name has '://'): the origin's own target policy, else the project's '*'
     targets AS (
-      SELECT DISTINCT ON (g.project_id, g.tag) g.project_id, g.tag, t.origin, t.max_concurrent, t.throughput, t.updated_at,
+      SELECT DISTINCT ON (g.project_id, g.tag) g.project_id, g.tag, t.max_concurrent, t.throughput, t.updated_at,
         t.circuit_failures, t.circuit_cooldown_seconds
       FROM g JOIN target_rows t ON t.project_id = g.project_id AND t.origin IN (g.tag, '*')
       WHERE g.tag LIKE '%://%'
@@ -198,12 +163,12 @@ const readGates = Effect.fnUntraced(function*(input: {
     SELECT g.project_id, g.tag,
       CASE WHEN g.tag LIKE '%://%' THEN
         CASE WHEN o.tag IS NOT NULL THEN jsonb_build_object('max_concurrent', o.max_concurrent, 'throughput', o.throughput,
-          'updated_ms', ${ms("o.updated_at")}, 'origin', o.origin, 'stamp', o.updated_at::text,
+          'updated_ms', ${ms("o.updated_at")},
           'circuit', CASE WHEN o.circuit_failures IS NOT NULL
             THEN jsonb_build_object('failures', o.circuit_failures, 'cooldownSeconds', o.circuit_cooldown_seconds) END) END
       ELSE
         CASE WHEN p.tag IS NOT NULL THEN jsonb_build_object('max_concurrent', p.max_concurrent, 'throughput', p.throughput,
-          'updated_ms', ${ms("p.updated_at")}, 'origin', NULL, 'stamp', p.updated_at::text) END
+          'updated_ms', ${ms("p.updated_at")}) END
       END AS policy,
       (SELECT jsonb_build_object('since_ms', ${ms("h.held_since")}, 'until_ms', ${ms("h.held_until")}, 'backoff_ms', h.backoff_ms)
         FROM gate_holds h WHERE h.project_id = g.project_id AND h.tag = g.tag) AS hold,
@@ -237,8 +202,7 @@ const readGates = Effect.fnUntraced(function*(input: {
       tag: row.tag,
       policy: row.policy === null ? null : {
         maxConcurrent: row.policy.max_concurrent, throughput: row.policy.throughput, updatedAtMs: row.policy.updated_ms,
-        circuitBreaker: row.policy.circuit ?? null,
-        row: { origin: row.policy.origin, stamp: row.policy.stamp }
+        circuitBreaker: row.policy.circuit ?? null
       },
       hold: row.hold === null ? null : { heldSinceMs: row.hold.since_ms, heldUntilMs: row.hold.until_ms, backoffMs: row.hold.backoff_ms },
       circuit: row.circuit === null ? null : { state: circuitStateOf(row.circuit), version: row.circuit.version },
@@ -251,85 +215,20 @@ const readGates = Effect.fnUntraced(function*(input: {
   } satisfies RoundRead
 })
 
-const unitsNone = (units: Units) => units.permits === 0 && Object.values(units.tokens).every((n) => n === 0)
-
-interface WrittenRecord {
-  project_id: string
-  tag: string
-  permits: number
-  tokens: Record<string, number>
-}
-
-const writeRound = Effect.fnUntraced(function*(input: { readonly node: string; readonly ttlMs: number }, writes: RoundWrites) {
+const writeRound = Effect.fnUntraced(function*(node: string, writes: RoundWrites) {
   const sql = yield* SqlClient.SqlClient
-  const node = input.node
   const keep = JSON.stringify(writes.keep.map((own) => ({
     project_id: own.projectId, tag: own.tag, permits: own.permits, tokens: own.tokens, demand: own.demand, in_flight: own.inFlight,
-    policy_seen: own.policySeenMs === null ? null : new Date(own.policySeenMs).toISOString(),
-    take: own.take !== null,
-    kept_permits: own.take?.kept.permits ?? own.permits, kept_tokens: own.take?.kept.tokens ?? own.tokens,
-    kept_none: unitsNone(own.take?.kept ?? own),
-    max_concurrent: own.take?.maxConcurrent ?? null,
-    windows: Object.fromEntries(Object.entries(own.take?.windows ?? {}).map(([label, w]) => [label, { limit: w.limit, counts_ms: w.countsMs }])),
-    policy_origin: own.take?.policy.origin ?? null, policy_stamp: own.take?.policy.stamp ?? null
+    policy_seen: own.policySeenMs === null ? null : new Date(own.policySeenMs).toISOString()
   })))
-  const rows = yield* sql<WrittenRecord>`
-    WITH durability AS (SELECT set_config('synchronous_commit', ${writes.durable ? "on" : "off"}, true)),
-    o AS (SELECT * FROM jsonb_to_recordset(${keep}::jsonb) AS o(project_id uuid, tag text, permits int, tokens jsonb, demand jsonb,
-      in_flight int, policy_seen timestamptz, take boolean, kept_permits int, kept_tokens jsonb, kept_none boolean, max_concurrent int,
-      windows jsonb, policy_origin text, policy_stamp timestamptz)),
-    -- a take stands only under the policy it was planned with, still in force: share-locked, a change
-    -- of it waits for this write (and the next round reads the change)
-    tag_policy AS (
-      SELECT o.project_id, o.tag FROM o JOIN tag_policies p ON p.project_id = o.project_id AND p.tag = o.tag
-      WHERE o.take AND o.policy_origin IS NULL AND p.updated_at = o.policy_stamp
-      FOR SHARE OF p
-    ),
-    target_policy AS (
-      SELECT o.project_id, o.tag FROM o JOIN target_policies p ON p.project_id = o.project_id AND p.origin = o.policy_origin
-      WHERE o.take AND p.updated_at = o.policy_stamp
-      FOR SHARE OF p
-    ),
-    -- what a take holds: what it planned, at most what the other rows leave of each limit now (this
-    -- statement began once the gate's lock was held: no other take of the gate is under way), and
-    -- never less than what it kept of its own live row
-    granted AS (
-      SELECT o.project_id, o.tag,
-        CASE WHEN o.max_concurrent IS NULL THEN o.permits
-          ELSE greatest(own.live * o.kept_permits, least(o.permits, o.max_concurrent - (
-            SELECT coalesce(sum(l.permits), 0) FROM gate_leases l
-            WHERE l.project_id = o.project_id AND l.tag = o.tag AND l.node <> ${node} AND l.gone_at IS NULL))::int) END AS permits,
-        coalesce((SELECT jsonb_object_agg(w.key, greatest(own.live * coalesce((o.kept_tokens ->> w.key)::int, 0),
-            least(coalesce((o.tokens ->> w.key)::int, 0), (w.value ->> 'limit')::int - (
-              SELECT coalesce(sum((l.tokens ->> w.key)::int), 0) FROM gate_leases l
-              WHERE l.project_id = o.project_id AND l.tag = o.tag AND l.node <> ${node}
-                AND (l.gone_at IS NULL OR l.gone_at > now() - (w.value ->> 'counts_ms')::int * interval '1 millisecond')))::int))
-          FROM jsonb_each(o.windows) w), '{}') AS tokens
-      FROM o JOIN (SELECT * FROM tag_policy UNION ALL SELECT * FROM target_policy) t ON t.project_id = o.project_id AND t.tag = o.tag
-        CROSS JOIN LATERAL (SELECT count(*)::int AS live FROM gate_leases l
-          WHERE l.project_id = o.project_id AND l.tag = o.tag AND l.node = ${node} AND l.gone_at IS NULL) own
-    ),
-    f AS (
-      SELECT o.*, g.tag IS NOT NULL AS took, coalesce(g.permits, o.kept_permits) AS w_permits, coalesce(g.tokens, o.kept_tokens) AS w_tokens
-      FROM o LEFT JOIN granted g ON g.project_id = o.project_id AND g.tag = o.tag
-    ),
-    -- a row that took, or that keeps no units: written, made if missing
-    made AS (
+  yield* sql`
+    WITH durability AS (SELECT set_config('synchronous_commit', ${writes.durable ? "on" : "off"}, true)), kept AS (
       INSERT INTO gate_leases (project_id, tag, node, permits, tokens, demand, in_flight, policy_seen, renewed_at)
-      SELECT f.project_id, f.tag, ${node}, f.w_permits, f.w_tokens, f.demand, f.in_flight, f.policy_seen, now()
-      FROM durability, f WHERE f.took OR f.kept_none
+      SELECT o.project_id, o.tag, ${node}, o.permits, o.tokens, o.demand, o.in_flight, o.policy_seen, now()
+      FROM durability, jsonb_to_recordset(${keep}::jsonb) AS o(project_id uuid, tag text, permits int, tokens jsonb, demand jsonb, in_flight int,
+        policy_seen timestamptz)
       ON CONFLICT (project_id, tag, node) DO UPDATE SET permits = excluded.permits, tokens = excluded.tokens,
         demand = excluded.demand, in_flight = excluded.in_flight, policy_seen = excluded.policy_seen, renewed_at = excluded.renewed_at
-      RETURNING project_id, tag, permits, tokens
-    ),
-    -- a row keeping units it held: renewed only while it is there (one another node found gone is not
-    -- made again: what it held may be another's by now)
-    renewed AS (
-      UPDATE gate_leases l SET permits = f.w_permits, tokens = f.w_tokens, demand = f.demand, in_flight = f.in_flight,
-        policy_seen = f.policy_seen, renewed_at = now()
-      FROM durability, f
-      WHERE NOT f.took AND NOT f.kept_none AND l.project_id = f.project_id AND l.tag = f.tag AND l.node = ${node} AND l.gone_at IS NULL
-      RETURNING l.project_id, l.tag, l.permits, l.tokens
     ), dropped AS (
       DELETE FROM gate_leases l USING jsonb_to_recordset(${keysJson(writes.drop)}::jsonb) AS d(project_id uuid, tag text)
       WHERE l.project_id = d.project_id AND l.tag = d.tag AND l.node = ${node}
@@ -338,24 +237,17 @@ const writeRound = Effect.fnUntraced(function*(input: { readonly node: string; r
         permits = 0, in_flight = 0, demand = '{}'
       FROM jsonb_to_recordset(${nodeKeysJson(writes.reclaim)}::jsonb) AS r(project_id uuid, tag text, node text)
       WHERE l.project_id = r.project_id AND l.tag = r.tag AND l.node = r.node AND l.gone_at IS NULL
-        -- still gone as the round read it: not renewed since, nor back among the database's sessions
-        AND l.renewed_at < now() - ${`${input.ttlMs} milliseconds`}::interval
-        AND NOT EXISTS (SELECT FROM pg_stat_activity a WHERE a.datname = current_database()
-          AND a.application_name IN (${NODE_APPLICATION_PREFIX} || l.node, ${DRAINING_APPLICATION_PREFIX} || l.node))
     ), purged AS (
       DELETE FROM gate_leases l USING jsonb_to_recordset(${nodeKeysJson(writes.purge)}::jsonb) AS p(project_id uuid, tag text, node text)
       WHERE l.project_id = p.project_id AND l.tag = p.tag AND l.node = p.node AND l.gone_at IS NOT NULL
     )
-    SELECT project_id, tag, permits, tokens FROM made UNION ALL SELECT project_id, tag, permits, tokens FROM renewed`
-  return rows.map((row): Written => ({ projectId: row.project_id, tag: row.tag, permits: row.permits, tokens: row.tokens }))
+    SELECT * FROM durability`
 })
 
 /**
- * One lease round of `node` over `gates`: reads, lets `decide` say what to write, writes (in a short
- * transaction holding the locks of the gates it takes from, if it takes), and returns what `decide`
- * returned with the rows as written. `ttlMs`: how long a lease lasts without a renewal; `graceMs`:
- * how long after the database (re)started nobody is taken for gone (the live nodes reconnect
- * meanwhile).
+ * One lease round of `node` over `gates`: locks, reads, lets `decide` say what to write, writes, in
+ * one transaction. `ttlMs`: how long a lease lasts without a renewal; `graceMs`: how long after the
+ * database (re)started nobody is taken for gone (the live nodes reconnect meanwhile).
  */
 export const gateLeasesRound = <A>(input: {
   readonly node: string
@@ -366,13 +258,13 @@ export const gateLeasesRound = <A>(input: {
 }) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const read = yield* readGates(input)
-    const { result, writes } = input.decide(read)
-    const takes = writes.keep.filter((own) => own.take !== null)
-    const written = takes.length === 0
-      ? yield* writeRound(input, writes)
-      : yield* sql.withTransaction(Effect.andThen(lockGates(takes), writeRound(input, writes)))
-    return { result, written }
+    return yield* sql.withTransaction(Effect.gen(function*() {
+      yield* lockGates(input.gates)
+      const read = yield* readGates(input)
+      const { result, writes } = input.decide(read)
+      yield* writeRound(input.node, writes)
+      return result
+    }))
   })
 
 /**

@@ -22,9 +22,7 @@ const read = (nowMs: number, permits: number | null): RoundRead => ({
   nowMs, serverUpMs: 1e9, liveNodes: 1,
   gates: [{
     projectId: PROJECT, tag: ORIGIN,
-    policy: {
-      maxConcurrent: 10, throughput: null, updatedAtMs: T0 - 1_000, circuitBreaker: null, row: { origin: "*", stamp: "2025-06-15 15:06:39+00" }
-    },
+    policy: { maxConcurrent: 10, throughput: null, updatedAtMs: T0 - 1_000, circuitBreaker: null },
     hold: null, circuit: null, backlog: 0,
     leases: permits === null ? [] : [{ node: "n1", permits, tokens: {}, demand: {}, inFlight: 0, goneAtMs: null, reclaimable: false }]
   }]
@@ -32,8 +30,7 @@ const read = (nowMs: number, permits: number | null): RoundRead => ({
 
 const round = (gates: NodeGates<string>, nowMs: number, permits: number | null) => {
   const decided = decideRound({ node: "n1", read: read(nowMs, permits), gates: gates.gates, roundStartMs: nowMs, readAtMs: nowMs, ttlMs: 2_000 })
-  // written as planned (no other node took meanwhile)
-  decided.commit(decided.writes.keep.map((own) => ({ projectId: own.projectId, tag: own.tag, permits: own.permits, tokens: own.tokens })))
+  decided.commit()
   return decided.writes
 }
 
