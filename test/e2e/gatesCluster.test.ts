@@ -7,7 +7,8 @@
 // - a pause (rate 0) starts nothing once its PUT has answered;
 // - a refusal (429) seen by one node holds the tag on all of them;
 // - a node killed while holding permits gives them back within the takeover time: the others then
-//   fill the limit again (the target holds every request, so only the reclaimed permits can).
+//   fill the limit again (the target holds every request, so only the reclaimed permits can), with
+//   triggers of their own to start (those the killed node held wait for crash recovery).
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { request } from "undici"
@@ -209,17 +210,28 @@ describe("tag gates across three processes", () => {
     await scheduleMany(30, "/killed", "killed")
     const state = target.path("/killed")
     await waitUntilAsync(() => state.open === 6, 30_000, "the limit in flight")
-    // the node holding the most permits in use (its lease row, as its last round wrote it)
-    const holders = await leaseHolders(databaseUrl)
+    // the node holding the most permits in use, once the lease rows (written by each node's next
+    // round) report all 6
+    let holders = new Map<string, number>()
+    await waitUntilAsync(async () => {
+      holders = await leaseHolders(databaseUrl)
+      return [...holders.values()].reduce((sum, n) => sum + n, 0) === 6
+    }, 10_000, "the lease rows reporting the 6 in flight")
     const victimId = [...holders.entries()].sort((a, b) => b[1] - a[1])[0]![0]
     const victim = nodes.find((node) => nodeIdOf(node) === victimId)!
     expect(holders.get(victimId)).toBeGreaterThan(0)
     victim.kill()
     const killedAt = Date.now()
+    const survivors = nodes.filter((node) => node !== victim)
+    // more triggers through the survivors: the waiting ones may all sit in the killed node's memory
+    // (taken from PostgreSQL), back to wait only when crash recovery finds them; these wait on the
+    // survivors (those their shards fire), so only the reclaimed permits hold them back
+    for (let n = 30; n < 60; n++) {
+      await call(survivors[n % survivors.length]!, "POST", "/schedule", { "ttr-url": `${target.origin}/killed?n=${n}`, "ttr-scheduled-at": "now", "ttr-tags": "killed" })
+    }
     await waitUntilAsync(() => state.open < 6, 10_000, "the killed node's requests to end at the target")
     await waitUntilAsync(() => state.open === 6, 15_000, "the limit in flight again").catch(async (error: Error) => {
       // what the gates and the triggers looked like, for a run where the permits did not come back
-      const survivors = nodes.filter((node) => node !== victim)
       throw new Error(`${error.message}: ${state.open} open at the target, victim ${victimId}\n` +
         `${JSON.stringify(await gateState(databaseUrl))}\n` +
         survivors.map((node) => `--- ${nodeIdOf(node)} ---\n${node.output().split("\n").slice(-40).join("\n")}`).join("\n"))
@@ -231,7 +243,7 @@ describe("tag gates across three processes", () => {
     nodes = nodes.filter((node) => node !== victim)
     target.releaseAll()
     target.behave("/killed", {})
-    await waitUntilAsync(() => state.triggers.size === 30 && state.open === 0, 60_000, "every trigger, at least once")
+    await waitUntilAsync(() => state.triggers.size === 60 && state.open === 0, 60_000, "every trigger, at least once")
     expect(state.peak).toBe(6)
   }, 120_000)
 })
