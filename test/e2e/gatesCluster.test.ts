@@ -8,7 +8,8 @@
 // - a refusal (429) seen by one node holds the tag on all of them;
 // - a node killed while holding permits gives them back within the takeover time: the others then
 //   fill the limit again (the target holds every request, so only the reclaimed permits can), with
-//   triggers of their own to start (those the killed node held wait for crash recovery).
+//   triggers of their own to start (those the killed node held wait for crash recovery), measured
+//   once every node owns shards and the database is up past the nodes' restart grace.
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { request } from "undici"
@@ -133,6 +134,9 @@ describe("tag gates across three processes", () => {
     // every node warmed up (a first delivery each)
     for (const node of nodes) await call(node, "POST", "/schedule", { "ttr-url": `${target.origin}/warm`, "ttr-scheduled-at": "now" })
     await waitUntilAsync(() => target.path("/warm").starts.length === 3, 20_000, "the warm-up deliveries")
+    // every node owns shards (the first to start owns them all for a while): a node killed later is
+    // not the one firing every trigger
+    await waitUntilAsync(async () => (await shardOwners(databaseUrl)).size === 3, 60_000, "every node owning shards")
   }, 180_000)
 
   afterAll(async () => {
@@ -205,6 +209,9 @@ describe("tag gates across three processes", () => {
   }, 120_000)
 
   it("a node killed while holding permits gives them back within the takeover time: the others fill the limit again", async () => {
+    // nodes take nobody for gone while the database has been up less than their restart grace (10 s;
+    // the test's server started with this file): a kill is measured only past it
+    await waitUntilAsync(async () => (await serverUpMs(databaseUrl)) > 10_500, 30_000, "the database up past the restart grace")
     await policy(nodes[0]!, { tag: "killed", maxConcurrent: 6 })
     target.behave("/killed", { hold: true })
     await scheduleMany(30, "/killed", "killed")
@@ -256,6 +263,27 @@ const gateState = (databaseUrl: string) =>
     const triggers = yield* sql`SELECT status, claimed_by, count(*)::int AS n FROM triggers WHERE 'killed' = ANY(tags) GROUP BY 1, 2`
     return { leases, triggers }
   }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 }))))
+
+/** How long the database server has been up. */
+const serverUpMs = async (databaseUrl: string): Promise<number> => {
+  const rows = await Effect.runPromise(Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return yield* sql<{ ms: number }>`SELECT (extract(epoch FROM now() - pg_postmaster_start_time()) * 1000)::float8 AS ms`
+  }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 }))))
+  return rows[0]!.ms
+}
+
+/** Shards owned per node (their advisory locks, held on each node's named session). */
+const shardOwners = async (databaseUrl: string): Promise<Map<string, number>> => {
+  const rows = await Effect.runPromise(Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return yield* sql<{ name: string; n: number }>`SELECT a.application_name AS name, count(*)::int AS n
+      FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+      WHERE l.locktype = 'advisory' AND l.classid = ${0x7477} AND l.granted AND a.datname = current_database()
+      GROUP BY 1`
+  }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 }))))
+  return new Map(rows.map((row) => [row.name, row.n]))
+}
 
 /** Permits in flight per live node on the tag `killed`, from the lease rows. */
 const leaseHolders = async (databaseUrl: string): Promise<Map<string, number>> => {
