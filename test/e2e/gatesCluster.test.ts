@@ -7,7 +7,9 @@
 // - a pause (rate 0) starts nothing once its PUT has answered;
 // - a refusal (429) seen by one node holds the tag on all of them;
 // - a node killed while holding permits gives them back within the takeover time: the others then
-//   fill the limit again (the target holds every request, so only the reclaimed permits can).
+//   fill the limit again (the target holds every request, so only the reclaimed permits can), with
+//   triggers of their own to start (those the killed node held wait for crash recovery), measured
+//   once every node owns shards and the database is up past the nodes' restart grace.
 import * as http from "node:http"
 import type { AddressInfo } from "node:net"
 import { request } from "undici"
@@ -132,6 +134,9 @@ describe("tag gates across three processes", () => {
     // every node warmed up (a first delivery each)
     for (const node of nodes) await call(node, "POST", "/schedule", { "ttr-url": `${target.origin}/warm`, "ttr-scheduled-at": "now" })
     await waitUntilAsync(() => target.path("/warm").starts.length === 3, 20_000, "the warm-up deliveries")
+    // every node owns shards (the first to start owns them all for a while): a node killed later is
+    // not the one firing every trigger
+    await waitUntilAsync(async () => (await shardOwners(databaseUrl)).size === 3, 60_000, "every node owning shards")
   }, 180_000)
 
   afterAll(async () => {
@@ -204,22 +209,36 @@ describe("tag gates across three processes", () => {
   }, 120_000)
 
   it("a node killed while holding permits gives them back within the takeover time: the others fill the limit again", async () => {
+    // nodes take nobody for gone while the database has been up less than their restart grace (10 s;
+    // the test's server started with this file): a kill is measured only past it
+    await waitUntilAsync(async () => (await serverUpMs(databaseUrl)) > 10_500, 30_000, "the database up past the restart grace")
     await policy(nodes[0]!, { tag: "killed", maxConcurrent: 6 })
     target.behave("/killed", { hold: true })
     await scheduleMany(30, "/killed", "killed")
     const state = target.path("/killed")
     await waitUntilAsync(() => state.open === 6, 30_000, "the limit in flight")
-    // the node holding the most permits in use (its lease row, as its last round wrote it)
-    const holders = await leaseHolders(databaseUrl)
+    // the node holding the most permits in use, once the lease rows (written by each node's next
+    // round) report all 6
+    let holders = new Map<string, number>()
+    await waitUntilAsync(async () => {
+      holders = await leaseHolders(databaseUrl)
+      return [...holders.values()].reduce((sum, n) => sum + n, 0) === 6
+    }, 10_000, "the lease rows reporting the 6 in flight")
     const victimId = [...holders.entries()].sort((a, b) => b[1] - a[1])[0]![0]
     const victim = nodes.find((node) => nodeIdOf(node) === victimId)!
     expect(holders.get(victimId)).toBeGreaterThan(0)
     victim.kill()
     const killedAt = Date.now()
+    const survivors = nodes.filter((node) => node !== victim)
+    // more triggers through the survivors: the waiting ones may all sit in the killed node's memory
+    // (taken from PostgreSQL), back to wait only when crash recovery finds them; these wait on the
+    // survivors (those their shards fire), so only the reclaimed permits hold them back
+    for (let n = 30; n < 60; n++) {
+      await call(survivors[n % survivors.length]!, "POST", "/schedule", { "ttr-url": `${target.origin}/killed?n=${n}`, "ttr-scheduled-at": "now", "ttr-tags": "killed" })
+    }
     await waitUntilAsync(() => state.open < 6, 10_000, "the killed node's requests to end at the target")
     await waitUntilAsync(() => state.open === 6, 15_000, "the limit in flight again").catch(async (error: Error) => {
       // what the gates and the triggers looked like, for a run where the permits did not come back
-      const survivors = nodes.filter((node) => node !== victim)
       throw new Error(`${error.message}: ${state.open} open at the target, victim ${victimId}\n` +
         `${JSON.stringify(await gateState(databaseUrl))}\n` +
         survivors.map((node) => `--- ${nodeIdOf(node)} ---\n${node.output().split("\n").slice(-40).join("\n")}`).join("\n"))
@@ -231,7 +250,7 @@ describe("tag gates across three processes", () => {
     nodes = nodes.filter((node) => node !== victim)
     target.releaseAll()
     target.behave("/killed", {})
-    await waitUntilAsync(() => state.triggers.size === 30 && state.open === 0, 60_000, "every trigger, at least once")
+    await waitUntilAsync(() => state.triggers.size === 60 && state.open === 0, 60_000, "every trigger, at least once")
     expect(state.peak).toBe(6)
   }, 120_000)
 })
@@ -244,6 +263,27 @@ const gateState = (databaseUrl: string) =>
     const triggers = yield* sql`SELECT status, claimed_by, count(*)::int AS n FROM triggers WHERE 'killed' = ANY(tags) GROUP BY 1, 2`
     return { leases, triggers }
   }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 }))))
+
+/** How long the database server has been up. */
+const serverUpMs = async (databaseUrl: string): Promise<number> => {
+  const rows = await Effect.runPromise(Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return yield* sql<{ ms: number }>`SELECT (extract(epoch FROM now() - pg_postmaster_start_time()) * 1000)::float8 AS ms`
+  }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 }))))
+  return rows[0]!.ms
+}
+
+/** Shards owned per node (their advisory locks, held on each node's named session). */
+const shardOwners = async (databaseUrl: string): Promise<Map<string, number>> => {
+  const rows = await Effect.runPromise(Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return yield* sql<{ name: string; n: number }>`SELECT a.application_name AS name, count(*)::int AS n
+      FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+      WHERE l.locktype = 'advisory' AND l.classid = ${0x7477} AND l.granted AND a.datname = current_database()
+      GROUP BY 1`
+  }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 }))))
+  return new Map(rows.map((row) => [row.name, row.n]))
+}
 
 /** Permits in flight per live node on the tag `killed`, from the lease rows. */
 const leaseHolders = async (databaseUrl: string): Promise<Map<string, number>> => {
