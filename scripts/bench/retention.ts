@@ -9,7 +9,8 @@
 // - delete: one plain DELETE of the same executions (by id, the same range), the reference.
 // Meanwhile the service runs on the database and delivers DELIVERY_RATE requests a second to the sink
 // (scheduled by /bulk a second ahead); a request's lateness = its arrival - its due instant. Reported
-// per way: the time and WAL bytes of the executions' removal and of the triggers', the deliveries'
+// per way: the time and WAL bytes of the executions' removal and of the triggers' (all the server's WAL
+// meanwhile, the deliveries' included; for the triggers also less the deliveries' at their rate before), the deliveries'
 // lateness p99 before the removal (due in the BASELINE_MS before it) and during it (due while it ran),
 // and the tables' size (with indexes) before and after; the bytes per stored trigger and per execution.
 //   npm run bench -- --only retention [--retention-per-day 6250]   (the issue's full scale: 125000)
@@ -53,7 +54,9 @@ export interface RetentionWay {
   /** Finished triggers deleted after the drop (none after the DELETE), in triggersMs. */
   readonly triggers: number
   readonly triggersMs: number
+  /** All the WAL written while the triggers went, and that less the deliveries' (at their rate before the removal). */
   readonly triggersWalBytes: number
+  readonly triggersNetWalBytes: number
   /** Requests the service was given to deliver during the run, and how many never arrived. */
   readonly deliveries: number
   readonly missing: number
@@ -231,7 +234,12 @@ const retentionSession = Effect.gen(function*() {
 const removeOldest = async (url: string, sink: Sink, way: "drop" | "delete", cutoffMs: number, busyPercent: number): Promise<RetentionWay> => {
   const before = await run(url, 1, sizes)
   const deliveries = await startDeliveries(url, sink)
+  // the deliveries' own WAL, before the removal: their share of the WAL written while the triggers go
+  await sleep(Math.max(0, deliveries.firstDueMs + WARM_UP_MS - Date.now()))
+  const baselineLsn = await run(url, 1, walLsn)
+  const b0 = performance.now()
   await sleep(Math.max(0, deliveries.firstDueMs + WARM_UP_MS + BASELINE_MS - Date.now()))
+  const deliveriesWalBytesPerMs = (await run(url, 1, walSince(baselineLsn))) / (performance.now() - b0)
   const t0 = Date.now()
   const removal = await run(url, 2, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
@@ -271,6 +279,7 @@ const removeOldest = async (url: string, sink: Sink, way: "drop" | "delete", cut
     triggers: removal.triggers,
     triggersMs: Math.round(removal.triggersMs),
     triggersWalBytes: removal.triggersWalBytes,
+    triggersNetWalBytes: Math.max(0, Math.round(removal.triggersWalBytes - deliveriesWalBytesPerMs * removal.triggersMs)),
     deliveries: outcomes.length,
     missing: outcomes.filter((o) => Number.isNaN(o.arrivedMs)).length,
     latenessBeforeP99Ms: p99Of(baseline),
@@ -339,11 +348,12 @@ export const retentionMarkdown = (m: RetentionMetrics): string => [
   + `while the service delivers ${DELIVERY_RATE.toLocaleString("en")} requests/s; triggers deleted in batches of ${RETENTION_BATCH} `
   + `at RETENTION_BUSY_PERCENT ${m.busyPercent}`,
   "",
-  "| way | executions removed in | WAL | then their triggers | WAL | delivery lateness p99 before → during (max) | deliveries (missing) | executions size before → after | triggers size before → after |",
+  "| way | executions removed in | WAL | then their triggers | WAL (less the deliveries') | delivery lateness p99 before → during (max) | deliveries (missing) | executions size before → after | triggers size before → after |",
   "|---|---|---|---|---|---|---|---|---|",
   ...m.ways.map((w) =>
     `| ${w.way === "drop" ? "partition drop" : "plain DELETE"} | ${w.executionsMs} ms | ${mb(w.executionsWalBytes)} `
-    + `| ${w.way === "drop" ? `${w.triggers.toLocaleString("en")} in ${w.triggersMs} ms (${Math.round(w.triggers / (w.triggersMs / 1000))}/s)` : "—"} | ${mb(w.triggersWalBytes)} `
+    + `| ${w.way === "drop" ? `${w.triggers.toLocaleString("en")} in ${w.triggersMs} ms (${Math.round(w.triggers / (w.triggersMs / 1000))}/s)` : "—"} `
+    + `| ${w.way === "drop" ? `${mb(w.triggersWalBytes)} (${mb(w.triggersNetWalBytes)})` : "—"} `
     + `| ${w.latenessBeforeP99Ms} → ${w.latenessDuringP99Ms} ms (${w.latenessDuringMaxMs} ms) | ${w.deliveries} (${w.missing}) | ${mb(w.executionsBytesBefore)} → ${mb(w.executionsBytesAfter)} `
     + `| ${mb(w.triggersBytesBefore)} → ${mb(w.triggersBytesAfter)} |`)
 ].join("\n")
