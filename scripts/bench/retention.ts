@@ -284,7 +284,7 @@ const removeOldest = async (url: string, sink: Sink, way: "drop" | "delete", cut
     missing: outcomes.filter((o) => Number.isNaN(o.arrivedMs)).length,
     latenessBeforeP99Ms: p99Of(baseline),
     latenessDuringP99Ms: p99Of(during),
-    latenessDuringMaxMs: Math.round(Math.max(0, ...during)),
+    latenessDuringMaxMs: Math.round(during.reduce((a, b) => Math.max(a, b), 0)),
     executionsBytesBefore: before.executions,
     executionsBytesAfter: after.executions,
     triggersBytesBefore: before.triggers,
