@@ -197,8 +197,10 @@ const startDeliveries = async (url: string, sink: Sink) => {
       await sleep(Math.max(0, dueOf(scheduled) - FEED_AHEAD_MS - Date.now()))
     }
   })()
+  // a failure is thrown by `stop`
+  feeding.catch(() => undefined)
   return {
-    /** The due instant of the first request not yet scheduled. */
+    /** The due instant of the first request. */
     firstDueMs: t,
     stop: async () => {
       stopped = true
