@@ -23,6 +23,7 @@ export const DEFAULTS = {
   OPS_HOST: "127.0.0.1",
   OPS_PORT: 9464,
   RETENTION_DAYS: 30,
+  RETENTION_BUSY_PERCENT: 10,
   SESSION_IDLE_MINUTES: 30,
   SESSION_MAX_HOURS: 12,
   SMTP_URL: undefined,
@@ -90,6 +91,8 @@ export interface AppConfigShape {
   readonly opsPortRequired: boolean
   /** Executions are dropped by whole days this many days old, finished triggers deleted this many days after they last changed; 0 keeps them. */
   readonly retentionDays: number
+  /** Share of the time retention's batches of deletes may keep the database busy, in percent. */
+  readonly retentionBusyPercent: number
   /** A dashboard session unused this long ends. */
   readonly sessionIdleMinutes: number
   /** A dashboard session ends this long after sign-in, used or not. */
@@ -295,6 +298,7 @@ export const loadConfig = (env: Env): AppConfigShape => {
     opsPort: opsPort(env),
     opsPortRequired: setting(env, "OPS_PORT") !== undefined,
     retentionDays: integer(env, "RETENTION_DAYS", DEFAULTS.RETENTION_DAYS, 0, 36_500),
+    retentionBusyPercent: integer(env, "RETENTION_BUSY_PERCENT", DEFAULTS.RETENTION_BUSY_PERCENT, 1, 100),
     sessionIdleMinutes: integer(env, "SESSION_IDLE_MINUTES", DEFAULTS.SESSION_IDLE_MINUTES, 1, 10_080),
     sessionMaxHours: integer(env, "SESSION_MAX_HOURS", DEFAULTS.SESSION_MAX_HOURS, 1, 8_760),
     smtpUrl: smtpUrl(env),

@@ -1,27 +1,32 @@
-// The retention workload (timewheel's store only, no service; docs/operations.md "Retention"): a
-// database holding HISTORY_DAYS days of history, made in SQL (per day, `perDay` finished triggers made that
-// day with EXECUTIONS_PER_TRIGGER attempts each, UUIDv7-shaped ids of that day), copied once (CREATE
-// DATABASE … TEMPLATE) so both ways of removing the oldest DROP_DAYS days start from the same rows:
-// - drop: executionPartitionsDropBefore, as housekeeping does it (whole day partitions dropped);
+// The retention workload (timewheel's store, with the service delivering; docs/operations.md
+// "Retention"): a database holding HISTORY_DAYS days of history, made in SQL (per day, `perDay`
+// finished triggers made that day with EXECUTIONS_PER_TRIGGER attempts each, UUIDv7-shaped ids of that
+// day), copied once (CREATE DATABASE … TEMPLATE) so both ways of removing the oldest DROP_DAYS days
+// start from the same rows:
+// - drop: executionPartitionsDropBefore, as housekeeping does it (whole day partitions dropped), then
+//   those days' finished triggers deleted as housekeeping does it (batches of RETENTION_BATCH paced to
+//   RETENTION_BUSY_PERCENT, read from the environment as the service reads it);
 // - delete: one plain DELETE of the same executions (by id, the same range), the reference.
-// Each is followed by the deletion of those days' finished triggers (retention's batches of
-// RETENTION_BATCH, without its pauses). Meanwhile a steady write load stands in for delivery: every
-// 10 ms, 10 triggers made and their execution recorded in one statement (1,000 a second), each
-// batch's lateness = when it finished - when it was due. Reported per way: the time and WAL bytes of
-// the executions' removal and of the triggers', the load's lateness p99 before and during them, and
-// the tables' size (with indexes) before and after; the bytes per stored trigger and per execution.
+// Meanwhile the service runs on the database and delivers DELIVERY_RATE requests a second to the sink
+// (scheduled by /bulk a second ahead); a request's lateness = its arrival - its due instant. Reported
+// per way: the time and WAL bytes of the executions' removal and of the triggers' (all the server's WAL
+// meanwhile, the deliveries' included; for the triggers also less the deliveries' at their rate before), the deliveries'
+// lateness p99 before the removal (due in the BASELINE_MS before it) and during it (due while it ran),
+// and the tables' size (with indexes) before and after; the bytes per stored trigger and per execution.
 //   npm run bench -- --only retention [--retention-per-day 6250]   (the issue's full scale: 125000)
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { percentile, sleep, sortedCopy } from "./common.ts"
 import { type DatabaseServer, freshDatabase, query } from "./database.ts"
+import type { Sink } from "./sink.ts"
+import { startTimewheel } from "./timewheel.ts"
+import { newRun } from "./workloads.ts"
 import { uuidFloor } from "../../src/domain/executionDays.ts"
-import { uuidv7 } from "../../src/domain/ids.ts"
 import { migrate } from "../../src/store/db.ts"
 import { executionPartitionsDropBefore } from "../../src/store/executionPartitions.ts"
 import { retentionSessionOpen } from "../../src/store/retention.ts"
-import { RETENTION_BATCH } from "../../src/scheduler/housekeeping.ts"
+import { deletePaced, RETENTION_BATCH, RETENTION_MIN_PAUSE_MS } from "../../src/scheduler/housekeeping.ts"
 import { DEFAULTS } from "../../src/config.ts"
 
 export const RETENTION_DEFAULT_PER_DAY = 6_250
@@ -30,17 +35,32 @@ const DROP_DAYS = 10
 const EXECUTIONS_PER_TRIGGER = 4
 const DAY_MS = 86_400_000
 const PROJECT = "00000000-0000-7000-8000-00000000be0c"
-const LOAD_EVERY_MS = 10
-const LOAD_BATCH = 10
-/** Of the load alone, before the removal starts. */
+/** Deliveries a second, scheduled a second at a time this far ahead. */
+const DELIVERY_RATE = 1_000
+const FEED_AHEAD_MS = 3_000
+/** At most this many deliveries in a run (15 minutes of them). */
+const DELIVERY_CAPACITY = DELIVERY_RATE * 900
+/** The first deliveries, not counted; then those of the load alone, before the removal starts. */
+const WARM_UP_MS = 5_000
 const BASELINE_MS = 10_000
+/** The load goes on this long after the removal; the last deliveries are given DRAIN_MS to arrive. */
+const AFTER_MS = 2_000
+const DRAIN_MS = 5_000
 
 export interface RetentionWay {
   readonly way: "drop" | "delete"
   readonly executionsMs: number
   readonly executionsWalBytes: number
+  /** Finished triggers deleted after the drop (none after the DELETE), in triggersMs. */
+  readonly triggers: number
   readonly triggersMs: number
+  /** All the WAL written while the triggers went, and that less the deliveries' (at their rate before the removal). */
   readonly triggersWalBytes: number
+  readonly triggersNetWalBytes: number
+  /** Requests the service was given to deliver during the run, and how many never arrived. */
+  readonly deliveries: number
+  readonly missing: number
+  /** Delivery lateness (arrival - due instant). */
   readonly latenessBeforeP99Ms: number
   readonly latenessDuringP99Ms: number
   readonly latenessDuringMaxMs: number
@@ -52,6 +72,7 @@ export interface RetentionWay {
 
 export interface RetentionMetrics {
   readonly perDay: number
+  readonly busyPercent: number
   readonly triggers: number
   readonly executions: number
   readonly generateMs: number
@@ -149,46 +170,79 @@ const walSince = (from: string) =>
     (rows) => Number(rows[0]!.bytes)
   )
 
-/** The stand-in for delivery: LOAD_BATCH triggers and their execution every LOAD_EVERY_MS, on a pool of its own. */
-const startLoad = (url: string) => {
-  const lateness: Array<{ at: number; ms: number }> = []
+/**
+ * The delivery load: the service on the database, fed one /bulk call a second of the next second's
+ * DELIVERY_RATE requests (each due 1 ms after the previous, FEED_AHEAD_MS ahead), POSTed to the sink.
+ * `stop` ends the feeding and waits for the last due instant plus DRAIN_MS: each scheduled request's
+ * due instant and arrival (NaN: missing).
+ */
+const startDeliveries = async (url: string, sink: Sink) => {
+  const system = await startTimewheel(url, { RETENTION_DAYS: String(HISTORY_DAYS + 2) })
+  const run = newRun()
+  await sink.expect(run, DELIVERY_CAPACITY)
+  const t = Math.ceil(Date.now() + FEED_AHEAD_MS)
+  const dueOf = (i: number) => t + Math.floor(i * 1000 / DELIVERY_RATE)
+  let scheduled = 0
   let stopped = false
-  const done = run(url, 4, Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const start = performance.now()
-    const inFlight = new Set<Promise<unknown>>()
-    for (let i = 0; !stopped; i++) {
-      const due = start + i * LOAD_EVERY_MS
-      const wait = due - performance.now()
-      if (wait > 0) yield* Effect.sleep(wait)
-      const now = Date.now()
-      const ids = Array.from({ length: LOAD_BATCH }, () => uuidv7(now))
-      const executions = ids.map(() => uuidv7(now))
-      const batch = Effect.runPromise(sql`WITH t AS (
-          INSERT INTO triggers (id, project_id, kind, shard, status, url, method, headers, attempts, created_at, updated_at)
-          SELECT id, ${PROJECT}, 'job', 0, 'completed', 'https://example.test/hook', 'POST', '[]', 1, now(), now()
-          FROM unnest(${ids}::uuid[]) AS id RETURNING id)
-        INSERT INTO executions (id, trigger_id, project_id, attempt, status, started_at, finished_at, duration_ms, http_status,
-          connect_timeout_seconds, timeout_seconds, url)
-        SELECT e, t, ${PROJECT}, 1, 'succeeded', now(), now(), 40, 200, 10, 30, 'https://example.test/hook'
-        FROM unnest(${executions}::uuid[], ${ids}::uuid[]) AS x(e, t)`.pipe(Effect.provideService(SqlClient.SqlClient, sql)))
-        .then(() => lateness.push({ at: due, ms: performance.now() - due }))
-      inFlight.add(batch)
-      void batch.finally(() => inFlight.delete(batch))
+  const feeding = (async () => {
+    while (!stopped && scheduled + DELIVERY_RATE <= DELIVERY_CAPACITY) {
+      const jobs = Array.from({ length: DELIVERY_RATE }, (_, k) => {
+        const id = scheduled + k
+        return { id, url: sink.url(run, id), runAtMs: dueOf(id), body: JSON.stringify({ n: id }) }
+      })
+      const batch = await system.batch(jobs, DELIVERY_RATE, 1, Date.now() + 10_000, false)
+      if (batch.errors > 0 || batch.timedOut) throw new Error(`scheduling the deliveries failed: ${batch.firstError ?? "timed out"}`)
+      scheduled += DELIVERY_RATE
+      // the next second's requests FEED_AHEAD_MS before the first of them is due
+      await sleep(Math.max(0, dueOf(scheduled) - FEED_AHEAD_MS - Date.now()))
     }
-    yield* Effect.promise(() => Promise.all([...inFlight]))
-  }))
-  return { lateness, stop: async () => { stopped = true; await done } }
+  })()
+  // a failure is thrown by `stop`
+  feeding.catch(() => undefined)
+  return {
+    /** The due instant of the first request. */
+    firstDueMs: t,
+    stop: async () => {
+      stopped = true
+      try {
+        await feeding
+        await sleep(Math.max(0, dueOf(scheduled) + DRAIN_MS - Date.now()))
+        const { arrivals } = await sink.collect()
+        return Array.from({ length: scheduled }, (_, i) => ({ dueMs: dueOf(i), arrivedMs: arrivals[i]! }))
+      } finally {
+        await system.stop()
+      }
+    }
+  }
 }
 
 const p99Of = (values: ReadonlyArray<number>) => Math.round(percentile(sortedCopy(values), 99) * 10) / 10
 
-/** Removes the oldest DROP_DAYS days one way, under the load; its figures. */
-const removeOldest = async (url: string, way: "drop" | "delete", cutoffMs: number): Promise<RetentionWay> => {
+/** The retention session, taken from the service's housekeeping if it holds it for a moment. */
+const retentionSession = Effect.gen(function*() {
+  for (let i = 0; i < 100; i++) {
+    const session = yield* retentionSessionOpen
+    if (session !== undefined) return session
+    yield* Effect.sleep(100)
+  }
+  return yield* Effect.die(new Error("the retention lock stayed taken"))
+})
+
+/**
+ * Removes the oldest DROP_DAYS days one way under the delivery load; its figures. The drop is followed
+ * by the deletion of those days' finished triggers as housekeeping paces it (`busyPercent`); the
+ * DELETE, the reference for the executions, is not (the same deletion would follow).
+ */
+const removeOldest = async (url: string, sink: Sink, way: "drop" | "delete", cutoffMs: number, busyPercent: number): Promise<RetentionWay> => {
   const before = await run(url, 1, sizes)
-  const load = startLoad(url)
-  await sleep(BASELINE_MS)
-  const t0 = performance.now()
+  const deliveries = await startDeliveries(url, sink)
+  // the deliveries' own WAL, before the removal: their share of the WAL written while the triggers go
+  await sleep(Math.max(0, deliveries.firstDueMs + WARM_UP_MS - Date.now()))
+  const baselineLsn = await run(url, 1, walLsn)
+  const b0 = performance.now()
+  await sleep(Math.max(0, deliveries.firstDueMs + WARM_UP_MS + BASELINE_MS - Date.now()))
+  const deliveriesWalBytesPerMs = (await run(url, 1, walSince(baselineLsn))) / (performance.now() - b0)
+  const t0 = Date.now()
   const removal = await run(url, 2, Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const lsn0 = yield* walLsn
@@ -197,31 +251,42 @@ const removeOldest = async (url: string, way: "drop" | "delete", cutoffMs: numbe
     else yield* sql`DELETE FROM executions WHERE id < ${uuidFloor(cutoffMs)}::uuid`
     const executionsMs = performance.now() - s0
     const executionsWalBytes = yield* walSince(lsn0)
+    if (way === "delete") return { executionsMs, executionsWalBytes, triggers: 0, triggersMs: 0, triggersWalBytes: 0 }
     const lsn1 = yield* walLsn
     const s1 = performance.now()
-    yield* Effect.scoped(Effect.gen(function*() {
-      const session = (yield* retentionSessionOpen)!
-      while ((yield* session.deleteBatch({ beforeMs: cutoffMs, limit: RETENTION_BATCH })) === RETENTION_BATCH) { /* next batch */ }
+    const triggers = yield* Effect.scoped(Effect.gen(function*() {
+      const session = yield* retentionSession
+      return yield* deletePaced((limit) => session.deleteBatch({ beforeMs: cutoffMs, limit }), {
+        batchSize: RETENTION_BATCH,
+        busyPercent,
+        minPauseMs: RETENTION_MIN_PAUSE_MS
+      })
     }))
-    return { executionsMs, executionsWalBytes, triggersMs: performance.now() - s1, triggersWalBytes: yield* walSince(lsn1) }
+    return { executionsMs, executionsWalBytes, triggers, triggersMs: performance.now() - s1, triggersWalBytes: yield* walSince(lsn1) }
   }))
-  const t1 = performance.now()
-  await sleep(1_000)
-  await load.stop()
+  const t1 = Date.now()
+  await sleep(AFTER_MS)
+  const outcomes = await deliveries.stop()
   await run(url, 1, Effect.flatMap(SqlClient.SqlClient, (sql) => sql`VACUUM triggers`).pipe(Effect.andThen(
     Effect.flatMap(SqlClient.SqlClient, (sql) => sql`VACUUM executions`))))
   const after = await run(url, 1, sizes)
-  const baseline = load.lateness.filter((x) => x.at < t0).map((x) => x.ms)
-  const during = load.lateness.filter((x) => x.at >= t0 && x.at <= t1).map((x) => x.ms)
+  const latenessOf = (from: number, until: number) =>
+    outcomes.filter((o) => o.dueMs >= from && o.dueMs < until && !Number.isNaN(o.arrivedMs)).map((o) => o.arrivedMs - o.dueMs)
+  const baseline = latenessOf(deliveries.firstDueMs + WARM_UP_MS, t0)
+  const during = latenessOf(t0, t1)
   return {
     way,
     executionsMs: Math.round(removal.executionsMs),
     executionsWalBytes: removal.executionsWalBytes,
+    triggers: removal.triggers,
     triggersMs: Math.round(removal.triggersMs),
     triggersWalBytes: removal.triggersWalBytes,
+    triggersNetWalBytes: Math.max(0, Math.round(removal.triggersWalBytes - deliveriesWalBytesPerMs * removal.triggersMs)),
+    deliveries: outcomes.length,
+    missing: outcomes.filter((o) => Number.isNaN(o.arrivedMs)).length,
     latenessBeforeP99Ms: p99Of(baseline),
     latenessDuringP99Ms: p99Of(during),
-    latenessDuringMaxMs: Math.round(Math.max(0, ...during)),
+    latenessDuringMaxMs: Math.round(during.reduce((a, b) => Math.max(a, b), 0)),
     executionsBytesBefore: before.executions,
     executionsBytesAfter: after.executions,
     triggersBytesBefore: before.triggers,
@@ -229,7 +294,16 @@ const removeOldest = async (url: string, way: "drop" | "delete", cutoffMs: numbe
   }
 }
 
-export const runRetention = async (server: DatabaseServer, perDay: number, say: (line: string) => void): Promise<RetentionMetrics> => {
+/** RETENTION_BUSY_PERCENT as the service would read it (config.ts). */
+const busyPercentOf = (env: NodeJS.ProcessEnv): number => {
+  const text = env.RETENTION_BUSY_PERCENT
+  const value = text === undefined || text === "" ? DEFAULTS.RETENTION_BUSY_PERCENT : Number(text)
+  if (!Number.isInteger(value) || value < 1 || value > 100) throw new Error(`RETENTION_BUSY_PERCENT must be an integer between 1 and 100, got "${text}"`)
+  return value
+}
+
+export const runRetention = async (server: DatabaseServer, sink: Sink, perDay: number, say: (line: string) => void): Promise<RetentionMetrics> => {
+  const busyPercent = busyPercentOf(process.env)
   const source = await freshDatabase(server, "retention")
   const copy = await freshDatabase(server, "retention_copy")
   try {
@@ -248,11 +322,12 @@ export const runRetention = async (server: DatabaseServer, perDay: number, say: 
     const ways: Array<RetentionWay> = []
     for (const [way, url] of [["drop", source.url], ["delete", copy.url]] as const) {
       say(`  ${way} …`)
-      ways.push(await removeOldest(url, way, cutoffMs))
+      ways.push(await removeOldest(url, sink, way, cutoffMs, busyPercent))
       say(`  ${JSON.stringify(ways[ways.length - 1])}`)
     }
     return {
       perDay,
+      busyPercent,
       triggers: made.t,
       executions: made.e,
       generateMs,
@@ -272,12 +347,15 @@ const mb = (bytes: number) => `${(bytes / 1048576).toFixed(0)} MB`
 export const retentionMarkdown = (m: RetentionMetrics): string => [
   `retention: ${m.triggers.toLocaleString("en")} finished triggers, ${m.executions.toLocaleString("en")} executions over ${HISTORY_DAYS} days `
   + `(${m.bytesPerTrigger} B per trigger, ${m.bytesPerExecution} B per execution, with indexes); the oldest ${DROP_DAYS} days removed `
-  + `under a ${(1000 * LOAD_BATCH / LOAD_EVERY_MS).toLocaleString("en")}/s write load`,
+  + `while the service delivers ${DELIVERY_RATE.toLocaleString("en")} requests/s; triggers deleted in batches of ${RETENTION_BATCH} `
+  + `at RETENTION_BUSY_PERCENT ${m.busyPercent}`,
   "",
-  "| way | executions removed in | WAL | then their triggers in | WAL | load lateness p99 before → during (max) | executions size before → after | triggers size before → after |",
-  "|---|---|---|---|---|---|---|---|",
+  "| way | executions removed in | WAL | then their triggers | WAL (less the deliveries') | delivery lateness p99 before → during (max) | deliveries (missing) | executions size before → after | triggers size before → after |",
+  "|---|---|---|---|---|---|---|---|---|",
   ...m.ways.map((w) =>
-    `| ${w.way === "drop" ? "partition drop" : "plain DELETE"} | ${w.executionsMs} ms | ${mb(w.executionsWalBytes)} | ${w.triggersMs} ms | ${mb(w.triggersWalBytes)} `
-    + `| ${w.latenessBeforeP99Ms} → ${w.latenessDuringP99Ms} ms (${w.latenessDuringMaxMs} ms) | ${mb(w.executionsBytesBefore)} → ${mb(w.executionsBytesAfter)} `
+    `| ${w.way === "drop" ? "partition drop" : "plain DELETE"} | ${w.executionsMs} ms | ${mb(w.executionsWalBytes)} `
+    + `| ${w.way === "drop" ? `${w.triggers.toLocaleString("en")} in ${w.triggersMs} ms (${Math.round(w.triggers / (w.triggersMs / 1000))}/s)` : "—"} `
+    + `| ${w.way === "drop" ? `${mb(w.triggersWalBytes)} (${mb(w.triggersNetWalBytes)})` : "—"} `
+    + `| ${w.latenessBeforeP99Ms} → ${w.latenessDuringP99Ms} ms (${w.latenessDuringMaxMs} ms) | ${w.deliveries} (${w.missing}) | ${mb(w.executionsBytesBefore)} → ${mb(w.executionsBytesAfter)} `
     + `| ${mb(w.triggersBytesBefore)} → ${mb(w.triggersBytesAfter)} |`)
 ].join("\n")

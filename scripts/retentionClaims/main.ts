@@ -1,7 +1,7 @@
 // Claims while retention deletes (docs/operations.md "Retention"): on a fresh database, N finished
 // triggers past the retention cutoff (each with two executions) and a steady stream of due triggers; a
 // claimer takes 200 due triggers every 50 ms with the scheduler's own claim statement and times each
-// claim. Phases of 15 s: no retention, retention as the service runs it (batches of 500, 200 ms apart),
+// claim. Phases of 15 s: no retention, retention as the service runs it (batches of 500, paced to RETENTION_BUSY_PERCENT),
 // no retention again, then retention in one-shot batches of 20,000 with no pause (what the batching
 // avoids). Prints claim p50/p99/max per phase and the deletion rate. Bounded: it stops by itself.
 //   DATABASE_URL=postgres://… npx node scripts/retentionClaims/main.ts [--finished 200000]
@@ -77,12 +77,12 @@ const program = Effect.gen(function*() {
     sql<{ n: string }>`SELECT count(*)::text AS n FROM triggers WHERE status IN ('completed', 'cancelled', 'skipped')`,
     (rows) => Number(rows[0]!.n)
   )
-  const phase = (label: string, retention?: { readonly batchSize: number; readonly pauseMs: number }) =>
+  const phase = (label: string, retention?: { readonly batchSize?: number; readonly busyPercent?: number }) =>
     Effect.gen(function*() {
       const before = yield* countFinished
       const deleting = retention === undefined
         ? undefined
-        : yield* Effect.forkChild(Effect.forever(sweep({ retentionDays: 30, batchSize: retention.batchSize, pauseMs: retention.pauseMs })))
+        : yield* Effect.forkChild(Effect.forever(sweep({ retentionDays: 30, ...retention })))
       const latencies = yield* claimFor(PHASE_MS)
       if (deleting !== undefined) yield* Fiber.interrupt(deleting)
       const deleted = before - (yield* countFinished)
@@ -94,9 +94,9 @@ const program = Effect.gen(function*() {
     })
   console.log(JSON.stringify({ finishedTriggers: FINISHED, executionsEach: 2, dueTriggers: due, phaseSeconds: PHASE_MS / 1000 }))
   yield* phase("no retention")
-  yield* phase("retention: batches of 500, 200 ms apart (the service's)", { batchSize: 500, pauseMs: 200 })
+  yield* phase("retention: batches of 500, paced (the service's)", {})
   yield* phase("no retention")
-  yield* phase("retention: batches of 20000, no pause", { batchSize: 20_000, pauseMs: 0 })
+  yield* phase("retention: batches of 20000, no pause", { batchSize: 20_000, busyPercent: 100 })
 })
 
 await admin(`CREATE DATABASE ${name}`)

@@ -5,15 +5,16 @@
 // changed before it, with what executions of theirs are left (store/retention.ts). The cutoff moves a
 // day at a time so that a day's triggers go after their day's partition: their attempts went with it,
 // and are not deleted row by row with them (docs/operations.md "Retention"); and previous signing
-// secrets whose rotation overlap has ended are forgotten. Retention runs on one node at a time (an advisory lock; a node that finds it taken
-// skips its turn); the trigger deletes go in batches of RETENTION_BATCH rows with a pause between
-// them, so they never hold many rows or much of PostgreSQL at once and claims go on meanwhile; a
-// sweep goes on until nothing is left past the cutoff (docs/operations.md "Retention").
+// secrets whose rotation overlap has ended are forgotten. Retention runs on one node at a time (an
+// advisory lock; a node that finds it taken skips its turn); the trigger deletes go in batches of
+// RETENTION_BATCH rows, each followed by a pause in proportion to the time it took, so that they keep
+// PostgreSQL busy at most RETENTION_BUSY_PERCENT of the time and deliveries go on meanwhile; a sweep
+// goes on until nothing is left past the cutoff (docs/operations.md "Retention").
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import { AppConfig } from "../config.ts"
+import { AppConfig, DEFAULTS } from "../config.ts"
 import { dayStartMs } from "../domain/executionDays.ts"
 import { Metrics } from "../metrics/metrics.ts"
 import type { Database } from "../store/db.ts"
@@ -27,7 +28,9 @@ export interface HousekeepingOptions {
   readonly retentionDays: number
   /** Triggers per delete statement (default 500). */
   readonly batchSize?: number
-  /** Pause between two batches of one sweep (default 200 ms). */
+  /** Share of the time the deletes of a sweep may take, in percent (default RETENTION_BUSY_PERCENT): the pause after a batch. */
+  readonly busyPercent?: number
+  /** The shortest pause after a batch of one sweep (default 10 ms). */
   readonly pauseMs?: number
   /** Pause between sweeps (default 60 s); also the wait before the first. */
   readonly everyMs?: number
@@ -54,8 +57,42 @@ export type HousekeepingEvent =
 export const retentionCutoffMs = (nowMs: number, retentionDays: number): number => dayStartMs(nowMs - retentionDays * DAY_MS)
 
 export const RETENTION_BATCH = 500
-export const RETENTION_PAUSE_MS = 200
+export const RETENTION_MIN_PAUSE_MS = 10
 export const HOUSEKEEPING_EVERY_MS = 60_000
+
+/**
+ * The pause after a batch that took `busyMs`, so that batches and pauses together keep the database
+ * busy `busyPercent` % of the time (no pause at 100); never shorter than `minPauseMs`.
+ */
+export const retentionPauseMs = (busyMs: number, busyPercent: number, minPauseMs: number): number =>
+  busyPercent >= 100 ? 0 : Math.max(minPauseMs, busyMs * (100 - busyPercent) / busyPercent)
+
+export interface PacedOptions {
+  readonly batchSize: number
+  readonly busyPercent: number
+  readonly minPauseMs: number
+  /** Told each batch's count. */
+  readonly onBatch?: (deleted: number) => Effect.Effect<void>
+}
+
+/**
+ * Runs `deleteBatch(batchSize)` until a batch deletes fewer than `batchSize` rows, each batch timed on
+ * the Clock and followed by its pause (retentionPauseMs); the rows deleted in all.
+ */
+export const deletePaced = <E, R>(deleteBatch: (limit: number) => Effect.Effect<number, E, R>, options: PacedOptions) =>
+  Effect.gen(function*() {
+    let total = 0
+    for (;;) {
+      const startNs = yield* Clock.currentTimeNanos
+      const deleted = yield* deleteBatch(options.batchSize)
+      const busyMs = Number((yield* Clock.currentTimeNanos) - startNs) / 1e6
+      total += deleted
+      if (options.onBatch !== undefined) yield* options.onBatch(deleted)
+      if (deleted < options.batchSize) return total
+      const pauseMs = retentionPauseMs(busyMs, options.busyPercent, options.minPauseMs)
+      if (pauseMs > 0) yield* Effect.sleep(pauseMs)
+    }
+  })
 
 /** Makes the missing day partitions ahead; reports and counts those it made. */
 const ensurePartitions = (options: HousekeepingOptions) =>
@@ -90,19 +127,17 @@ export const sweep = (options: HousekeepingOptions) =>
       yield* Effect.logInfo(`retention: dropped the partitions ${dropped.join(", ")} (executions before ${new Date(beforeMs).toISOString()})`)
       yield* report({ _tag: "Partitions", created: [], dropped })
     }
+    const pacing = {
+      batchSize,
+      busyPercent: options.busyPercent ?? DEFAULTS.RETENTION_BUSY_PERCENT,
+      minPauseMs: options.pauseMs ?? RETENTION_MIN_PAUSE_MS
+    }
     // rows there only when days were not made ahead in time: deleted a batch at a time like triggers
-    while ((yield* executionsDefaultDeleteBefore({ beforeMs, limit: batchSize })) === batchSize) {
-      yield* Effect.sleep(options.pauseMs ?? RETENTION_PAUSE_MS)
-    }
-    let total = 0
-    for (;;) {
-      const deleted = yield* session.deleteBatch({ beforeMs, limit: batchSize })
-      metrics.retentionDeleted(deleted)
-      total += deleted
-      yield* report({ _tag: "Batch", deleted })
-      if (deleted < batchSize) break
-      yield* Effect.sleep(options.pauseMs ?? RETENTION_PAUSE_MS)
-    }
+    yield* deletePaced((limit) => executionsDefaultDeleteBefore({ beforeMs, limit }), pacing)
+    const total = yield* deletePaced((limit) => session.deleteBatch({ beforeMs, limit }), {
+      ...pacing,
+      onBatch: (deleted) => Effect.andThen(Effect.sync(() => metrics.retentionDeleted(deleted)), report({ _tag: "Batch", deleted }))
+    })
     if (total > 0) yield* Effect.logInfo(`retention: deleted ${total} finished triggers last changed before ${new Date(beforeMs).toISOString()}`)
     yield* report({ _tag: "Swept", deleted: total })
   }))
@@ -124,5 +159,5 @@ export const runHousekeeping = (options: HousekeepingOptions): Effect.Effect<nev
 
 export const HousekeepingLive = Layer.effectDiscard(Effect.gen(function*() {
   const config = yield* AppConfig
-  yield* Effect.forkScoped(runHousekeeping({ retentionDays: config.retentionDays }))
+  yield* Effect.forkScoped(runHousekeeping({ retentionDays: config.retentionDays, busyPercent: config.retentionBusyPercent }))
 }))

@@ -2,14 +2,14 @@
 // deletes (finished ones that last changed before the cutoff, the start of the UTC day RETENTION_DAYS
 // ago, with their executions; a cancelled generator only without live instances) and which it keeps,
 // that the cutoff moves a day at a time; that it deletes in batches with a pause
-// between them, a sweep every interval; that a node finding the lock taken skips its turn;
+// between them (in proportion to the batch's time), a sweep every interval; that a node finding the lock taken skips its turn;
 // RETENTION_DAYS=0; and that expired previous signing secrets are forgotten. The loop's pauses are
 // TestClock sleeps, so the tests move the clock and await the loop's own reports instead of waiting.
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Fiber, Layer, Queue } from "effect"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
-import { type HousekeepingEvent, runHousekeeping } from "../../src/scheduler/housekeeping.ts"
+import { deletePaced, type HousekeepingEvent, runHousekeeping } from "../../src/scheduler/housekeeping.ts"
 import { TestDatabase } from "../support/database.ts"
 import { ensureProject, insertExecution, insertTrigger, insertTriggers, nextId } from "../support/fixtures.ts"
 
@@ -166,6 +166,35 @@ layer(Database, { timeout: "60 seconds" })("housekeeping", (it) => {
         assert.strictEqual(yield* count("triggers"), 0)
         // oldest first: the ones left after the first batch were the newest
         yield* Fiber.interrupt(loop.fiber)
+      }))
+
+    it.effect("each pause is in proportion to its batch's time (busy busyPercent of the time), never under the least pause", () =>
+      Effect.gen(function*() {
+        /** The TestClock times the batches start at, for batches taking `busyMs` each and a pacing of `busyPercent`. */
+        const starts = (busyMs: number, busyPercent: number) =>
+          Effect.gen(function*() {
+            const at: Array<number> = []
+            const sizes = [10, 10, 5]
+            const batch = (limit: number) =>
+              Effect.gen(function*() {
+                at.push(yield* clockNow)
+                if (busyMs > 0) yield* Effect.sleep(busyMs) // the statement's time, passed by the steps below
+                return Math.min(limit, sizes[at.length - 1]!)
+              })
+            const fiber = yield* Effect.forkChild(deletePaced(batch, { batchSize: 10, busyPercent, minPauseMs: 10 }))
+            for (let i = 0; i < 1_000 && at.length < 3; i++) yield* TestClock.adjust(1)
+            yield* TestClock.adjust(busyMs) // the last batch's statement
+            assert.strictEqual(yield* Fiber.join(fiber), 25)
+            return at.slice(1).map((t, i) => t - at[i]!)
+          })
+        // 30 ms busy at 25 %: 90 ms of pause, a batch every 120 ms
+        assert.deepStrictEqual(yield* starts(30, 25), [120, 120])
+        // at 10 % (the default): nine times the batch's time
+        assert.deepStrictEqual(yield* starts(20, 10), [200, 200])
+        // a batch that took no time still pauses the least pause
+        assert.deepStrictEqual(yield* starts(0, 10), [10, 10])
+        // 100 %: no pause at all
+        assert.deepStrictEqual(yield* starts(30, 100), [30, 30])
       }))
 
     it.effect("a node that finds the retention lock taken skips its turn; the next turn sweeps", () =>
