@@ -5,6 +5,7 @@
 // certificate accepted); in the gated workload, tag policies created with `POST /tag-policies` and
 // requests carrying their tag (`ttr-tags`). Its peak RSS is the service process's VmHWM.
 import { execFile, spawn } from "node:child_process"
+import * as fs from "node:fs"
 import * as path from "node:path"
 import { promisify } from "node:util"
 import { Agent, request } from "undici"
@@ -124,6 +125,8 @@ export const spawnService = (env: NodeJS.ProcessEnv, nodeFlags: ReadonlyArray<st
     stdio: ["ignore", "pipe", "pipe"]
   }))
   const output = tailOf(child.stdout)
+  // BENCH_SERVICE_STDOUT=<file>: the service's stdout appended there too (e.g. with `--trace-gc` in BENCH_SERVICE_NODE_ARGS)
+  if (process.env.BENCH_SERVICE_STDOUT) child.stdout?.pipe(fs.createWriteStream(process.env.BENCH_SERVICE_STDOUT, { flags: "a" }))
   const errors = tailOf(child.stderr)
   const exited = () =>
     child.exitCode !== null || child.signalCode !== null
