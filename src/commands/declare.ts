@@ -50,7 +50,7 @@ const declareOnce = (projectId: string, call: Valid, nowMs: number) =>
     const shards = (yield* ShardCount).count
     const wakeups = yield* Wakeups
     const wakeHorizonMs = nowMs + 2 * (yield* SchedulerTiming).lookaheadMs
-    const triggers = yield* itemsReadForDeclare({ projectId, tag: call.tag, items: call.items })
+    const triggers = yield* itemsReadForDeclare({ projectId, tag: call.tag })
     const newId = () => uuidv7(nowMs)
     const plan = planDeclare({ tag: call.tag, items: call.items, runMissed: call.runMissed, nowMs, triggers, newId })
     // what the writes compare-and-set against (nothing to write: nothing to index)

@@ -146,12 +146,8 @@ const sameRetry = (a: RetryPolicy | null, b: RetryPolicy | null): boolean =>
     : a.strategy === b.strategy && a.maxAttempts === b.maxAttempts && a.initialDelaySeconds === b.initialDelaySeconds &&
       a.maxDelaySeconds === b.maxDelaySeconds && a.jitter === b.jitter && a.retryOn === b.retryOn
 
-/**
- * url, method, headers, body, title, tags, retry: the names of those that differ, in that order, added
- * to `changed`. The same object (a trigger the store found stored exactly as its item) differs in none.
- */
+/** url, method, headers, body, title, tags, retry: the names of those that differ, in that order, added to `changed`. */
 const definitionChanges = (next: TriggerDefinition, stored: TriggerDefinition, changed: Array<string>): void => {
-  if (next === stored) return
   if (next.url !== stored.url) changed.push("url")
   if (next.method !== stored.method) changed.push("method")
   if (!sameHeaders(next, stored)) changed.push("headers")

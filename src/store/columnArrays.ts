@@ -25,9 +25,6 @@ export const jsonbArray = (values: ReadonlyArray<unknown>) => typedArray(values,
 
 const EMPTY_TEXT_ARRAY = "{}"
 
-/** An element of an array literal: quoted, `"` and `\\` escaped. */
-const quoted = (value: string): string => `"${/["\\]/.test(value) ? value.replace(/["\\]/g, "\\$&") : value}"`
-
 /**
  * A text[] value as PostgreSQL's array literal (`{"a","b"}`), for a column of arrays sent as one
  * `text[]` element per row and cast with `::text[]` (the driver sends one-dimensional arrays only).
@@ -38,22 +35,7 @@ export const textArrayLiteral = (values: ReadonlyArray<string>): string => {
   let literal = "{"
   for (let i = 0; i < values.length; i++) {
     const value = values[i]!
-    literal += `${i === 0 ? "" : ","}${quoted(value)}`
+    literal += `${i === 0 ? "" : ","}"${/["\\]/.test(value) ? value.replace(/["\\]/g, "\\$&") : value}"`
   }
   return literal + "}"
-}
-
-/**
- * A one-dimensional array as PostgreSQL's array literal text (`{"a",NULL,"b"}`), sent as a plain text
- * parameter and cast in the statement (`$1::text[]`, `::jsonb[]`, `::bytea[]` of `\x…` hex, `::int8[]`):
- * PostgreSQL reads it in one pass, cheaper for the service than the driver's binary array encoding
- * of ten thousand elements. Every element is quoted, `"` and `\` escaped; null is NULL.
- */
-export const arrayLiteral = (values: ReadonlyArray<string | null>): string => {
-  const parts = new Array<string>(values.length)
-  for (let i = 0; i < values.length; i++) {
-    const value = values[i]!
-    parts[i] = value === null ? "NULL" : quoted(value)
-  }
-  return `{${parts.join(",")}}`
 }
