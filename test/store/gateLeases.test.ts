@@ -33,7 +33,7 @@ const own = (projectId: string, tag: string, policySeenMs: number): OwnLease =>
 
 const leaseRows = (projectId: string) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) =>
-    sql<{ tag: string; permits: number }>`SELECT tag, permits FROM gate_leases WHERE project_id = ${projectId} ORDER BY tag`)
+    sql<{ tag: string; permits: number }>`SELECT tag, permits FROM gate_leases WHERE project_id = ${projectId} ORDER BY tag, node`)
 
 layer(TestDatabase, { timeout: "60 seconds", excludeTestServices: true })("gate lease rounds", (it) => {
   it.effect("a round writes the rows granted under the policy it read, skips one whose policy changed since, and gives its locks back", () =>
@@ -57,6 +57,46 @@ layer(TestDatabase, { timeout: "60 seconds", excludeTestServices: true })("gate 
       assert.deepStrictEqual(yield* leaseRows(projectId), [{ tag: "billing", permits: 2 }])
       assert.isTrue(yield* lockFree(projectId, "billing"))
       assert.isTrue(yield* lockFree(projectId, "mail"))
+    }))
+
+  it.effect("an origin's row granted under the project's `*` is written; once the origin has a policy of its own it is stale", () =>
+    Effect.gen(function*() {
+      const projectId = yield* freshProject
+      const sql = yield* SqlClient.SqlClient
+      const origin = "https://api.example.com"
+      yield* sql`INSERT INTO target_policies (id, project_id, origin, max_concurrent, created_at, updated_at)
+        VALUES (${nextId()}, ${projectId}, '*', 10, now(), now())`
+      const roundOf = (node: string) =>
+        gateLeasesRound({
+          node,
+          gates: [{ projectId, tag: origin }],
+          ttlMs: 2_000,
+          graceMs: 0,
+          decide: (read) => ({
+            writes: { keep: [own(projectId, origin, read.gates[0]!.policy!.updatedAtMs)], drop: [], reclaim: [], purge: [], durable: false },
+            result: read
+          })
+        })
+      assert.deepStrictEqual((yield* roundOf("node-a")).stale, [])
+      assert.deepStrictEqual(yield* leaseRows(projectId), [{ tag: origin, permits: 2 }])
+      // the origin's own policy made between a round's read and its write: the read named `*`'s version
+      const read = yield* roundOf("node-b")
+      yield* sql`INSERT INTO target_policies (id, project_id, origin, max_concurrent, created_at, updated_at)
+        VALUES (${nextId()}, ${projectId}, ${origin}, 3, now(), now())`
+      const { stale } = yield* gateLeasesRound({
+        node: "node-c",
+        gates: [{ projectId, tag: origin }],
+        ttlMs: 2_000,
+        graceMs: 0,
+        decide: () => ({
+          writes: {
+            keep: [own(projectId, origin, read.result.gates[0]!.policy!.updatedAtMs)], drop: [], reclaim: [], purge: [], durable: false
+          },
+          result: null
+        })
+      })
+      assert.deepStrictEqual(stale, [{ projectId, tag: origin }])
+      assert.deepStrictEqual((yield* leaseRows(projectId)).length, 2)
     }))
 
   it.effect("the locks are held from the read to the write: another session cannot take them meanwhile", () =>
