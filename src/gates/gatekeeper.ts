@@ -233,7 +233,7 @@ export class Gatekeeper extends Context.Service<Gatekeeper, {
     const runRound = (due: ReadonlyArray<NodeGate<GatedItem>>) =>
       Effect.gen(function*() {
         const roundStartMs = now()
-        const commit = yield* gateLeasesRound({
+        const { result: commit, stale } = yield* gateLeasesRound({
           node,
           gates: due.map((gate) => gate.ref),
           ttlMs: LEASE_TTL_MS,
@@ -244,11 +244,16 @@ export class Gatekeeper extends Context.Service<Gatekeeper, {
             return { writes: decided.writes, result: decided.commit }
           }
         })
-        commit()
+        commit(stale)
         const nowMs = now()
         for (const gate of due) {
           if (gate.idle(nowMs) && gates.gates.get(gate.key) === gate) gates.gates.delete(gate.key)
           else gate.roundAtMs = nextRoundMs(gate, nowMs)
+        }
+        // a gate whose policy changed since the read: its next round reads the change, now
+        for (const ref of stale) {
+          const gate = gates.gates.get(gateKey(ref))
+          if (gate !== undefined) gate.roundAtMs = nowMs
         }
         pump()
         signal()

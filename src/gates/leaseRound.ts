@@ -3,7 +3,7 @@
 // applied to its book, this node's share of every limit (domain/gates/gateLease.ts planUnits, by the demands
 // of the live nodes), the rows of gone nodes to reclaim and those to purge, and this node's rows to
 // write. Units given back leave the book at once; units taken join it when the round has committed
-// (`commit`). The lease is then valid until the round's start (this node's clock) plus the lease time:
+// (`commit`), unless the gate's row was not written (its policy changed since the read). The lease is then valid until the round's start (this node's clock) plus the lease time:
 // a node that cannot renew stops admitting before any other node may take its share.
 import { CircuitGate } from "../domain/gates/circuitGate.ts"
 import { isOriginGate, policyLimits } from "../domain/gates/gate.ts"
@@ -177,14 +177,14 @@ export const decideRound = <I>(input: {
   readonly roundStartMs: number
   readonly readAtMs: number
   readonly ttlMs: number
-}): { readonly writes: RoundWrites; readonly dbOffsetMs: number; readonly commit: () => void } => {
+}): { readonly writes: RoundWrites; readonly dbOffsetMs: number; readonly commit: (stale: ReadonlyArray<GateKey>) => void } => {
   const dbOffsetMs = input.read.nowMs - (input.roundStartMs + input.readAtMs) / 2
   const toLocalMs = (dbMs: number) => dbMs - dbOffsetMs
   const keep: Array<OwnLease> = []
   const drop: Array<GateKey> = []
   const reclaim: Array<GateKey & { node: string }> = []
   const purge: Array<GateKey & { node: string }> = []
-  const grants: Array<() => void> = []
+  const grants = new Map<string, () => void>()
   let durable = false
   for (const read of input.read.gates) {
     const gate = input.gates.get(gateKey(read))
@@ -196,9 +196,13 @@ export const decideRound = <I>(input: {
     else keep.push(decided.own)
     for (const node of decided.reclaim) reclaim.push({ projectId: read.projectId, tag: read.tag, node })
     for (const node of decided.purge) purge.push({ projectId: read.projectId, tag: read.tag, node })
-    if (decided.grant !== undefined) grants.push(decided.grant)
+    if (decided.grant !== undefined) grants.set(gateKey(read), decided.grant)
     durable ||= decided.takes === true || decided.reclaim.length > 0
   }
-  return { writes: { keep, drop, reclaim, purge, durable }, dbOffsetMs, commit: () => grants.forEach((grant) => grant()) }
+  const commit = (stale: ReadonlyArray<GateKey>) => {
+    for (const gate of stale) grants.delete(gateKey(gate))
+    grants.forEach((grant) => grant())
+  }
+  return { writes: { keep, drop, reclaim, purge, durable }, dbOffsetMs, commit }
 }
 

@@ -30,7 +30,7 @@ const read = (nowMs: number, permits: number | null): RoundRead => ({
 
 const round = (gates: NodeGates<string>, nowMs: number, permits: number | null) => {
   const decided = decideRound({ node: "n1", read: read(nowMs, permits), gates: gates.gates, roundStartMs: nowMs, readAtMs: nowMs, ttlMs: 2_000 })
-  decided.commit()
+  decided.commit([])
   return decided.writes
 }
 

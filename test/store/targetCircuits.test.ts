@@ -145,7 +145,7 @@ layer(TestDatabase, { timeout: "60 seconds", excludeTestServices: true })("circu
       yield* sql`INSERT INTO tag_policies (id, project_id, tag, max_concurrent, created_at, updated_at)
         VALUES (${nextId()}, ${projectId}, 'billing', 7, now(), now())`
       yield* targetCircuitsSettle({ projectId, origin: ORIGIN, settings: SETTINGS, events: [failure()], triggerId: nextId() })
-      const read = yield* gateLeasesRound({
+      const { result: read } = yield* gateLeasesRound({
         node: "node-a",
         gates: [{ projectId, tag: ORIGIN }, { projectId, tag: other }, { projectId, tag: "billing" }, { projectId, tag: "plain" }],
         ttlMs: 2_000,
