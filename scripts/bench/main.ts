@@ -29,7 +29,7 @@ import { CURVE_DEFAULT_SECONDS, curveMarkdown, type CurveRun, runCurve, writeCur
 
 const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,precision-fast,batch,gated,redrive,lateness-curve,retention] [--systems timewheel,graphile-worker,pg-boss]
                         [--n 20000] [--precision-n 2000] [--batch-n 100000] [--gated-nodes 1,3] [--redrive-n ${REDRIVE_DEFAULT_N}]
-                        [--retention-per-day ${RETENTION_DEFAULT_PER_DAY}] [--lead-ms N] [--curve-seconds ${CURVE_DEFAULT_SECONDS}] [--curve-svg FILE]
+                        [--retention-per-day ${RETENTION_DEFAULT_PER_DAY}] [--retention-database NAME] [--lead-ms N] [--curve-seconds ${CURVE_DEFAULT_SECONDS}] [--curve-svg FILE]
                         [--history-per-day N] [--encryption] [--tracing]
   --only         workloads to run (default all but lateness-curve and retention, which run only when named; "memory" is
                  measured in every workload; gated, redrive and retention are timewheel only)
@@ -53,6 +53,9 @@ const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,precisi
                  longest wait of a claim of one of them beside it
   --retention-per-day  finished triggers per day of the retention workload's 40 days of history, 4 executions
                  each (default ${RETENTION_DEFAULT_PER_DAY}: 1M executions; 125000 gives 5M triggers and 20M executions)
+  --retention-database  the retention workload's history in the databases NAME and NAME_copy: made and kept
+                 when absent (the run stops there), else measured on and dropped: the making apart from the
+                 measured phase
   --history-per-day  timewheel's delivery and precision runs start on a database already holding the retention
                  workload's 40 days of history, N finished triggers a day with 4 executions each (25000: 1M
                  triggers, 4M executions), made after the migrations and before the service starts; the
@@ -78,6 +81,8 @@ interface Options {
   readonly redriveN: number
   /** The retention workload (named in --only), with this many triggers per day of history. */
   readonly retentionPerDay: number | undefined
+  /** The retention workload's databases, kept between a making run and a measured one. */
+  readonly retentionDatabase: string | undefined
   /** Finished triggers per day of history in timewheel's delivery and precision databases (none when absent). */
   readonly historyPerDay: number | undefined
   readonly leadMs: number | undefined
@@ -105,7 +110,7 @@ const batchCount = (raw: string): number => {
 const parseOptions = (args: ReadonlyArray<string>): Options => {
   const { values, switches } = readFlags(
     args, USAGE,
-    ["only", "systems", "n", "precision-n", "batch-n", "gated-nodes", "gated-origins", "redrive-n", "retention-per-day", "history-per-day", "lead-ms", "curve-seconds", "curve-svg"],
+    ["only", "systems", "n", "precision-n", "batch-n", "gated-nodes", "gated-origins", "redrive-n", "retention-per-day", "retention-database", "history-per-day", "lead-ms", "curve-seconds", "curve-svg"],
     ["encryption", "tracing"]
   )
   const lead = values.get("lead-ms")
@@ -128,6 +133,9 @@ const parseOptions = (args: ReadonlyArray<string>): Options => {
     redriveN: positiveInt(values.get("redrive-n") ?? String(REDRIVE_DEFAULT_N), "--redrive-n"),
     retentionPerDay: (values.get("only") ?? "").split(",").map((w) => w.trim()).includes("retention")
       ? positiveInt(values.get("retention-per-day") ?? String(RETENTION_DEFAULT_PER_DAY), "--retention-per-day")
+      : undefined,
+    retentionDatabase: values.has("retention-database")
+      ? (/^[a-z][a-z0-9_]{0,40}$/.test(values.get("retention-database")!) ? values.get("retention-database") : fail("--retention-database must be a lower-case name"))
       : undefined,
     historyPerDay: values.has("history-per-day") ? positiveInt(values.get("history-per-day")!, "--history-per-day") : undefined,
     leadMs: lead === undefined ? undefined : positiveInt(lead, "--lead-ms"),
@@ -272,7 +280,8 @@ const main = async () => {
     say(`bench: PostgreSQL ${machine.postgres} (${server.description}); sink on 127.0.0.1:${sink.port}`)
     if (options.retentionPerDay !== undefined) {
       say("retention · timewheel …")
-      process.stdout.write(`${retentionMarkdown(await runRetention(server, sink, options.retentionPerDay, say))}\n\n`)
+      const retention = await runRetention(server, sink, options.retentionPerDay, say, options.retentionDatabase)
+      if (retention !== undefined) process.stdout.write(`${retentionMarkdown(retention)}\n\n`)
       if (options.workloads.length === 0) return
     }
     const entries: Array<Entry> = []

@@ -11,9 +11,13 @@
 // (scheduled by /bulk a second ahead); a request's lateness = its arrival - its due instant. Reported
 // per way: the time and WAL bytes of the executions' removal and of the triggers' (all the server's WAL
 // meanwhile, the deliveries' included; for the triggers also less the deliveries' at their rate before), the deliveries'
-// lateness p99 before the removal (due in the BASELINE_MS before it) and during it (due while it ran),
-// and the tables' size (with indexes) before and after; the bytes per stored trigger and per execution.
+// lateness p99 before the removal (due in the WINDOW_MS before it) and during it (due from its start for as long
+// as it ran, and at least WINDOW_MS: two windows of the same length at the least, a short removal's included
+// whole), and the tables' size (with indexes) before and after; the bytes per stored trigger and per execution.
 //   npm run bench -- --only retention [--retention-per-day 6250]   (the issue's full scale: 125000)
+// With --retention-database NAME the history is made once, in NAME and NAME_copy, kept, and the run stops there;
+// the next run with the same flag finds them, measures on them and drops them: the making can run apart from
+// the measured phase.
 import { PgClient } from "@effect/sql-pg"
 import { Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
@@ -41,9 +45,10 @@ const FEED_AHEAD_MS = 3_000
 /** At most this many deliveries in a run (15 minutes of them). */
 const DELIVERY_CAPACITY = DELIVERY_RATE * 900
 /** The first deliveries, not counted; then those of the load alone, before the removal starts. */
-const WARM_UP_MS = 5_000
-const BASELINE_MS = 10_000
-/** The load goes on this long after the removal; the last deliveries are given DRAIN_MS to arrive. */
+const WARM_UP_MS = 10_000
+/** The windows the lateness p99 before and during the removal are taken over (during: at least this long). */
+const WINDOW_MS = 30_000
+/** The load goes on this long after the during window; the last deliveries are given DRAIN_MS to arrive. */
 const AFTER_MS = 2_000
 const DRAIN_MS = 5_000
 
@@ -64,6 +69,8 @@ export interface RetentionWay {
   readonly latenessBeforeP99Ms: number
   readonly latenessDuringP99Ms: number
   readonly latenessDuringMaxMs: number
+  /** The during window's length (the before window's is WINDOW_MS). */
+  readonly duringWindowMs: number
   readonly executionsBytesBefore: number
   readonly executionsBytesAfter: number
   readonly triggersBytesBefore: number
@@ -240,7 +247,7 @@ const removeOldest = async (url: string, sink: Sink, way: "drop" | "delete", cut
   await sleep(Math.max(0, deliveries.firstDueMs + WARM_UP_MS - Date.now()))
   const baselineLsn = await run(url, 1, walLsn)
   const b0 = performance.now()
-  await sleep(Math.max(0, deliveries.firstDueMs + WARM_UP_MS + BASELINE_MS - Date.now()))
+  await sleep(Math.max(0, deliveries.firstDueMs + WARM_UP_MS + WINDOW_MS - Date.now()))
   const deliveriesWalBytesPerMs = (await run(url, 1, walSince(baselineLsn))) / (performance.now() - b0)
   const t0 = Date.now()
   const removal = await run(url, 2, Effect.gen(function*() {
@@ -264,15 +271,15 @@ const removeOldest = async (url: string, sink: Sink, way: "drop" | "delete", cut
     }))
     return { executionsMs, executionsWalBytes, triggers, triggersMs: performance.now() - s1, triggersWalBytes: yield* walSince(lsn1) }
   }))
-  const t1 = Date.now()
-  await sleep(AFTER_MS)
+  const t1 = Math.max(Date.now(), t0 + WINDOW_MS)
+  await sleep(Math.max(0, t1 - Date.now()) + AFTER_MS)
   const outcomes = await deliveries.stop()
   await run(url, 1, Effect.flatMap(SqlClient.SqlClient, (sql) => sql`VACUUM triggers`).pipe(Effect.andThen(
     Effect.flatMap(SqlClient.SqlClient, (sql) => sql`VACUUM executions`))))
   const after = await run(url, 1, sizes)
   const latenessOf = (from: number, until: number) =>
     outcomes.filter((o) => o.dueMs >= from && o.dueMs < until && !Number.isNaN(o.arrivedMs)).map((o) => o.arrivedMs - o.dueMs)
-  const baseline = latenessOf(deliveries.firstDueMs + WARM_UP_MS, t0)
+  const baseline = latenessOf(t0 - WINDOW_MS, t0)
   const during = latenessOf(t0, t1)
   return {
     way,
@@ -287,6 +294,7 @@ const removeOldest = async (url: string, sink: Sink, way: "drop" | "delete", cut
     latenessBeforeP99Ms: p99Of(baseline),
     latenessDuringP99Ms: p99Of(during),
     latenessDuringMaxMs: Math.round(during.reduce((a, b) => Math.max(a, b), 0)),
+    duringWindowMs: t1 - t0,
     executionsBytesBefore: before.executions,
     executionsBytesAfter: after.executions,
     triggersBytesBefore: before.triggers,
@@ -302,23 +310,70 @@ const busyPercentOf = (env: NodeJS.ProcessEnv): number => {
   return value
 }
 
-export const runRetention = async (server: DatabaseServer, sink: Sink, perDay: number, say: (line: string) => void): Promise<RetentionMetrics> => {
+/** The database `name` on `server`: its URL, whether it exists, its comment (JSON) and a function dropping it. */
+const namedDatabase = async (server: DatabaseServer, name: string) => {
+  const url = new URL(server.adminUrl)
+  url.pathname = `/${name}`
+  const rows = await query<{ comment: string | null }>(server.adminUrl,
+    `SELECT shobj_description(oid, 'pg_database') AS comment FROM pg_database WHERE datname = '${name}'`)
+  return {
+    url: url.toString(),
+    exists: rows.length === 1,
+    comment: rows[0]?.comment ?? null,
+    drop: () => query(server.adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).then(() => undefined)
+  }
+}
+
+interface History {
+  readonly todayMs: number
+  readonly generateMs: number
+  readonly triggers: number
+  readonly executions: number
+  readonly triggersBytes: number
+  readonly executionsBytes: number
+}
+
+/** HISTORY_DAYS days of history in `source`, then `copyName` made from it (the source must have no connection meanwhile). */
+const makeHistory = async (server: DatabaseServer, source: string, sourceName: string, copyName: string, perDay: number, say: (line: string) => void): Promise<History> => {
+  const todayMs = Math.floor(Date.now() / DAY_MS) * DAY_MS
+  const g0 = performance.now()
+  await run(source, 1, Effect.andThen(migrate({ shards: 4, nowMs: Date.now() }), historyFill(todayMs, perDay)))
+  const generateMs = Math.round(performance.now() - g0)
+  const made = await run(source, 1, sizes)
+  say(`  history: ${made.t} triggers, ${made.e} executions in ${HISTORY_DAYS} days, made in ${generateMs} ms`)
+  await query(server.adminUrl, `DROP DATABASE IF EXISTS ${copyName}`)
+  await query(server.adminUrl, `CREATE DATABASE ${copyName} TEMPLATE ${sourceName}`)
+  return { todayMs, generateMs, triggers: made.t, executions: made.e, triggersBytes: made.triggers, executionsBytes: made.executions }
+}
+
+/**
+ * The workload on fresh databases, or with `keep` (--retention-database) on NAME and NAME_copy: made
+ * there and kept when absent (then `undefined`: nothing measured), else measured on and dropped.
+ */
+export const runRetention = async (server: DatabaseServer, sink: Sink, perDay: number, say: (line: string) => void, keep?: string): Promise<RetentionMetrics | undefined> => {
   const busyPercent = busyPercentOf(process.env)
-  const source = await freshDatabase(server, "retention")
-  const copy = await freshDatabase(server, "retention_copy")
+  const source = keep === undefined ? { ...await freshDatabase(server, "retention"), comment: null } : await namedDatabase(server, keep)
+  const copy = keep === undefined ? await freshDatabase(server, "retention_copy") : await namedDatabase(server, `${keep}_copy`)
+  const sourceName = new URL(source.url).pathname.slice(1)
+  const copyName = new URL(copy.url).pathname.slice(1)
+  let kept = false
   try {
-    const todayMs = Math.floor(Date.now() / DAY_MS) * DAY_MS
-    const g0 = performance.now()
-    await run(source.url, 1, Effect.andThen(migrate({ shards: 4, nowMs: Date.now() }), historyFill(todayMs, perDay)))
-    const generateMs = Math.round(performance.now() - g0)
-    const made = await run(source.url, 1, sizes)
-    say(`  history: ${made.t} triggers, ${made.e} executions in ${HISTORY_DAYS} days, made in ${generateMs} ms`)
-    // the copy from the same rows (the source must have no connection meanwhile)
-    const copyName = new URL(copy.url).pathname.slice(1)
-    const sourceName = new URL(source.url).pathname.slice(1)
-    await query(server.adminUrl, `DROP DATABASE ${copyName}`)
-    await query(server.adminUrl, `CREATE DATABASE ${copyName} TEMPLATE ${sourceName}`)
-    const cutoffMs = todayMs - (HISTORY_DAYS - DROP_DAYS) * DAY_MS
+    let history: History
+    if (keep !== undefined && source.comment !== null) {
+      history = JSON.parse(source.comment) as History
+      say(`  history from ${sourceName} and ${copyName}: ${history.triggers} triggers, ${history.executions} executions (made in ${history.generateMs} ms)`)
+    } else {
+      // (a source without its comment: a making that did not finish)
+      if (keep !== undefined) await source.drop().then(() => query(server.adminUrl, `CREATE DATABASE ${sourceName}`))
+      history = await makeHistory(server, source.url, sourceName, copyName, perDay, say)
+      if (keep !== undefined) {
+        await query(server.adminUrl, `COMMENT ON DATABASE ${sourceName} IS '${JSON.stringify(history)}'`)
+        kept = true
+        say(`  kept in ${sourceName} and ${copyName}: the next run with --retention-database ${keep} measures on them`)
+        return undefined
+      }
+    }
+    const cutoffMs = history.todayMs - (HISTORY_DAYS - DROP_DAYS) * DAY_MS
     const ways: Array<RetentionWay> = []
     for (const [way, url] of [["drop", source.url], ["delete", copy.url]] as const) {
       say(`  ${way} …`)
@@ -328,16 +383,18 @@ export const runRetention = async (server: DatabaseServer, sink: Sink, perDay: n
     return {
       perDay,
       busyPercent,
-      triggers: made.t,
-      executions: made.e,
-      generateMs,
-      bytesPerTrigger: Math.round(made.triggers / made.t),
-      bytesPerExecution: Math.round(made.executions / made.e),
+      triggers: history.triggers,
+      executions: history.executions,
+      generateMs: history.generateMs,
+      bytesPerTrigger: Math.round(history.triggersBytes / history.triggers),
+      bytesPerExecution: Math.round(history.executionsBytes / history.executions),
       ways
     }
   } finally {
-    await copy.drop().catch(() => undefined)
-    await source.drop().catch(() => undefined)
+    if (!kept) {
+      await copy.drop().catch(() => undefined)
+      await source.drop().catch(() => undefined)
+    }
   }
 }
 
@@ -350,12 +407,12 @@ export const retentionMarkdown = (m: RetentionMetrics): string => [
   + `while the service delivers ${DELIVERY_RATE.toLocaleString("en")} requests/s; triggers deleted in batches of ${RETENTION_BATCH} `
   + `at RETENTION_BUSY_PERCENT ${m.busyPercent}`,
   "",
-  "| way | executions removed in | WAL | then their triggers | WAL (less the deliveries') | delivery lateness p99 before → during (max) | deliveries (missing) | executions size before → after | triggers size before → after |",
+  "| way | executions removed in | WAL | then their triggers | WAL (less the deliveries') | delivery lateness p99 before → during (max; windows) | deliveries (missing) | executions size before → after | triggers size before → after |",
   "|---|---|---|---|---|---|---|---|---|",
   ...m.ways.map((w) =>
     `| ${w.way === "drop" ? "partition drop" : "plain DELETE"} | ${w.executionsMs} ms | ${mb(w.executionsWalBytes)} `
     + `| ${w.way === "drop" ? `${w.triggers.toLocaleString("en")} in ${w.triggersMs} ms (${Math.round(w.triggers / (w.triggersMs / 1000))}/s)` : "—"} `
     + `| ${w.way === "drop" ? `${mb(w.triggersWalBytes)} (${mb(w.triggersNetWalBytes)})` : "—"} `
-    + `| ${w.latenessBeforeP99Ms} → ${w.latenessDuringP99Ms} ms (${w.latenessDuringMaxMs} ms) | ${w.deliveries} (${w.missing}) | ${mb(w.executionsBytesBefore)} → ${mb(w.executionsBytesAfter)} `
+    + `| ${w.latenessBeforeP99Ms} → ${w.latenessDuringP99Ms} ms (${w.latenessDuringMaxMs} ms; ${WINDOW_MS / 1000} s → ${(w.duringWindowMs / 1000).toFixed(0)} s) | ${w.deliveries} (${w.missing}) | ${mb(w.executionsBytesBefore)} → ${mb(w.executionsBytesAfter)} `
     + `| ${mb(w.triggersBytesBefore)} → ${mb(w.triggersBytesAfter)} |`)
 ].join("\n")

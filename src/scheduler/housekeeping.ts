@@ -1,15 +1,16 @@
-// Housekeeping, every minute on every node (and once at start): the day partitions of the executions
-// table are made ahead (today and the next days, store/executionPartitions.ts); retention
-// (RETENTION_DAYS; 0 keeps everything) has a cutoff at the start of the UTC day that many days ago:
-// it drops the partitions of the days before it, then deletes the finished triggers that last
-// changed before it, with what executions of theirs are left (store/retention.ts). The cutoff moves a
-// day at a time so that a day's triggers go after their day's partition: their attempts went with it,
-// and are not deleted row by row with them (docs/operations.md "Retention"); and previous signing
-// secrets whose rotation overlap has ended are forgotten. Retention runs on one node at a time (an
-// advisory lock; a node that finds it taken skips its turn); the trigger deletes go in batches of
-// RETENTION_BATCH rows, each followed by a pause in proportion to the time it took, so that they keep
-// PostgreSQL busy at most RETENTION_BUSY_PERCENT of the time and deliveries go on meanwhile; a sweep
-// goes on until nothing is left past the cutoff (docs/operations.md "Retention").
+// Housekeeping, every minute on every node, in two loops of their own so that a long retention sweep
+// holds up nothing else: the chores (at start, then every minute) make the day partitions of the
+// executions table ahead (today and the next days, store/executionPartitions.ts) and forget previous
+// signing secrets whose rotation overlap has ended; retention (RETENTION_DAYS; 0 keeps everything),
+// a minute after start and then a minute after each sweep ends, has a cutoff at the start of the UTC day
+// that many days ago: it drops the partitions of the days before it, then deletes the finished triggers
+// that last changed before it, with what executions of theirs are left (store/retention.ts). The cutoff
+// moves a day at a time so that a day's triggers go after their day's partition: their attempts went
+// with it, and are not deleted row by row with them (docs/operations.md "Retention"). Retention runs on
+// one node at a time (an advisory lock; a node that finds it taken skips its turn); the trigger deletes
+// go in batches of RETENTION_BATCH rows, each followed by a pause in proportion to the time it took, so
+// that they keep PostgreSQL busy at most RETENTION_BUSY_PERCENT of the time and deliveries go on
+// meanwhile; a sweep goes on until nothing is left past the cutoff (docs/operations.md "Retention").
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
@@ -32,15 +33,17 @@ export interface HousekeepingOptions {
   readonly busyPercent?: number
   /** The shortest pause after a batch of one sweep (default 10 ms). */
   readonly pauseMs?: number
-  /** Pause between sweeps (default 60 s); also the wait before the first. */
+  /** Pause between retention sweeps, and between the chores (default 60 s); also the wait before the first sweep. */
   readonly everyMs?: number
   /** Observer of the sweeps (tests); none in the service. */
   readonly onEvent?: (event: HousekeepingEvent) => Effect.Effect<void>
 }
 
 export type HousekeepingEvent =
-  /** It sleeps until its next sweep. */
+  /** Retention sleeps until its next sweep. */
   | { readonly _tag: "Waiting" }
+  /** The chores are done (partitions ahead, expired signing secrets); they sleep until their next turn. */
+  | { readonly _tag: "Tidied" }
   /** One delete statement ran. */
   | { readonly _tag: "Batch"; readonly deleted: number }
   /** A sweep ended: nothing is left past the cutoff (or retention is off). */
@@ -104,19 +107,28 @@ const ensurePartitions = (options: HousekeepingOptions) =>
     yield* (options.onEvent ?? (() => Effect.void))({ _tag: "Partitions", created, dropped: [] })
   })
 
+/** The chores: the partitions ahead and the expired signing secrets. */
+const tidy = (options: HousekeepingOptions) =>
+  Effect.gen(function*() {
+    yield* ensurePartitions(options)
+    yield* signingSecretsDropExpired(yield* Clock.currentTimeMillis)
+  })
+
 /**
- * One sweep: the partitions ahead, expired signing secrets, then retention (if this node gets the
- * lock): the partitions past the cutoff dropped, the default partition's executions past it deleted,
- * and the finished triggers batch by batch.
+ * One sweep, the chores first (tidy), then retention (if this node gets the lock): the partitions
+ * past the cutoff dropped, the default partition's executions past it deleted, and the finished
+ * triggers batch by batch.
  */
 export const sweep = (options: HousekeepingOptions) =>
+  Effect.andThen(tidy(options), retentionSweep(options))
+
+/** Retention's part of a sweep. */
+const retentionSweep = (options: HousekeepingOptions) =>
   Effect.scoped(Effect.gen(function*() {
     const report = options.onEvent ?? (() => Effect.void)
     const metrics = yield* Metrics
     const batchSize = options.batchSize ?? RETENTION_BATCH
-    yield* ensurePartitions(options)
     const nowMs = yield* Clock.currentTimeMillis
-    yield* signingSecretsDropExpired(nowMs)
     if (options.retentionDays === 0) return yield* report({ _tag: "Swept", deleted: 0 })
     const session = yield* retentionSessionOpen
     if (session === undefined) return yield* report({ _tag: "Busy" })
@@ -142,19 +154,28 @@ export const sweep = (options: HousekeepingOptions) =>
     yield* report({ _tag: "Swept", deleted: total })
   }))
 
-/** Sweeps forever, `everyMs` apart (the first after `everyMs`); a failed sweep is logged and the next one comes. */
+/** `effect` with its failures logged (`what` failed; its next turn comes), interruptions kept. */
+const logged = <R>(effect: Effect.Effect<void, unknown, R>, what: string) =>
+  effect.pipe(Effect.catchCause((cause) =>
+    Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause as Cause.Cause<never>) : Effect.logWarning(`${what} failed; next turn later`, cause)))
+
+/**
+ * The two loops, side by side: the chores at once and then every `everyMs`; retention sweeps `everyMs`
+ * apart (the first after `everyMs`), each as long as it takes, the chores going on meanwhile.
+ */
 export const runHousekeeping = (options: HousekeepingOptions): Effect.Effect<never, never, Database> => {
-  const once = sweep(options).pipe(
-    Effect.catchCause((cause) =>
-      Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause as Cause.Cause<never>) : Effect.logWarning("housekeeping failed; next sweep later", cause))
-  )
-  const waiting = options.onEvent?.({ _tag: "Waiting" }) ?? Effect.void
-  // the days ahead at once: a database fresh from its migration has none
-  const atStart = ensurePartitions(options).pipe(
-    Effect.catchCause((cause) =>
-      Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause as Cause.Cause<never>) : Effect.logWarning("making the executions partitions failed; next sweep later", cause))
-  )
-  return Effect.andThen(atStart, Effect.forever(waiting.pipe(Effect.andThen(Effect.sleep(options.everyMs ?? HOUSEKEEPING_EVERY_MS)), Effect.andThen(once))))
+  const report = options.onEvent ?? (() => Effect.void)
+  const everyMs = options.everyMs ?? HOUSEKEEPING_EVERY_MS
+  // at start too: a database fresh from its migration has no days ahead
+  const chores = Effect.forever(logged(tidy(options), "housekeeping").pipe(
+    Effect.andThen(report({ _tag: "Tidied" })),
+    Effect.andThen(Effect.sleep(everyMs))
+  ))
+  const retention = Effect.forever(report({ _tag: "Waiting" }).pipe(
+    Effect.andThen(Effect.sleep(everyMs)),
+    Effect.andThen(logged(retentionSweep(options), "retention"))
+  ))
+  return Effect.andThen(Effect.all([chores, retention], { concurrency: 2, discard: true }), Effect.never)
 }
 
 export const HousekeepingLive = Layer.effectDiscard(Effect.gen(function*() {

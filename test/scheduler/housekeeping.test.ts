@@ -3,8 +3,9 @@
 // ago, with their executions; a cancelled generator only without live instances) and which it keeps,
 // that the cutoff moves a day at a time; that it deletes in batches with a pause
 // between them (in proportion to the batch's time), a sweep every interval; that a node finding the lock taken skips its turn;
-// RETENTION_DAYS=0; and that expired previous signing secrets are forgotten. The loop's pauses are
-// TestClock sleeps, so the tests move the clock and await the loop's own reports instead of waiting.
+// RETENTION_DAYS=0; that expired previous signing secrets are forgotten, on time even while a long
+// retention sweep goes on. The loops' pauses are TestClock sleeps, so the tests move the clock and
+// await the loops' own reports instead of waiting.
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect, Fiber, Layer, Queue } from "effect"
 import { SqlClient } from "effect/sql"
@@ -28,21 +29,61 @@ const FIXTURES_PAST_MS = Date.UTC(2021, 0, 1)
  */
 const clockNow = Effect.clockWith((clock) => clock.currentTimeMillis)
 
-/** Starts the loop with `options` and returns its reports (the first sweep is EVERY away). */
-const startLoop = (options: { readonly retentionDays: number; readonly batchSize?: number }) =>
+/**
+ * Starts the loops with `options` and returns their reports: retention's (`events`, `next`; the first
+ * sweep is EVERY away) and the chores' (`chores`, `nextChores`: a Tidied after each turn, the first at start).
+ */
+const startLoop = (options: { readonly retentionDays: number; readonly batchSize?: number; readonly pauseMs?: number }) =>
   Effect.gen(function*() {
     const events = yield* Queue.unbounded<HousekeepingEvent>()
+    const chores = yield* Queue.unbounded<HousekeepingEvent>()
     const fiber = yield* Effect.forkChild(runHousekeeping({
-      ...options,
       pauseMs: PAUSE,
+      ...options,
       everyMs: EVERY,
-      onEvent: (event) => Queue.offer(events, event).pipe(Effect.asVoid)
+      onEvent: (event) =>
+        Queue.offer(event._tag === "Tidied" || (event._tag === "Partitions" && event.created.length > 0) ? chores : events, event)
+          .pipe(Effect.asVoid)
     }))
-    /** The next report (the loop runs its statements in real time, between TestClock sleeps). */
+    /** The next report (the loops run their statements in real time, between TestClock sleeps). */
     const next = Queue.take(events)
-    // asleep until its first sweep: moving the clock now reaches it
+    const nextChores = Effect.gen(function*() {
+      for (;;) {
+        const event = yield* Queue.take(chores)
+        if (event._tag === "Tidied") return event
+      }
+    })
+    // both asleep until their next turn: moving the clock now reaches them
     assert.deepStrictEqual(yield* next, { _tag: "Waiting" })
-    return { events, fiber, next }
+    assert.deepStrictEqual(yield* nextChores, { _tag: "Tidied" })
+    return { events, fiber, next, nextChores }
+  })
+
+/** The previous signing secrets of `ids` (null: forgotten), in the order of `ids`. */
+const previousSecrets = (ids: ReadonlyArray<string>) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql<{ id: string; previous: string | null }>`
+      SELECT id, previous_signing_secret AS previous FROM projects WHERE id IN ${sql.in(ids)}`
+    return ids.map((id) => {
+      const row = rows.find((r) => r.id === id)
+      return row === undefined ? "missing" : row.previous
+    })
+  })
+
+/** Projects whose previous signing secret is kept until each of `untilMs`; their ids. */
+const rotatedProjects = (untilMs: ReadonlyArray<number>) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const ids: Array<string> = []
+    for (const until of untilMs) {
+      const id = nextId()
+      yield* ensureProject(id)
+      yield* sql`UPDATE projects SET previous_signing_secret = 'whsec_old', previous_signing_secret_until = ${new Date(until)}
+        WHERE id = ${id}`
+      ids.push(id)
+    }
+    return ids
   })
 
 const exists = (id: string) =>
@@ -232,20 +273,42 @@ layer(Database, { timeout: "60 seconds" })("housekeeping", (it) => {
   it.effect("a previous signing secret is forgotten once its overlap has ended", () =>
     Effect.gen(function*() {
       const { now } = yield* setup
-      const sql = yield* SqlClient.SqlClient
-      const ending = nextId()
-      const lasting = nextId()
-      for (const [id, untilMs] of [[ending, now + EVERY - 1], [lasting, now + DAY]] as const) {
-        yield* ensureProject(id)
-        yield* sql`UPDATE projects SET previous_signing_secret = 'whsec_old', previous_signing_secret_until = ${new Date(untilMs)}
-          WHERE id = ${id}`
-      }
+      const [ending, lasting] = yield* rotatedProjects([now + EVERY - 1, now + DAY])
       const loop = yield* startLoop({ retentionDays: 0 })
       yield* TestClock.adjust(EVERY)
-      yield* loop.next
-      const rows = yield* sql<{ id: string; previous: string | null }>`
-        SELECT id, previous_signing_secret AS previous FROM projects WHERE id IN (${ending}, ${lasting}) ORDER BY id`
-      assert.deepStrictEqual(rows, [{ id: ending, previous: null }, { id: lasting, previous: "whsec_old" }])
+      yield* loop.nextChores
+      assert.deepStrictEqual(yield* previousSecrets([ending!, lasting!]), [null, "whsec_old"])
+      yield* Fiber.interrupt(loop.fiber)
+    }))
+
+  it.effect("a long retention sweep holds up none of the rest: a secret whose overlap ends meanwhile is forgotten on time", () =>
+    Effect.gen(function*() {
+      const { now, ago } = yield* setup
+      const old = ago(31 * DAY)
+      yield* insertTriggers(Array.from({ length: 25 }, (_, i) => ({
+        projectId: PROJECT, status: "completed", updatedAt: new Date(old.getTime() + i), createdAt: old
+      })))
+      // batches of 10, two minutes apart: the sweep started at EVERY ends at 5 EVERY
+      const [ending] = yield* rotatedProjects([now + EVERY + 1_000])
+      const loop = yield* startLoop({ retentionDays: 30, batchSize: 10, pauseMs: 2 * EVERY })
+      yield* TestClock.adjust(EVERY)
+      assert.deepStrictEqual(yield* loop.next, { _tag: "Batch", deleted: 10 })
+      yield* loop.nextChores
+      assert.deepStrictEqual(yield* previousSecrets([ending!]), ["whsec_old"], "its overlap has not ended yet")
+      // the next minute: the sweep is in its pause, the chores' turn comes all the same (within 10 s of real time)
+      yield* TestClock.adjust(EVERY)
+      const late = Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 10_000))).pipe(Effect.as("late" as const))
+      assert.deepStrictEqual(yield* Effect.raceFirst(loop.nextChores, late), { _tag: "Tidied" })
+      assert.deepStrictEqual(yield* previousSecrets([ending!]), [null])
+      assert.strictEqual(yield* Queue.size(loop.events), 0, "the sweep is still pausing")
+      assert.strictEqual(yield* count("triggers"), 15)
+      // and the sweep goes on at its own pace, then waits a minute for the next
+      yield* TestClock.adjust(EVERY)
+      assert.deepStrictEqual(yield* loop.next, { _tag: "Batch", deleted: 10 })
+      yield* TestClock.adjust(2 * EVERY)
+      assert.deepStrictEqual(yield* loop.next, { _tag: "Batch", deleted: 5 })
+      assert.deepStrictEqual(yield* loop.next, { _tag: "Swept", deleted: 25 })
+      assert.deepStrictEqual(yield* loop.next, { _tag: "Waiting" })
       yield* Fiber.interrupt(loop.fiber)
     }))
 })

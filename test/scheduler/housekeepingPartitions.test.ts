@@ -48,14 +48,11 @@ const node = (retentionDays: number, nowMs: number) =>
       retentionDays, everyMs: EVERY, pauseMs: 10,
       onEvent: (event) => Queue.offer(events, event).pipe(Effect.asVoid)
     }).pipe(Effect.provideService(Metrics, metrics), Effect.provideService(Clock.Clock, clock)))
-    /** Reports up to and including the next Waiting. */
+    /** Reports until both loops sleep: up to the chores' next Tidied and retention's next Waiting. */
     const untilWaiting = Effect.gen(function*() {
       const seen: Array<HousekeepingEvent> = []
-      for (;;) {
-        const event = yield* Queue.take(events)
-        seen.push(event)
-        if (event._tag === "Waiting") return seen
-      }
+      while (!seen.some((e) => e._tag === "Tidied") || !seen.some((e) => e._tag === "Waiting")) seen.push(yield* Queue.take(events))
+      return seen
     })
     return { metrics, fiber, untilWaiting }
   })
