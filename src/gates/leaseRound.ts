@@ -54,6 +54,7 @@ const decideGate = <I>(
     // no policy (any more): nothing holds its triggers back; its leases are forgotten
     gate.open = true
     gate.book = null
+    gate.readyAtMs ??= localNowMs
     gate.backlog = read.backlog
     return {
       own: null,
@@ -63,6 +64,7 @@ const decideGate = <I>(
   }
   const limits = policyLimits(read.policy)
   gate.open = false
+  gate.readyAtMs ??= localNowMs
   if (gate.book === null) gate.book = new GateBook(limits)
   else gate.book.setLimits(limits)
   const book = gate.book

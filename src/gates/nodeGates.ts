@@ -81,6 +81,8 @@ export class NodeGate<I> {
   readonly ref: GateRef
   /** Null until the first lease round read the gate's policy. */
   book: GateBook | null = null
+  /** When a lease round first read the gate (its policy, or that it has none); null: not yet. */
+  readyAtMs: number | null = null
   /** The tag has no policy (any more): it holds nothing back. */
   open = false
   readonly queue = new WaiterQueue<I>()
@@ -170,6 +172,20 @@ export class NodeGate<I> {
     return this.book.inUse === 0 && holding.permits === 0 && Object.values(holding.tokens).every((n) => n === 0) && !this.book.held(nowMs) &&
       (this.book.circuit === null || this.book.circuit.quiet())
   }
+}
+
+/**
+ * When a waiter is released for its age: RELEASE_AFTER_MS after it came, or after its last gate's
+ * first lease round if that was later; null while a gate of it has had no round yet (it waits for
+ * the gate's budget, not at a gate that has none: released then, it would come back a take at a time).
+ */
+const releaseDueMs = <I>(waiter: Waiter<I>): number | null => {
+  let fromMs = waiter.sinceMs
+  for (const gate of waiter.gates) {
+    if (gate.readyAtMs === null) return null
+    fromMs = Math.max(fromMs, gate.readyAtMs)
+  }
+  return fromMs + RELEASE_AFTER_MS
 }
 
 export const gateKey = (ref: GateRef): string => `${ref.projectId}/${ref.tag}`
@@ -305,7 +321,8 @@ export class NodeGates<I> {
       const cap = gate.memoryCap(nowMs)
       all.forEach((waiter, i) => {
         if (waiter.done) return
-        const aged = nowMs - waiter.sinceMs >= RELEASE_AFTER_MS &&
+        const dueMs = releaseDueMs(waiter)
+        const aged = dueMs !== null && nowMs >= dueMs &&
           !(sendersFull && waiter.gates.every((other) => other.admits(nowMs)))
         if (stopped || (!waiter.taken && (aged || i >= cap))) {
           this.#finish(waiter)
@@ -350,7 +367,7 @@ export class NodeGates<I> {
         if (gate.waiting > 0) at(gate.book.nextTokenAtMs(nowMs))
       }
       if (gate.waiting > 0) {
-        for (const waiter of gate.queue.front(1)) if (!waiter.taken) at(waiter.sinceMs + RELEASE_AFTER_MS)
+        for (const waiter of gate.queue.front(1)) if (!waiter.taken) at(releaseDueMs(waiter))
       }
     }
     return next

@@ -57,4 +57,15 @@ describe("decideRound: headroom", () => {
     expect(quiet.drop.length).toBe(1)
     expect(gate.idle(T0 + 5_000)).toBe(true)
   })
+
+  it("the first round marks the gate ready (what waits for it is released for its age from then on); later rounds leave that time", () => {
+    const gates = new NodeGates<string>()
+    gates.offer([{ item: "a", row: row("a") }], false, T0)
+    const gate = gates.gate({ projectId: PROJECT, tag: ORIGIN })
+    expect(gate.readyAtMs).toBeNull()
+    round(gates, T0 + 700, null)
+    expect(gate.readyAtMs).toBe(T0 + 700)
+    round(gates, T0 + 900, 10)
+    expect(gate.readyAtMs).toBe(T0 + 700)
+  })
 })

@@ -1,7 +1,7 @@
 // A node's gates in memory (gates/nodeGates.ts): triggers start in arrival order as far as every gate
 // they carry admits them, the gates taking turns (one start each a turn), at most maxStarts out at once; one blocked by a full gate does not hold back those behind it without that
 // gate; a ticket gives its permit back with the outcome; what waits at a paused or held gate is handed
-// out for release at once, what waits longer than RELEASE_AFTER_MS too (but not what was taken from
+// out for release at once, what waits longer than RELEASE_AFTER_MS too (counted from its gates' first lease round; not what was taken from
 // PostgreSQL, which reads `queued` already, nor what waits only for a sender); a stopping node releases everything; a gate is forgotten
 // only when nothing of it is in flight, waiting, held, leased, or on its way to its circuit's shared
 // state (a failure being settled, a probe).
@@ -29,7 +29,9 @@ const gatesWith = (policies: Record<string, { maxConcurrent?: number; throughput
     const limits = policyLimits({ maxConcurrent: policy.maxConcurrent ?? null, throughput: policy.throughput ?? null })
     const book = new GateBook(limits)
     book.lease({ permits: limits.maxConcurrent ?? 0, tokens: Object.fromEntries(limits.windows.map((w) => [w.label, w.limit])) }, Infinity)
-    gates.gate({ projectId: PROJECT, tag }).book = book
+    const gate = gates.gate({ projectId: PROJECT, tag })
+    gate.book = book
+    gate.readyAtMs = -Infinity
   }
   return gates
 }
@@ -110,6 +112,27 @@ describe("what is released to wait in PostgreSQL", () => {
     expect(gates.releasable(T0 + RELEASE_AFTER_MS - 1)).toEqual([])
     expect(gates.releasable(T0 + RELEASE_AFTER_MS).map((waiter) => waiter.item)).toEqual(["2"])
     expect(gates.waitingTotal).toBe(1)
+  })
+
+  it("not for its age while a gate of it has had no lease round; then RELEASE_AFTER_MS after that round; a stopping node releases it", () => {
+    const gates = gatesWith({ a: { maxConcurrent: 1 } })
+    offer(gates, [row("0", ["a"]), row("1", ["new"]), row("2", ["a", "new"])])
+    expect(admitted(gates)).toEqual(["0"])
+    // "new" has no book yet: it admits nothing, and what waits for it waits for its budget, here
+    expect(gates.releasable(T0 + 5 * RELEASE_AFTER_MS)).toEqual([])
+    expect(gates.nextWakeMs(T0 + 5 * RELEASE_AFTER_MS)).toBeNull()
+    // its first round, late: the age counts from it
+    const gate = gates.gate({ projectId: PROJECT, tag: "new" })
+    gate.book = new GateBook(policyLimits({ maxConcurrent: 0, throughput: null }))
+    gate.readyAtMs = T0 + 5 * RELEASE_AFTER_MS
+    expect(gates.nextWakeMs(T0 + 5 * RELEASE_AFTER_MS)).toBe(T0 + 6 * RELEASE_AFTER_MS)
+    expect(gates.releasable(T0 + 6 * RELEASE_AFTER_MS - 1)).toEqual([])
+    expect(gates.releasable(T0 + 6 * RELEASE_AFTER_MS).map((waiter) => waiter.item).sort()).toEqual(["1", "2"])
+    // a stopping node gives back what waits for a gate with no round yet
+    const stopping = gatesWith({})
+    offer(stopping, [row("3", ["new"])])
+    stopping.closed = true
+    expect(stopping.releasable(T0).map((waiter) => waiter.item)).toEqual(["3"])
   })
 
   it("not for its age while the node's senders are all taken and its gates admit it (it waits for a sender); else as before", () => {
