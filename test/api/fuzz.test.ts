@@ -120,7 +120,9 @@ layer(testServerLayer(), { timeout: "300 seconds" })("fuzz", (it) => {
       // the session survived its fuzzing
       assert.strictEqual((yield* sessionCall(token, "GET", "/session")).status, 200)
       yield* answersAfterwards(key)
-    }))
+      // about a hundred multi-megabyte hostile bodies, parsed and refused: CPU-bound, 13 s alone, over 60 s
+      // once beside the rest of the suite on two cores, so a longer limit than the default
+    }), { timeout: 180_000 })
 })
 
 /** A /declare body whose one item's body nests `depth` arrays (the item itself adds 3 levels). */
