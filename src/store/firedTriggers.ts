@@ -4,11 +4,11 @@
 // node will not send.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
+import type { Keyring } from "../domain/sealing.ts"
 import { type ClaimedRow, DUE_STATUSES } from "../domain/trigger.ts"
 import { DELIVERY_COLUMN_COUNT, deliveryColumns, firedRowOfValues } from "./deliveryRows.ts"
 import { executionsInsert, interruptedExecution } from "./executions.ts"
 import { GATED_TAGS_SQL } from "./gates.ts"
-import type { Keyring } from "../domain/sealing.ts"
 import { EncryptionKeys } from "./sealedRequests.ts"
 import { firedSql } from "./shardMarks.ts"
 import { statusList } from "./sqlLists.ts"
