@@ -9,7 +9,7 @@ import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import { Wakeups } from "../cluster/wakeups.ts"
 import { refusalRetryAfterMs } from "../domain/gates/gateHold.ts"
-import { type AttemptResult, decideOutcome, effectivePolicy, projectPolicyFromStored, type RetryPolicy } from "../domain/retry.ts"
+import { type AttemptResult, decideOutcome, effectivePolicy, type Outcome, projectPolicyFromStored, type RetryPolicy } from "../domain/retry.ts"
 import type { DeliveryRow } from "../domain/trigger.ts"
 import { forkLoop, retryUntilDone } from "../lib/backgroundLoop.ts"
 import type { ExecutionRecord, executionsRecord, TriggerOutcome } from "../store/executions.ts"
@@ -39,10 +39,28 @@ const attemptResult = (outcome: DeliveryOutcome): AttemptResult =>
     ? { _tag: "NoResponse", errorKind: outcome.errorKind }
     : { _tag: "Response", httpStatus: outcome.httpStatus ?? 0 }
 
+const SUCCEEDED: Outcome = { _tag: "Succeeded" }
+
+/**
+ * What follows the attempt under the policy that applies (per-trigger, else its tags' (`tagRetry`),
+ * else the project's: docs/retries.md "Which policy applies"). A 2xx succeeds under any policy:
+ * no policy is read for it (most attempts).
+ */
+const decisionOf = (row: DeliveryRow, tagRetry: ReadonlyArray<RetryPolicy>, outcome: DeliveryOutcome, random: number): Outcome => {
+  if (outcome.errorKind === null && outcome.httpStatus !== null && outcome.httpStatus >= 200 && outcome.httpStatus <= 299) {
+    return SUCCEEDED
+  }
+  const policy = effectivePolicy({
+    trigger: row.retry as RetryPolicy | null,
+    tagPolicies: tagRetry,
+    project: projectPolicyFromStored(row.projectRetry)
+  })
+  return decideOutcome({ policy, attempt: row.attempt, result: attemptResult(outcome), random })
+}
+
 /**
  * The single place that turns one delivery outcome into an execution record and a next state, under
- * the policy that applies (per-trigger, else its tags' (`tagRetry`), else the project's:
- * docs/retries.md "Which policy applies"). `random` draws the retry's jitter; `id` is the execution's.
+ * the policy that applies (`decisionOf`). `random` draws the retry's jitter; `id` is the execution's.
  */
 export const completionOf = (
   row: DeliveryRow,
@@ -51,14 +69,7 @@ export const completionOf = (
   random: number,
   id: string
 ): Completion => {
-  const policy = effectivePolicy({
-    trigger: row.retry as RetryPolicy | null,
-    tagPolicies: tagRetry,
-    project: projectPolicyFromStored(row.projectRetry)
-  })
-  const decision = decideOutcome({ policy, attempt: row.attempt, result: attemptResult(outcome), random })
-  // a refusal's retry waits at least until its Retry-After (docs/retries.md "A retry policy")
-  const notBeforeMs = refusalRetryAfterMs(outcome, outcome.finishedAtMs) ?? -Infinity
+  const decision = decisionOf(row, tagRetry, outcome, random)
   return {
     row,
     execution: {
@@ -88,7 +99,10 @@ export const completionOf = (
       id: row.id,
       attempt: row.attempt,
       firedSeenUs: row.fired?.seenUs ?? null,
-      retryAtMs: decision._tag === "RetryAt" ? Math.max(outcome.finishedAtMs + decision.delayMs, notBeforeMs) : null
+      // a refusal's retry waits at least until its Retry-After (docs/retries.md "A retry policy")
+      retryAtMs: decision._tag === "RetryAt"
+        ? Math.max(outcome.finishedAtMs + decision.delayMs, refusalRetryAfterMs(outcome, outcome.finishedAtMs) ?? -Infinity)
+        : null
     }
   }
 }

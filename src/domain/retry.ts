@@ -166,10 +166,33 @@ export const projectPolicyView = (policy: RetryPolicy): ProjectRetryPolicyView =
 const isDelay = (v: unknown): v is number => Number.isInteger(v) && (v as number) >= 0 && (v as number) <= MAX_DELAY_SECONDS
 
 /**
- * The project policy as stored (its API view): each field that is missing or not a valid value takes
+ * The project policy as stored (its API view), the value or its JSON text: each field that is missing or not a valid value takes
  * the documented default, field by field. The one reading of a stored policy, for the API and for delivery.
  */
-export const projectPolicyFromStored = (stored: unknown): RetryPolicy => {
+export const projectPolicyFromStored = (stored: unknown): RetryPolicy =>
+  typeof stored === "string" ? projectPolicyFromText(stored) : projectPolicyFromObject(stored)
+
+/**
+ * The policy of its JSON text (what delivery reads: a project's attempts carry the same text, parsed
+ * once while it does not change). Text that is not JSON reads as no fields set.
+ */
+const projectPolicyFromText = (text: string): RetryPolicy => {
+  if (text !== lastPolicyText) {
+    let stored: unknown
+    try {
+      stored = JSON.parse(text)
+    } catch {
+      stored = null
+    }
+    lastPolicy = projectPolicyFromObject(stored)
+    lastPolicyText = text
+  }
+  return lastPolicy
+}
+let lastPolicyText: string | undefined
+let lastPolicy: RetryPolicy = PROJECT_DEFAULT_RETRY
+
+const projectPolicyFromObject = (stored: unknown): RetryPolicy => {
   const view = (typeof stored === "object" && stored !== null ? stored : {}) as Record<string, unknown>
   const d = PROJECT_DEFAULT_RETRY
   const attempts = view.retryMaxAttempts

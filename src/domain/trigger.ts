@@ -74,7 +74,7 @@ export interface DeliveryRow {
   readonly attempt: number
   /** The per-trigger retry policy as stored, if any. */
   readonly retry: unknown
-  /** The project default retry policy as stored. */
+  /** The project default retry policy as stored: its JSON text (parsed only for an attempt that failed). */
   readonly projectRetry: unknown
   readonly triggeredBy: string | null
   /** The project's signing secrets now: the current one, then the previous one during a rotation. */

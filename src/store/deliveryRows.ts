@@ -11,15 +11,49 @@ import { signingSecretsOf } from "./signingSecrets.ts"
 export interface DeliveryRecord {
   id: string; shard: number; generator_id: string | null; project_id: string; url: string; method: string
   headers: HeaderPairs; body: Uint8Array | null; content_type: string | null; tags: Array<string>; attempts: number
-  retry: unknown; retry_policy: unknown; triggered_by: string | null; signing_secrets: Array<string>; scheduled_ms: string | null
+  retry: unknown; retry_policy: string; triggered_by: string | null; signing_secrets: Array<string>; scheduled_ms: string | null
   sealed_with: string | null; traceparent: string | null; tracestate: string | null
 }
 
 /** The columns of `DeliveryRecord`, over the aliases `t` (triggers) and `p` (its project), at `now`. */
 export const deliveryColumns = (sql: SqlClient.SqlClient, now: Date) =>
   sql`t.id, t.shard, t.generator_id, t.project_id, t.url, t.method, t.headers, t.body, t.content_type, t.tags,
-    t.attempts, t.retry, p.retry_policy, t.triggered_by, ${signingSecretsOf(sql, now)} AS signing_secrets,
+    t.attempts, t.retry, p.retry_policy::text AS retry_policy, t.triggered_by, ${signingSecretsOf(sql, now)} AS signing_secrets,
     (extract(epoch FROM t.scheduled_at) * 1000)::bigint::text AS scheduled_ms, t.sealed_with, t.traceparent, t.tracestate`
+
+/** How many columns `deliveryColumns` lists: a values row (`deliveryRowOfValues`) has its own after them. */
+export const DELIVERY_COLUMN_COUNT = 19
+
+/**
+ * `toDeliveryRow` of a row read as values (the statement's `.values`: one array per row, in the
+ * order of `deliveryColumns`, no object per row built by the driver), for a trigger fired by its
+ * shard's mark: its attempt is the next one, and it comes due at `dueAtMs`.
+ */
+export const firedRowOfValues = (
+  v: ReadonlyArray<unknown>,
+  keys: Keyring | null,
+  gateTags: ReadonlyArray<string>,
+  seenUs: string,
+  dueAtMs: number
+): ClaimedRow => {
+  const sealedWith = v[16] as string | null
+  let headers = v[6] as HeaderPairs
+  let body = v[7] as Uint8Array | null
+  if (sealedWith !== null) {
+    const opened = openStoredRequest({ headers, body, sealed_with: sealedWith }, keys)
+    headers = opened.headers
+    body = opened.body
+  }
+  const scheduledMs = v[15] as string | null
+  return {
+    id: v[0] as string, shard: v[1] as number, generatorId: v[2] as string | null, projectId: v[3] as string,
+    url: v[4] as string, method: v[5] as string, headers, body, contentType: v[8] as string | null,
+    tags: v[9] as ReadonlyArray<string>, attempt: (v[10] as number) + 1, retry: v[11], projectRetry: v[12],
+    triggeredBy: v[13] as string | null, signingSecrets: v[14] as ReadonlyArray<string>, gateTags,
+    scheduledAtMs: scheduledMs === null ? null : Number(scheduledMs), fired: { seenUs },
+    traceparent: v[17] as string | null, tracestate: v[18] as string | null, dueAtMs
+  }
+}
 
 /**
  * A trigger to send, its stored request opened with the encryption keys (store/sealedRequests.ts).

@@ -4,8 +4,9 @@
 // node will not send.
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
+import type { Keyring } from "../domain/sealing.ts"
 import { type ClaimedRow, DUE_STATUSES } from "../domain/trigger.ts"
-import { type DeliveryRecord, deliveryColumns, toDeliveryRow } from "./deliveryRows.ts"
+import { DELIVERY_COLUMN_COUNT, deliveryColumns, firedRowOfValues } from "./deliveryRows.ts"
 import { executionsInsert, interruptedExecution } from "./executions.ts"
 import { GATED_TAGS_SQL } from "./gates.ts"
 import { EncryptionKeys } from "./sealedRequests.ts"
@@ -31,12 +32,31 @@ export interface FetchCursor {
   readonly id: string
 }
 
-interface FiredRecord extends DeliveryRecord {
-  readonly due_ms: string
-  readonly due_text: string
-  readonly updated_us: string
-  readonly claim_needed: boolean
-  readonly gate_tags: Array<string>
+/**
+ * The columns a fetch reads after `deliveryColumns` (`firedColumns`), by position: the rows are read
+ * as values, one array each (no object per row built by the driver, then copied into the row).
+ */
+const DUE_MS = DELIVERY_COLUMN_COUNT
+const DUE_TEXT = DELIVERY_COLUMN_COUNT + 1
+const UPDATED_US = DELIVERY_COLUMN_COUNT + 2
+const CLAIM_NEEDED = DELIVERY_COLUMN_COUNT + 3
+const GATE_TAGS = DELIVERY_COLUMN_COUNT + 4
+
+/** `deliveryColumns` and the fetch's own, in the positions above. */
+const firedColumns = (sql: SqlClient.SqlClient, now: Date) =>
+  sql`${deliveryColumns(sql, now)},
+    (extract(epoch FROM t.due_at) * 1000)::bigint::text AS due_ms, t.due_at::text AS due_text,
+    (extract(epoch FROM t.updated_at) * 1000000)::bigint::text AS updated_us,
+    (t.custom_key IS NOT NULL OR t.generator_id IS NOT NULL) AS claim_needed, ${sql.unsafe(GATED_TAGS_SQL)} AS gate_tags`
+
+/** A fetched row (values in `firedColumns` order) as what to send. */
+const firedRowOf = (v: ReadonlyArray<unknown>, keys: Keyring | null): FiredRow => {
+  const id = v[0] as string
+  return {
+    claimNeeded: v[CLAIM_NEEDED] as boolean,
+    row: firedRowOfValues(v, keys, v[GATE_TAGS] as Array<string>, v[UPDATED_US] as string, Number(v[DUE_MS] as string)),
+    cursor: { dueAt: v[DUE_TEXT] as string, id }
+  }
 }
 
 /** `'-infinity'` for a mark that never moved, else the instant. */
@@ -58,10 +78,7 @@ export const triggersFetchFired = Effect.fnUntraced(function*(input: {
   readonly nowMs: number
 }) {
   const sql = yield* SqlClient.SqlClient
-  const columns = sql`${deliveryColumns(sql, new Date(input.nowMs))},
-    (extract(epoch FROM t.due_at) * 1000)::bigint::text AS due_ms, t.due_at::text AS due_text,
-    (extract(epoch FROM t.updated_at) * 1000000)::bigint::text AS updated_us,
-    (t.custom_key IS NOT NULL OR t.generator_id IS NOT NULL) AS claim_needed, ${sql.unsafe(GATED_TAGS_SQL)} AS gate_tags`
+  const columns = firedColumns(sql, new Date(input.nowMs))
   const pending = sql`t.shard = ${input.shard} AND t.status IN ${statusList(sql, DUE_STATUSES)}`
   const after = instant(input.afterMs)
   const late = input.cursor === null && input.lateIds.length > 0
@@ -71,16 +88,14 @@ export const triggersFetchFired = Effect.fnUntraced(function*(input: {
   const from = input.cursor === null
     ? sql`t.due_at > ${after}::timestamptz`
     : sql`(t.due_at, t.id) > (${input.cursor.dueAt}::timestamptz, ${input.cursor.id}::uuid)`
-  const rows = yield* sql<FiredRecord>`${late}
+  const rows = yield* sql`${late}
     (SELECT ${columns} FROM triggers t JOIN projects p ON p.id = t.project_id
       WHERE ${pending} AND ${from} AND t.due_at <= ${new Date(input.untilMs)}
-      ORDER BY t.due_at, t.id LIMIT ${input.limit})`
+      ORDER BY t.due_at, t.id LIMIT ${input.limit})`.values
   const keys = yield* EncryptionKeys
-  return rows.map((row): FiredRow => ({
-    claimNeeded: row.claim_needed,
-    row: toDeliveryRow(row, keys, row.gate_tags, { seenUs: row.updated_us }, Number(row.due_ms)),
-    cursor: { dueAt: row.due_text, id: row.id }
-  }))
+  const page: Array<FiredRow> = new Array(rows.length)
+  for (let i = 0; i < rows.length; i++) page[i] = firedRowOf(rows[i]!, keys)
+  return page
 })
 
 /**
@@ -95,27 +110,17 @@ export const triggersFetchFiredMany = Effect.fnUntraced(function*(input: {
   const pages = new Map<number, Array<FiredRow>>(input.fetches.map((fetch) => [fetch.shard, []]))
   if (input.fetches.length === 0) return pages
   const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql<FiredRecord>`SELECT f.* FROM unnest(
+  const rows = yield* sql`SELECT f.* FROM unnest(
       ${input.fetches.map((f) => f.shard)}::int[], ${input.fetches.map((f) => instant(f.afterMs))}::timestamptz[],
       ${input.fetches.map((f) => new Date(f.untilMs).toISOString())}::timestamptz[], ${input.fetches.map((f) => f.limit)}::int[]
     ) AS v(shard, after, until, lim)
-    CROSS JOIN LATERAL (SELECT ${deliveryColumns(sql, new Date(input.nowMs))},
-        (extract(epoch FROM t.due_at) * 1000)::bigint::text AS due_ms, t.due_at::text AS due_text,
-        (extract(epoch FROM t.updated_at) * 1000000)::bigint::text AS updated_us,
-        (t.custom_key IS NOT NULL OR t.generator_id IS NOT NULL) AS claim_needed, ${sql.unsafe(GATED_TAGS_SQL)} AS gate_tags,
-        t.due_at AS due_order
+    CROSS JOIN LATERAL (SELECT ${firedColumns(sql, new Date(input.nowMs))}, t.due_at AS due_order
       FROM triggers t JOIN projects p ON p.id = t.project_id
       WHERE t.shard = v.shard AND t.status IN ${statusList(sql, DUE_STATUSES)} AND t.due_at > v.after AND t.due_at <= v.until
       ORDER BY t.due_at, t.id LIMIT v.lim) f
-    ORDER BY f.shard, f.due_order, f.id`
+    ORDER BY f.shard, f.due_order, f.id`.values
   const keys = yield* EncryptionKeys
-  for (const row of rows) {
-    pages.get(row.shard)?.push({
-      claimNeeded: row.claim_needed,
-      row: toDeliveryRow(row, keys, row.gate_tags, { seenUs: row.updated_us }, Number(row.due_ms)),
-      cursor: { dueAt: row.due_text, id: row.id }
-    })
-  }
+  for (const row of rows) pages.get(row[1] as number)?.push(firedRowOf(row, keys))
   return pages
 })
 

@@ -10,6 +10,7 @@ import {
   isSuccess,
   MAX_RETRY_DELAY_MS,
   mergeTagRetryPolicies,
+  projectPolicyFromStored,
   parseRetryHeaders,
   PROJECT_DEFAULT_RETRY,
   projectPolicyView,
@@ -284,5 +285,18 @@ describe("decideOutcome (docs/retries.md)", () => {
       previous = d
     }
     expect(previous).toBe(MAX_RETRY_DELAY_MS)
+  })
+})
+
+describe("projectPolicyFromStored: the stored value or its JSON text (as delivery reads it)", () => {
+  it("the text reads as its value, whichever text came before; text that is not JSON reads as no fields set", () => {
+    const a = { retryMaxAttempts: 7, retryOn: "non_2xx" }
+    const b = { retryStrategy: "fixed", retryInitialDelaySeconds: 5, retryJitter: true }
+    for (const stored of [a, b, a, a, b]) {
+      expect(projectPolicyFromStored(JSON.stringify(stored))).toEqual(projectPolicyFromStored(stored))
+    }
+    expect(projectPolicyFromStored(JSON.stringify(a)).maxAttempts).toBe(7)
+    expect(projectPolicyFromStored("{not json")).toEqual(projectPolicyFromStored({}))
+    expect(projectPolicyFromStored("null")).toEqual(projectPolicyFromStored(null))
   })
 })
