@@ -71,9 +71,12 @@ describe("the alarm on the live clock", () => {
     Effect.gen(function*() {
       const clock = yield* Clock.Clock
       const alarm = yield* makeAlarm
+      const timers = () => process.getActiveResourcesInfo().filter((resource) => resource === "Timeout").length
       const fiber = yield* Effect.forkChild(alarm.waitUntil(clock.currentTimeMillisUnsafe() + 60_000))
       yield* Effect.sleep(5)
+      const waiting = timers()
       yield* Fiber.interrupt(fiber)
+      assert.strictEqual(timers(), waiting - 1, "the wait's timer is cleared with it")
       // the ring after it is kept for the next wait, which it ends at once
       alarm.ring()
       const startMs = clock.currentTimeMillisUnsafe()
