@@ -25,22 +25,16 @@ let lookedAtMs = -Infinity
 export const gcInGaps = gc !== undefined
 
 let scheduled = false
-/** When a check was last scheduled: at high rates (no gaps) one every few milliseconds, not one per send. */
-let scheduledAtMs = -Infinity
 
 /**
  * After a send: once the event loop has run what that turn queued (the request's write to its
  * socket is a microtask away: a collection before it would delay the very request just released),
  * collects the young generation if nothing is due for MIN_GAP_MS then (`nextDueMs`, undefined: none
- * waits) and it is FILL full. At most one check pending at a time, none within LOOK_EVERY_MS of the last
- * look, and one scheduled per LOOK_EVERY_MS / 2 at most.
+ * waits) and it is FILL full. At most one check pending at a time, none within LOOK_EVERY_MS of the last.
  */
 export const collectInNextGap = (nowMs: () => number, nextDueMs: () => number | undefined): void => {
-  if (gc === undefined || scheduled) return
-  const atMs = nowMs()
-  if (atMs - lookedAtMs < LOOK_EVERY_MS || atMs - scheduledAtMs < LOOK_EVERY_MS / 2) return
+  if (gc === undefined || scheduled || nowMs() - lookedAtMs < LOOK_EVERY_MS) return
   scheduled = true
-  scheduledAtMs = atMs
   setImmediate(() => {
     scheduled = false
     const atMs = nowMs()
