@@ -8,7 +8,7 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { isLiveClock, makeAlarm } from "../lib/alarm.ts"
-import { collectInNextGap, gcInGaps } from "../lib/gcGaps.ts"
+import { collectInGap, gcInGaps, MIN_GAP_MS } from "../lib/gcGaps.ts"
 import { DueQueue } from "./dueQueue.ts"
 
 export const makeEarlyRelease = <T extends { readonly dueAtMs: number }>(send: (rows: ReadonlyArray<T>) => Effect.Effect<void>) =>
@@ -34,10 +34,11 @@ export const makeEarlyRelease = <T extends { readonly dueAtMs: number }>(send: (
 
     /** Whether the young generation may be collected in the gaps between due times (lib/gcGaps.ts). */
     const gaps = gcInGaps && isLiveClock(clock)
-    const nowMs = () => clock.currentTimeMillisUnsafe()
-    const nextAtMs = () => waiting.nextAtMs()
-    /** After a send: once its request is written, if nothing is due for a while, a moment to collect the young generation. */
-    const afterSend = Effect.sync(() => collectInNextGap(nowMs, nextAtMs))
+    /** After a send: nothing due for a while, a moment to collect the young generation. */
+    const afterSend = Effect.sync(() => {
+      const nowMs = clock.currentTimeMillisUnsafe()
+      if ((waiting.nextAtMs() ?? Infinity) - nowMs >= MIN_GAP_MS) collectInGap(nowMs)
+    })
 
     /** One turn of the release loop: sleeps until the next due time (or a sooner one), then sends what is due. */
     const releaseTurn = Effect.suspend(() => alarm.waitUntil(waiting.nextAtMs() ?? Infinity)).pipe(

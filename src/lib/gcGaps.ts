@@ -3,7 +3,7 @@
 // a trigger due during it leaves that much late, and at a steady rate that alone set the 99th
 // percentile of lateness (BENCHMARKS.md "Precision"). The early release (delivery/earlyRelease.ts)
 // knows when nothing is due for a while: there, once the young generation is mostly full, it is
-// collected in the gap (after the turn's requests are written), rather than whenever it overflows. At high rates there are
+// collected at once, in the gap, rather than at whatever moment it overflows. At high rates there are
 // no such gaps and nothing changes. Only when the process runs with `--expose-gc` (`npm start`
 // does: package.json); without it `collectInGap` does nothing.
 import * as v8 from "node:v8"
@@ -23,24 +23,6 @@ let lookedAtMs = -Infinity
 
 /** Whether a young-generation collection may be run in gaps (the process exposes `gc`). */
 export const gcInGaps = gc !== undefined
-
-let scheduled = false
-
-/**
- * After a send: once the event loop has run what that turn queued (the request's write to its
- * socket is a microtask away: a collection before it would delay the very request just released),
- * collects the young generation if nothing is due for MIN_GAP_MS then (`nextDueMs`, undefined: none
- * waits) and it is FILL full. At most one check pending at a time, none within LOOK_EVERY_MS of the last.
- */
-export const collectInNextGap = (nowMs: () => number, nextDueMs: () => number | undefined): void => {
-  if (gc === undefined || scheduled || nowMs() - lookedAtMs < LOOK_EVERY_MS) return
-  scheduled = true
-  setImmediate(() => {
-    scheduled = false
-    const atMs = nowMs()
-    if ((nextDueMs() ?? Infinity) - atMs >= MIN_GAP_MS) collectInGap(atMs)
-  })
-}
 
 /**
  * Nothing is due for at least MIN_GAP_MS after `nowMs`: collects the young generation now if it is
