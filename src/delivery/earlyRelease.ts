@@ -3,12 +3,10 @@
 // a fiber and a timer per due time. The loop waits on an alarm (lib/alarm.ts: one plain timer per
 // wait, rung when a row comes due sooner than it sleeps for), not on a race of fibers. A timer may
 // wake a little before the clock reads its deadline (the event loop measures timers from a cached
-// time): the clock is read again and nothing that is not due is sent. After a send, when nothing is
-// due for a few milliseconds, the young generation may be collected in that gap (lib/gcGaps.ts).
+// time): the clock is read again and nothing that is not due is sent.
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import { isLiveClock, makeAlarm } from "../lib/alarm.ts"
-import { collectInGap, gcInGaps, MIN_GAP_MS } from "../lib/gcGaps.ts"
+import { makeAlarm } from "../lib/alarm.ts"
 import { DueQueue } from "./dueQueue.ts"
 
 export const makeEarlyRelease = <T extends { readonly dueAtMs: number }>(send: (rows: ReadonlyArray<T>) => Effect.Effect<void>) =>
@@ -32,20 +30,11 @@ export const makeEarlyRelease = <T extends { readonly dueAtMs: number }>(send: (
         return send(later.length === 0 ? rows : rows.filter((row) => row.dueAtMs <= nowMs))
       })
 
-    /** Whether the young generation may be collected in the gaps between due times (lib/gcGaps.ts). */
-    const gaps = gcInGaps && isLiveClock(clock)
-    /** After a send: nothing due for a while, a moment to collect the young generation. */
-    const afterSend = Effect.sync(() => {
-      const nowMs = clock.currentTimeMillisUnsafe()
-      if ((waiting.nextAtMs() ?? Infinity) - nowMs >= MIN_GAP_MS) collectInGap(nowMs)
-    })
-
     /** One turn of the release loop: sleeps until the next due time (or a sooner one), then sends what is due. */
     const releaseTurn = Effect.suspend(() => alarm.waitUntil(waiting.nextAtMs() ?? Infinity)).pipe(
       Effect.andThen(Effect.suspend(() => {
         const due = waiting.takeDue(clock.currentTimeMillisUnsafe())
-        if (due.length === 0) return Effect.void
-        return gaps ? Effect.andThen(send(due), afterSend) : send(due)
+        return due.length > 0 ? send(due) : Effect.void
       }))
     )
 
