@@ -276,8 +276,9 @@ export const runPrecision = async (
   spreadMs: number = PRECISION_SPREAD_MS
 ): Promise<PrecisionMetrics> => {
   const timed = await runTimed(contender, databaseUrl, sink, n, leadMs, (i, t) => t + Math.round((i * spreadMs) / n), 30_000, { costs: true })
-  // BENCH_ARRIVALS_FILE: each id's due instant and arrival, for stageBreakdown.ts
-  const arrivalsFile = process.env.BENCH_ARRIVALS_FILE
+  // BENCH_ARRIVALS_FILE: each id's due instant and arrival, for stageBreakdown.ts ("{run}" in it: the
+  // contender's label and n, a file per run)
+  const arrivalsFile = process.env.BENCH_ARRIVALS_FILE?.replace("{run}", `${contender.label}-${n}`.replace(/[^\w.-]+/g, "_"))
   if (arrivalsFile !== undefined && arrivalsFile !== "") {
     fs.writeFileSync(arrivalsFile, JSON.stringify({ instants: [...timed.instants], arrivals: [...timed.arrivals].map((at) => Number.isNaN(at) ? null : at) }))
   }

@@ -14,8 +14,6 @@
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import * as Option from "effect/Option"
-import * as Queue from "effect/Queue"
 import type * as Semaphore from "effect/Semaphore"
 import { type GateRef, isGateKick, type ShardMessage } from "../cluster/wakeups.ts"
 import { SchedulerTiming, type SchedulerTimingShape } from "../config.ts"
@@ -30,10 +28,12 @@ import { type Presence, presenceHeld } from "../store/nodePresence.ts"
 import { type FetchCursor, type FiredRow, triggersFetchFired, triggersTakeOverFired, triggersUnderMark } from "../store/firedTriggers.ts"
 import { BEGINNING_MS, triggersLoadDue, triggersRecover } from "../store/schedulerQueries.ts"
 import { shardMarkTakeOver } from "../store/shardMarks.ts"
+import { makeAlarm } from "../lib/alarm.ts"
 import { stageTrace } from "../lib/stageTrace.ts"
 import { withTransaction } from "../store/transaction.ts"
 import { ClaimBatcher } from "./claimBatcher.ts"
 import { MarkBatcher } from "./markBatcher.ts"
+import type { ShardMailbox } from "./shardMailbox.ts"
 import { Heartbeats } from "./heartbeats.ts"
 import { TimerWheel } from "./timerWheel.ts"
 
@@ -98,7 +98,7 @@ export type ShardActorEvent =
 export interface ShardActorOptions {
   readonly shard: number
   readonly node: string
-  readonly mailbox: Queue.Queue<ShardMessage>
+  readonly mailbox: ShardMailbox
   /** Who is connected now, and for how long the database has been up (for crash recovery). */
   readonly presence: Effect.Effect<Presence, unknown>
   /**
@@ -120,7 +120,10 @@ export const runShardActor = (options: ShardActorOptions) =>
     const timing = yield* SchedulerTiming
     const metrics = yield* Metrics
     const report = options.onEvent ?? (() => Effect.void)
-    const startMs = yield* Clock.currentTimeMillis
+    const clock = yield* Clock.Clock
+    const startMs = clock.currentTimeMillisUnsafe()
+    /** The wait for the next deadline, rung by a wake-up in the mailbox (lib/alarm.ts). */
+    const alarm = yield* makeAlarm
     const wheel = new TimerWheel({ nowMs: startMs })
     const phase = shardPhase(options.shard)
     /** The next window is read when the loaded one has less than this left (15–45 s, by phase). */
@@ -207,7 +210,7 @@ export const runShardActor = (options: ShardActorOptions) =>
     /** Claims triggers one by one (keyed, instances, gated: the mark does not cover them) and hands them on. */
     const claimAndHandOver = (ids: ReadonlyArray<string>, untilMs: number) =>
       Effect.gen(function*() {
-        const nowMs = yield* Clock.currentTimeMillis
+        const nowMs = clock.currentTimeMillisUnsafe()
         for (let i = 0; i < ids.length; i += CLAIM_CHUNK) {
           const claimed = yield* claims.claim(ids.slice(i, i + CLAIM_CHUNK), untilMs)
           if (claimed.length === 0) continue
@@ -227,7 +230,8 @@ export const runShardActor = (options: ShardActorOptions) =>
           yield* report({ _tag: "Claimed", ids: direct.map((row) => row.id) })
           yield* handOver(direct)
         }
-        yield* claimAndHandOver(page.filter((fired) => fired.claimNeeded).map((fired) => fired.row.id), untilMs)
+        const toClaim = page.filter((fired) => fired.claimNeeded)
+        if (toClaim.length > 0) yield* claimAndHandOver(toClaim.map((fired) => fired.row.id), untilMs)
       })
 
     /**
@@ -240,7 +244,7 @@ export const runShardActor = (options: ShardActorOptions) =>
     const fire = (lateIds: ReadonlyArray<string>, untilMs: number) =>
       Effect.uninterruptible(Effect.gen(function*() {
         const afterMs = firedAtMs
-        const wokeMs = stageTrace === null ? 0 : yield* Clock.currentTimeMillis
+        const wokeMs = stageTrace === null ? 0 : clock.currentTimeMillisUnsafe()
         const late = lateIds.filter((id) => !dispatcher.holds(id))
         /** The first page, read in the node's round of fires right after the mark moved (markBatcher.ts). */
         let first: ReadonlyArray<FiredRow> | undefined
@@ -252,7 +256,7 @@ export const runShardActor = (options: ShardActorOptions) =>
           } else if (!(yield* marks.advance(options.shard, untilMs))) return yield* Effect.fail(new ShardTakenOver(options.shard))
           firedAtMs = untilMs
         }
-        const markedMs = stageTrace === null ? 0 : yield* Clock.currentTimeMillis
+        const markedMs = stageTrace === null ? 0 : clock.currentTimeMillisUnsafe()
         let cursor: FetchCursor | null = null
         for (;;) {
           const limit = cursor === null ? FIRST_FETCH_PAGE : FETCH_PAGE
@@ -261,13 +265,13 @@ export const runShardActor = (options: ShardActorOptions) =>
             first = undefined
             const page: ReadonlyArray<FiredRow> = read ?? (yield* triggersFetchFired({
               shard: options.shard, afterMs, untilMs: firedAtMs, lateIds: late, cursor, limit,
-              nowMs: yield* Clock.currentTimeMillis
+              nowMs: clock.currentTimeMillisUnsafe()
             }))
             if (stageTrace !== null) {
               const ids = page.map((fired) => fired.row.id)
               stageTrace.mark(ids, "woke", wokeMs)
               stageTrace.mark(ids, "marked", markedMs)
-              stageTrace.mark(ids, "fetched", yield* Clock.currentTimeMillis)
+              stageTrace.mark(ids, "fetched", clock.currentTimeMillisUnsafe())
             }
             yield* handFired(page, firedAtMs)
             return page
@@ -362,8 +366,9 @@ export const runShardActor = (options: ShardActorOptions) =>
     // (whole milliseconds: a clock that wakes a fraction early would otherwise find nothing due, again and again)
     nextRecoverAt = Math.min(nextRecoverAt, startMs + Math.round(phase * timing.recoverEveryMs))
     nextMaterializeAt = startMs + Math.round(phase * timing.materializeEveryMs)
+    options.mailbox.listen(alarm.ring)
     for (;;) {
-      const nowMs = yield* Clock.currentTimeMillis
+      const nowMs = clock.currentTimeMillisUnsafe()
       yield* fireDue(nowMs)
       if (loadedUntil - nowMs <= reloadMarginMs) yield* load(nowMs)
       if (nowMs >= nextRecoverAt) yield* recover(nowMs)
@@ -374,12 +379,11 @@ export const runShardActor = (options: ShardActorOptions) =>
         nextRecoverAt,
         nextMaterializeAt
       )
-      const waitMs = Math.max(0, wakeAt - (yield* Clock.currentTimeMillis))
-      if (waitMs > 0) yield* report({ _tag: "Idle", wakeAtMs: wakeAt })
-      const items = waitMs === 0
-        ? yield* Queue.takeBetween(options.mailbox, 0, 10_000)
-        : Option.getOrElse(yield* Effect.timeoutOption(Queue.takeBetween(options.mailbox, 1, 10_000), waitMs), () => [])
-      apply(items, yield* Clock.currentTimeMillis)
+      if (wakeAt > clock.currentTimeMillisUnsafe()) {
+        yield* report({ _tag: "Idle", wakeAtMs: wakeAt })
+        if (options.mailbox.size === 0) yield* alarm.waitUntil(wakeAt)
+      }
+      apply(options.mailbox.take(10_000), clock.currentTimeMillisUnsafe())
     }
   }).pipe(
     Effect.catchCause((cause) =>

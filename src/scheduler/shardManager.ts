@@ -16,11 +16,10 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
-import * as Queue from "effect/Queue"
 import * as Scope from "effect/Scope"
 import * as Semaphore from "effect/Semaphore"
 import { NodeIdentity } from "../cluster/node.ts"
-import { decodeWake, type ShardMessage, Wakeups } from "../cluster/wakeups.ts"
+import { decodeWake, Wakeups } from "../cluster/wakeups.ts"
 import { AppConfig } from "../config.ts"
 import { Dispatcher } from "../delivery/dispatcher.ts"
 import { forkLoop } from "../lib/backgroundLoop.ts"
@@ -33,6 +32,7 @@ import { shardMarksHandOver } from "../store/shardMarks.ts"
 import { type ShardLockSession, shardLocksOpen } from "../store/shardLocks.ts"
 import { Heartbeats } from "./heartbeats.ts"
 import { runShardActor } from "./shardActor.ts"
+import { ShardMailbox } from "./shardMailbox.ts"
 import { forkUnheldClaimsLoop } from "./unheldClaims.ts"
 
 const REBALANCE_EVERY = "1 second"
@@ -80,8 +80,8 @@ export const ShardManagerLive = Layer.effectDiscard(Effect.gen(function*() {
 
   const startActor = (shard: number) =>
     Effect.gen(function*() {
-      const mailbox = yield* Queue.unbounded<ShardMessage>()
-      yield* wakeups.attach(shard, (items) => Queue.offerAll(mailbox, items).pipe(Effect.asVoid))
+      const mailbox = new ShardMailbox()
+      yield* wakeups.attach(shard, (items) => Effect.sync(() => mailbox.offer(items)))
       const fiber = yield* Effect.forkDetach(runShardActor({ shard, node, mailbox, presence: actorsPresence, laterPages }))
       actors.set(shard, fiber)
     })

@@ -2,7 +2,7 @@
 // the rows until their time (delivery/earlyRelease.ts). A timer may fire before the clock reaches its
 // deadline (the event loop measures timers from a cached time); here a clock whose every sleep ends 2
 // ms short shows that no row is sent before its time, each is sent once it has come, and a row due
-// sooner than the loop sleeps for is not held back by that sleep (but by a short one, to its end).
+// sooner than the loop sleeps for is not held back by that sleep; on the live clock too.
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect } from "effect"
 import * as Clock from "effect/Clock"
@@ -64,22 +64,22 @@ describe("the early release of rows fired ahead", () => {
     }))
 })
 
-describe("the early release's short waits", () => {
-  it.effect("a row handed over during a short wait, due before its end, goes at the end of it: not early, at most that wait late", () =>
+describe("the early release on the live clock (a plain timer per wait: lib/alarm.ts)", () => {
+  it.live("rows go at their time, not before, and a row due sooner cuts a long wait short", () =>
     Effect.gen(function*() {
-      const { clock: base, now } = earlyWakingClock(1_000, 0)
-      let during: Effect.Effect<void> | undefined
-      // a sleep that first lets `during` run, as if rows came in while the loop slept
-      const clock: Clock.Clock = { ...base, sleep: (duration) => Effect.andThen(during ?? Effect.void, base.sleep(duration)) }
+      const clock = yield* Clock.Clock
+      const now = () => clock.currentTimeMillisUnsafe()
       const { early, sent } = yield* releaseOn(clock, now)
-      yield* early.deliverAt([{ id: "head", dueAtMs: 1_004 }])
-      during = Effect.suspend(() => {
-        during = undefined
-        return early.deliverAt([{ id: "sooner", dueAtMs: 1_002 }])
-      })
-      yield* early.releaseTurn.pipe(Effect.provideService(Clock.Clock, clock))
-      assert.deepStrictEqual(sent.map((row) => [row.id, row.atMs]), [["sooner", 1_004], ["head", 1_004]])
-      assert.strictEqual(early.size(), 0)
+      yield* Effect.forkChild(Effect.forever(early.releaseTurn))
+      const startMs = now()
+      yield* early.deliverAt([{ id: "late", dueAtMs: startMs + 2_000 }, { id: "soon", dueAtMs: startMs + 30 }])
+      // handed over while the loop sleeps toward `soon`: due before it, it wakes the loop
+      yield* early.deliverAt([{ id: "sooner", dueAtMs: startMs + 15 }])
+      while (sent.length < 2) yield* Effect.sleep(5)
+      assert.deepStrictEqual(sent.map((row) => row.id), ["sooner", "soon"])
+      for (const row of sent) assert.isAtLeast(row.atMs, row.dueAtMs, `${row.id} not early`)
+      assert.isBelow(sent[0]!.atMs, startMs + 30, "the sooner row did not wait for the later one's time")
+      assert.deepStrictEqual(early.takeAll().map((row) => row.id), ["late"], "a stopping node takes back what waits")
     }))
 })
 

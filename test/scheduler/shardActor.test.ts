@@ -11,7 +11,7 @@ import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import { SCHEDULER_TIMING, SchedulerTiming } from "../../src/config.ts"
 import { fireInstantFor, runShardActor, type ShardActorEvent } from "../../src/scheduler/shardActor.ts"
-import { type ShardMessage, type WakeItem, Wakeups } from "../../src/cluster/wakeups.ts"
+import { type WakeItem, Wakeups } from "../../src/cluster/wakeups.ts"
 import { Gatekeeper } from "../../src/gates/gatekeeper.ts"
 import { TagPolicyCache } from "../../src/gates/tagPolicyCache.ts"
 import { ShardCount } from "../../src/store/db.ts"
@@ -19,6 +19,7 @@ import { Notifications } from "../../src/store/notifications.ts"
 import { shardLocksOpen } from "../../src/store/shardLocks.ts"
 import { ClaimBatcher } from "../../src/scheduler/claimBatcher.ts"
 import { MarkBatcher } from "../../src/scheduler/markBatcher.ts"
+import { ShardMailbox } from "../../src/scheduler/shardMailbox.ts"
 import { Heartbeats } from "../../src/scheduler/heartbeats.ts"
 import { NodeIdentity } from "../../src/cluster/node.ts"
 import { SHARDS_IN_TESTS, TestDatabase } from "../support/database.ts"
@@ -65,7 +66,7 @@ const nextMultiple = (ms: number, step: number) => (Math.floor(ms / step) + 1) *
  */
 const startActor = Effect.gen(function*() {
   const submitted = yield* Queue.unbounded<string>()
-  const mailbox = yield* Queue.unbounded<ShardMessage>()
+  const mailbox = new ShardMailbox()
   const events = yield* Queue.unbounded<ShardActorEvent>()
   const dispatcher = recordingDispatcher((ids) => Queue.offerAll(submitted, ids).pipe(Effect.asVoid))
   const fiber = yield* Effect.forkChild(
@@ -113,7 +114,7 @@ const startActor = Effect.gen(function*() {
         yield* TestClock.adjust(ms)
         if (target >= wakeAtMs) yield* idle
       }),
-    wake: (item: WakeItem) => Queue.offer(mailbox, item).pipe(Effect.andThen(idle))
+    wake: (item: WakeItem) => Effect.sync(() => mailbox.offer([item])).pipe(Effect.andThen(idle))
   }
 })
 
