@@ -1,10 +1,11 @@
 // What one lease round of this node decides for its gates (docs/tag-policies.md "How the limits hold
 // across nodes"), from what the round read (store/gateLeases.ts): each gate's policy, hold and circuit
-// applied to its book, this node's share of every limit (domain/gates/gateLease.ts planUnits, by the demands
-// of the live nodes), the rows of gone nodes to reclaim and those to purge, and this node's rows to
-// write. Units given back leave the book at once; units taken join it when the round has committed
-// (`commit`), unless the gate's row was not written (its policy changed since the read). The lease is then valid until the round's start (this node's clock) plus the lease time:
-// a node that cannot renew stops admitting before any other node may take its share.
+// applied to its book, this node's share of every limit (domain/gates/gateLease.ts planUnits, by the
+// demands of the live nodes), the rows of gone nodes to reclaim and those to purge, and this node's
+// rows to write. Units given back leave the book at once; units taken join it when the round has
+// committed (`commit`), unless the gate's row was not written (its policy changed since the read).
+// The lease is then valid until the round's start (this node's clock) plus the lease time: a node
+// that cannot renew stops admitting before any other node may take its share.
 import { CircuitGate } from "../domain/gates/circuitGate.ts"
 import { isOriginGate, policyLimits } from "../domain/gates/gate.ts"
 import { CONCURRENCY, GateBook, tokenMarginMs } from "../domain/gates/gateBook.ts"

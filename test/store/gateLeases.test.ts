@@ -1,11 +1,13 @@
 // A lease round's two statements (store/gateLeases.ts, migration 19): the gates' locks are held from
 // the read to the write's commit and given back with it (or when the round fails); a row granted under
 // a policy that changed since the read is not written (the round says which gates were stale); the
-// rows of a gate whose policy is unchanged are.
+// rows of a gate whose policy is unchanged are. The read counts the backlog as store/gates.ts's
+// WAITING_SQL says.
 import { assert, layer } from "@effect/vitest"
 import { Effect, Exit, Fiber } from "effect"
 import { SqlClient } from "effect/sql"
 import { GATE_LOCK_NAMESPACE, type OwnLease, type RoundRead, gateLeasesRound } from "../../src/store/gateLeases.ts"
+import { WAITING_SQL } from "../../src/store/gates.ts"
 import { TestDatabase } from "../support/database.ts"
 import { ensureProject, nextId } from "../support/fixtures.ts"
 
@@ -150,5 +152,14 @@ layer(TestDatabase, { timeout: "60 seconds", excludeTestServices: true })("gate 
       }).pipe(Effect.exit)
       assert.isTrue(Exit.isFailure(failed))
       assert.isTrue(yield* lockFree(projectId, "billing"))
+    }))
+
+  it.effect("the round's read counts a gate's backlog with store/gates.ts's WAITING_SQL (migration 19 inlines its text)", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const rows = yield* sql<{ src: string }>`SELECT prosrc AS src FROM pg_proc WHERE proname = 'gate_round_read'`
+      assert.strictEqual(rows.length, 1)
+      // the function as the migrations left it: a change of WAITING_SQL needs a migration changing it too
+      assert.include(rows[0]!.src, `AND ${WAITING_SQL} AND t.claimed_by IS NULL`)
     }))
 })
