@@ -69,10 +69,23 @@ class WaiterQueue<I> {
       yield waiter
     }
   }
-  /** Every waiter not done, oldest first. */
-  all(): Array<Waiter<I>> {
+  /** The oldest waiter not done, if any. */
+  first(): Waiter<I> | undefined {
     this.#compact()
-    return this.#items.slice(this.#head).filter((waiter) => !waiter.done)
+    return this.#items[this.#head]
+  }
+  /**
+   * Visits the waiters not done, oldest first, with their rank among them (those `visit` marks done
+   * keep theirs), until `visit` returns false.
+   */
+  visit(visit: (waiter: Waiter<I>, rank: number) => boolean): void {
+    this.#compact()
+    let rank = 0
+    for (let i = this.#head; i < this.#items.length; i++) {
+      const waiter = this.#items[i]!
+      if (waiter.done) continue
+      if (!visit(waiter, rank++)) return
+    }
   }
 }
 
@@ -246,22 +259,28 @@ export class NodeGates<I> {
   admit(nowMs: number): Array<Waiter<I>> {
     const admitted: Array<Waiter<I>> = []
     if (this.closed) return admitted
-    let turn = [...this.#waitingGates]
-    while (turn.length > 0) {
-      const next: Array<NodeGate<I>> = []
+    // the first turn walks the set itself (no copy: a node admits a start or two per outcome, and the
+    // set may hold a thousand gates); the gates that started move to its end once the turn is over
+    let turn: Iterable<NodeGate<I>> = this.#waitingGates
+    for (;;) {
+      const started: Array<NodeGate<I>> = []
+      let full = false
       for (const gate of turn) {
-        if (this.#tickets.size >= this.maxStarts) return admitted
+        if (this.#tickets.size >= this.maxStarts) {
+          full = true
+          break
+        }
         if (gate.waiting === 0 || !gate.admits(nowMs)) continue
         const waiter = this.#eligible(gate, nowMs)
         if (waiter === undefined) continue
         this.#start(waiter, nowMs)
         admitted.push(waiter)
-        next.push(gate)
-        if (gate.waiting > 0 && this.#waitingGates.delete(gate)) this.#waitingGates.add(gate)
+        started.push(gate)
       }
-      turn = next
+      for (const gate of started) if (gate.waiting > 0 && this.#waitingGates.delete(gate)) this.#waitingGates.add(gate)
+      if (full || started.length === 0) return admitted
+      turn = started
     }
-    return admitted
   }
 
   /** The oldest waiter of `gate` (within SCAN_DEPTH) whose other gates admit it too. */
@@ -314,20 +333,30 @@ export class NodeGates<I> {
   releasable(nowMs: number): Array<Waiter<I>> {
     const out: Array<Waiter<I>> = []
     const sendersFull = this.#tickets.size >= this.maxStarts
+    const release = (waiter: Waiter<I>) => {
+      this.#finish(waiter)
+      out.push(waiter)
+    }
     for (const gate of this.gates.values()) {
       if (gate.waiting === 0) continue
-      const all = gate.queue.all()
-      const stopped = this.closed || gate.stopped(nowMs)
+      if (this.closed || gate.stopped(nowMs)) {
+        gate.queue.visit((waiter) => (release(waiter), true))
+        continue
+      }
       const cap = gate.memoryCap(nowMs)
-      all.forEach((waiter, i) => {
-        if (waiter.done) return
-        const dueMs = releaseDueMs(waiter)
-        const aged = dueMs !== null && nowMs >= dueMs &&
-          !(sendersFull && waiter.gates.every((other) => other.admits(nowMs)))
-        if (stopped || (!waiter.taken && (aged || i >= cap))) {
-          this.#finish(waiter)
-          out.push(waiter)
+      const overCap = gate.waiting > cap
+      gate.queue.visit((waiter, rank) => {
+        // waiters come in order (each from when it came): once one is too young to be due, so are
+        // the rest, and only those beyond the cap are left to look at
+        const young = waiter.sinceMs + RELEASE_AFTER_MS > nowMs
+        if (young && !overCap) return false
+        if (waiter.taken) return true
+        if (rank >= cap) release(waiter)
+        else if (!young) {
+          const dueMs = releaseDueMs(waiter)
+          if (dueMs !== null && nowMs >= dueMs && !(sendersFull && waiter.gates.every((other) => other.admits(nowMs)))) release(waiter)
         }
+        return true
       })
     }
     return out
@@ -367,7 +396,8 @@ export class NodeGates<I> {
         if (gate.waiting > 0) at(gate.book.nextTokenAtMs(nowMs))
       }
       if (gate.waiting > 0) {
-        for (const waiter of gate.queue.front(1)) if (!waiter.taken) at(releaseDueMs(waiter))
+        const first = gate.queue.first()
+        if (first !== undefined && !first.taken) at(releaseDueMs(first))
       }
     }
     return next
