@@ -151,6 +151,26 @@ layer(TestDatabase, { timeout: "60 seconds" })("store of /declare and /bulk", (i
   })
 
   describe("compare-and-set writes", () => {
+    it.effect("update and cancel leave a trigger of another project alone, whatever its id and status", () =>
+      Effect.gen(function*() {
+        const projectId = yield* newProject
+        const other = yield* newProject
+        const theirs = yield* insertTrigger({ projectId: other })
+        const mine = yield* insertTrigger({ projectId })
+        const row = (id: string) => ({
+          id, shard: 0, kind: "job" as const, status: "registered" as const, scheduledAtMs: FAR, cron: null,
+          definition: definition({ title: "changed" }), expectedStatus: "registered" as const
+        })
+        const updated = yield* itemTriggersUpdate({ projectId, nowMs: NOW, rows: [row(theirs), row(mine)] })
+        assert.deepStrictEqual(updated.map((r) => r.id), [mine])
+        assert.strictEqual((yield* triggerRow(theirs)).title, null)
+        const cancelled = yield* itemTriggersCancel({
+          projectId, nowMs: NOW, rows: [{ id: theirs, expectedStatus: "registered" }, { id: mine, expectedStatus: "registered" }]
+        })
+        assert.deepStrictEqual(cancelled.map((r) => r.id), [mine])
+        assert.deepStrictEqual([yield* statusOf(theirs), yield* statusOf(mine)], ["registered", "cancelled"])
+      }))
+
     it.effect("cancel: only while the status is the one read, a queued one only while no node claimed it", () =>
       Effect.gen(function*() {
         const projectId = yield* newProject
