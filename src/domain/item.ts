@@ -293,11 +293,12 @@ export interface ItemWording {
 export const DECLARE_WORDING: ItemWording = { list: "items", entry: "Item" }
 export const BULK_WORDING: ItemWording = { list: "upserts", entry: "Upsert" }
 
-/** Per item: repeated tag, scheduledAt, retry values, then text a database cannot store. */
-const validateItem = (
-  input: ItemInput,
-  nowMs: number
-): { readonly _tag: "Ok"; readonly item: Item } | Invalid => {
+/**
+ * Per item: repeated tag, scheduledAt, retry values, then text a database cannot store. The valid
+ * item's tags are its own plus `declaredTag` when given and not among them (appended after the
+ * checks, which read only the item's own tags).
+ */
+const validateItem = (input: ItemInput, nowMs: number, declaredTag: string | undefined): Item | Invalid => {
   const invalid = (message: string): Invalid => ({ _tag: "Invalid", message })
   const repeatedTag = firstRepeat(input.tags)
   if (repeatedTag !== undefined) return invalid(`duplicate tag "${repeatedTag}" in tags`)
@@ -308,9 +309,22 @@ const validateItem = (
   if (retry !== null && retry._tag === "Invalid") return retry
   const unstorable = firstUnstorableField(input)
   if (unstorable !== undefined) return invalid(unstorable)
-  const { url, method, headers, body, title, tags, customKey } = input
+  const { url, method, headers, body, title, customKey } = input
+  const tags = declaredTag === undefined || input.tags.includes(declaredTag) ? input.tags : [...input.tags, declaredTag]
   const definition = { url, method, headers, body, contentType: null, title, tags, customKey, retry: retry?.policy ?? null }
-  return { _tag: "Ok", item: { schedule: schedule.value, definition } }
+  return { schedule: schedule.value, definition }
+}
+
+/** The first custom key that repeats an earlier one, in list order (keyless items skipped). */
+const firstRepeatedKey = (inputs: ReadonlyArray<ItemInput>): string | undefined => {
+  const seen = new Set<string>()
+  for (const input of inputs) {
+    const key = input.customKey
+    if (key === null) continue
+    if (seen.has(key)) return key
+    seen.add(key)
+  }
+  return undefined
 }
 
 /**
@@ -325,21 +339,19 @@ export const validateItems = (
   wording: ItemWording,
   declaredTag?: string
 ): { readonly _tag: "Ok"; readonly items: ReadonlyArray<Item> } | Invalid => {
-  const repeatedKey = firstRepeat(inputs.flatMap((input) => (input.customKey === null ? [] : [input.customKey])))
+  const repeatedKey = firstRepeatedKey(inputs)
   if (repeatedKey !== undefined) return { _tag: "Invalid", message: `Duplicate customKey in ${wording.list}: ${repeatedKey}` }
-  const items: Array<Item> = []
-  for (const input of inputs) {
-    const result = validateItem(input, nowMs)
-    if (result._tag === "Invalid") {
+  const items = new Array<Item>(inputs.length)
+  for (let i = 0; i < inputs.length; i++) {
+    const input = inputs[i]!
+    const result = validateItem(input, nowMs, declaredTag)
+    if ("_tag" in result) {
       return { _tag: "Invalid", message: `${wording.entry} ${input.customKey ?? "(no customKey)"}: ${result.message}` }
     }
-    items.push(declaredTag === undefined ? result.item : withTag(result.item, declaredTag))
+    items[i] = result
   }
   return { _tag: "Ok", items }
 }
-
-const withTag = (item: Item, tag: string): Item =>
-  item.definition.tags.includes(tag) ? item : { ...item, definition: { ...item.definition, tags: [...item.definition.tags, tag] } }
 
 /** A decoded /declare body validated: the declared tag first (`tag must not contain …`), then the items. */
 export const validateDeclareBody = (

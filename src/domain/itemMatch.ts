@@ -205,13 +205,10 @@ export interface ItemOutcome {
   readonly write: ItemWrite | null
 }
 
-const entry = (operation: OperationName, item: Item, id: string, changed?: ReadonlyArray<string>): OperationEntry => ({
-  operation,
-  customKey: item.definition.customKey,
-  kind: itemKind(item),
-  id,
-  ...(changed === undefined ? {} : { changedFields: changed })
-})
+const entry = (operation: OperationName, item: Item, id: string, changed?: ReadonlyArray<string>): OperationEntry =>
+  changed === undefined
+    ? { operation, customKey: item.definition.customKey, kind: itemKind(item), id }
+    : { operation, customKey: item.definition.customKey, kind: itemKind(item), id, changedFields: changed }
 
 /** The only changedFields of a kind switch. */
 export const kindSwitch = (from: Kind, to: Kind): string => `kind:${from}→${to}`

@@ -119,10 +119,13 @@ export const itemTriggersInsert = Effect.fnUntraced(function*(input: {
     FROM ${unnestRows(sql, columns)}`
 })
 
-// The update and the cancel find their rows by the primary key (`t.id = ANY(ids)`) and run
-// unprepared: planned with the arrays at hand every time. A prepared statement's generic plan,
+// The update and the cancel find their rows by the primary key, one lookup per array element, and
+// run unprepared: planned with the arrays at hand every time. A prepared statement's generic plan,
 // which PostgreSQL switches to after a few runs, knows neither their length nor their values and was
-// measured at 0.8 s for 1,000 rows of a table of 200,000 (a custom plan: 50 ms).
+// measured at 0.8 s for 1,000 rows of a table of 200,000 (a custom plan: 50 ms). The project is
+// checked with IS NOT DISTINCT FROM (the same test on a NOT NULL column), which no index serves: with
+// `=`, statistics that have not yet seen a project's new triggers (right after a large batch) made
+// the planner scan the whole project's index for every statement (BENCHMARKS.md "Ingest and batch").
 
 /**
  * Replaces the definition, time or cron, and status of triggers in place (same id, key scope kept),
@@ -148,7 +151,7 @@ export const itemTriggersUpdate = Effect.fnUntraced(function*(input: {
       traceparent = ${input.trace?.traceparent ?? null}::text, tracestate = ${input.trace?.tracestate ?? null}::text,
       updated_at = ${new Date(input.nowMs)}
     FROM ${unnestRows(sql, columns, expected)}
-    WHERE t.id = ANY(${uuidArray(ids)}) AND t.id = x.id AND t.project_id = ${input.projectId} AND t.status = x.expected
+    WHERE t.id = x.id AND t.project_id IS NOT DISTINCT FROM ${input.projectId}::uuid AND t.status = x.expected
       AND t.kind = x.kind AND ${unfiredUnder(sql, "t", locked)}
     RETURNING t.id, t.shard`.unprepared)
 })
@@ -169,7 +172,7 @@ export const itemTriggersCancel = Effect.fnUntraced(function*(input: {
   return yield* unfiredCompareAndSet(ids, (locked) => sql<{ id: string; shard: number; kind: TriggerKind }>`
     UPDATE triggers t SET status = 'cancelled', due_at = NULL, updated_at = ${new Date(input.nowMs)}
     FROM unnest(${ids}::uuid[], ${statuses}::text[]) AS x(id, expected)
-    WHERE t.id = ANY(${ids}::uuid[]) AND t.id = x.id AND t.project_id = ${input.projectId} AND t.status = x.expected
+    WHERE t.id = x.id AND t.project_id IS NOT DISTINCT FROM ${input.projectId}::uuid AND t.status = x.expected
       AND (t.status NOT IN ${statusList(sql, HELD_BACK_STATUSES)} OR t.claimed_by IS NULL)
       AND ${unfiredUnder(sql, "t", locked)}
     RETURNING t.id, t.shard, t.kind`.unprepared)

@@ -8,10 +8,12 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { applyItemWrites } from "../../src/commands/itemWrites.ts"
 import { uuidv7 } from "../../src/domain/ids.ts"
+import { parseEncryptionKeys } from "../../src/domain/sealing.ts"
 import type { PlannedTrigger, StoredTrigger } from "../../src/domain/itemMatch.ts"
 import type { TriggerDefinition } from "../../src/domain/trigger.ts"
 import { itemsReadForBulk, itemsReadForDeclare } from "../../src/store/itemReads.ts"
 import { itemTriggersCancel, itemTriggersInsert, itemTriggersUpdate } from "../../src/store/itemWrites.ts"
+import { EncryptionKeys } from "../../src/store/sealedRequests.ts"
 import { withTransaction } from "../../src/store/transaction.ts"
 import { TestDatabase } from "../support/database.ts"
 import { ensureProject, insertTrigger, nextId, statusOf, triggerRow, type TriggerFixture } from "../support/fixtures.ts"
@@ -74,6 +76,59 @@ layer(TestDatabase, { timeout: "60 seconds" })("store of /declare and /bulk", (i
         assert.deepStrictEqual(read.find((t) => t.id === generator)!.cron, { cronExpr: "0 9 * * *", cronTz: "Europe/Paris" })
         assert.strictEqual(read.find((t) => t.id === upcoming)!.generatorId, generator)
       }))
+    it.effect("reads back every field as written (unicode, nulls, header order, any bytes, long bodies, sealed or plain), as /bulk's read does", () =>
+      Effect.gen(function*() {
+        const projectId = yield* newProject
+        const allBytes = new Uint8Array(256).map((_, i) => i)
+        const longBody = new Uint8Array(1_000).map((_, i) => (i * 7) % 256)
+        const unicode = "é☃ \"q\" \\ \n\t \u00a0 \u2028 𝄞 <&>"
+        const definitions: ReadonlyArray<TriggerDefinition> = [
+          definition(),
+          definition({ headers: [], body: null, title: null, retry: null, tags: ["t"] }),
+          definition({ body: new Uint8Array(0), headers: [["Z", "1"], ["a", "2"], ["Z", "0"]], contentType: "text/plain; charset=utf-8" }),
+          definition({ url: `http://127.0.0.1:9/${encodeURI(unicode)}`, title: unicode, customKey: unicode, tags: [unicode, "t", "{a,b}"],
+            headers: [[unicode, unicode]], body: new TextEncoder().encode(unicode) }),
+          definition({ body: allBytes, retry: { strategy: "exponential", maxAttempts: 7, initialDelaySeconds: 3, maxDelaySeconds: 600, jitter: true, retryOn: "5xx" } as never }),
+          definition({ body: longBody, method: "PATCH", customKey: "long" })
+        ]
+        const rows = definitions.map((d, i) => ({
+          id: nextId(), shard: i, kind: "job" as const, status: "registered" as const, scheduledAtMs: FAR + i * 1_001, cron: null,
+          definition: { ...d, tags: d.tags.includes("t") ? d.tags : [...d.tags, "t"] }
+        }))
+        const generator = {
+          id: nextId(), shard: 9, kind: "generator" as const, status: "active" as const, scheduledAtMs: null,
+          cron: { cronExpr: "0 9 * * *", cronTz: "Europe/Paris" }, definition: definition({ tags: ["t"], customKey: "g" })
+        }
+        const keyring = parseEncryptionKeys(`k1:${Buffer.alloc(32, 7).toString("base64")}`)
+        if (typeof keyring === "string") return assert.fail(keyring)
+        const sealedRows = rows.map((row) => ({ ...row, id: nextId(), definition: { ...row.definition, tags: [...row.definition.tags, "s"] } }))
+        yield* itemTriggersInsert({ projectId, keyScope: "t", rows: [...rows, generator], nowMs: NOW })
+        yield* itemTriggersInsert({ projectId, keyScope: null, rows: sealedRows, nowMs: NOW }).pipe(Effect.provideService(EncryptionKeys, keyring))
+        const sql = yield* SqlClient.SqlClient
+        const sealed = yield* sql<{ n: string }>`SELECT count(*)::text AS n FROM triggers WHERE project_id = ${projectId} AND sealed_with = 'k1'`
+        assert.strictEqual(sealed[0]!.n, String(sealedRows.length))
+
+        const read = yield* itemsReadForDeclare({ projectId, tag: "t" }).pipe(Effect.provideService(EncryptionKeys, keyring))
+        // bytes compared as plain Uint8Arrays (an opened sealed body is a Buffer)
+        const plain = (bytes: Uint8Array | null) => (bytes === null ? null : new Uint8Array(bytes))
+        const written = [...rows, generator, ...sealedRows].sort((a, b) => (a.id < b.id ? -1 : 1))
+        assert.deepStrictEqual(read.map((t) => t.id), written.map((row) => row.id))
+        written.forEach((row, i) => {
+          const stored = read[i]!
+          assert.deepStrictEqual(
+            { kind: stored.kind, status: stored.status, generatorId: stored.generatorId, definition: { ...stored.definition, body: plain(stored.definition.body) },
+              scheduledAtMs: stored.scheduledAtMs, cron: stored.cron },
+            { kind: row.kind, status: row.status, generatorId: null, definition: { ...row.definition, body: plain(row.definition.body) },
+              scheduledAtMs: row.scheduledAtMs, cron: row.cron }
+          )
+          assert.strictEqual(stored.keyScope, sealedRows.includes(row as never) ? null : "t")
+        })
+        // /bulk's read of the same triggers decodes them alike
+        const byRows = yield* itemsReadForBulk({ projectId, ids: [], customKeys: [], tags: ["t"] }).pipe(Effect.provideService(EncryptionKeys, keyring))
+        assert.deepStrictEqual(read, byRows)
+        // empty
+        assert.deepStrictEqual(yield* itemsReadForDeclare({ projectId, tag: "none" }), [])
+      }))
   })
 
   describe("itemsReadForBulk", () => {
@@ -96,6 +151,26 @@ layer(TestDatabase, { timeout: "60 seconds" })("store of /declare and /bulk", (i
   })
 
   describe("compare-and-set writes", () => {
+    it.effect("update and cancel leave a trigger of another project alone, whatever its id and status", () =>
+      Effect.gen(function*() {
+        const projectId = yield* newProject
+        const other = yield* newProject
+        const theirs = yield* insertTrigger({ projectId: other })
+        const mine = yield* insertTrigger({ projectId })
+        const row = (id: string) => ({
+          id, shard: 0, kind: "job" as const, status: "registered" as const, scheduledAtMs: FAR, cron: null,
+          definition: definition({ title: "changed" }), expectedStatus: "registered" as const
+        })
+        const updated = yield* itemTriggersUpdate({ projectId, nowMs: NOW, rows: [row(theirs), row(mine)] })
+        assert.deepStrictEqual(updated.map((r) => r.id), [mine])
+        assert.strictEqual((yield* triggerRow(theirs)).title, null)
+        const cancelled = yield* itemTriggersCancel({
+          projectId, nowMs: NOW, rows: [{ id: theirs, expectedStatus: "registered" }, { id: mine, expectedStatus: "registered" }]
+        })
+        assert.deepStrictEqual(cancelled.map((r) => r.id), [mine])
+        assert.deepStrictEqual([yield* statusOf(theirs), yield* statusOf(mine)], ["registered", "cancelled"])
+      }))
+
     it.effect("cancel: only while the status is the one read, a queued one only while no node claimed it", () =>
       Effect.gen(function*() {
         const projectId = yield* newProject
