@@ -9,6 +9,18 @@ import * as Effect from "effect/Effect"
 import { makeAlarm } from "../lib/alarm.ts"
 import { DueQueue } from "./dueQueue.ts"
 
+/**
+ * A fire (the node's shards moving their marks, reading and handing over their rows:
+ * scheduler/shardActor.ts) keeps the main thread, PostgreSQL and the two cores busy for a few
+ * milliseconds; a send due then was sent late. The fire goes at a moment when no send comes due:
+ * none due within `FIRE_QUIET_MS` after it, nor in the `SEND_SETTLE_MS` before it (that send may still
+ * be on its way), searched up to `FIRE_DEFER_MS` after its grid instant (past that, it fires at the
+ * instant: at a high rate there is no such moment, and then nothing is gained by waiting).
+ */
+export const FIRE_QUIET_MS = 3
+export const SEND_SETTLE_MS = 1
+export const FIRE_DEFER_MS = 20
+
 export const makeEarlyRelease = <T extends { readonly dueAtMs: number }>(send: (rows: ReadonlyArray<T>) => Effect.Effect<void>) =>
   Effect.gen(function*() {
     const clock = yield* Clock.Clock
@@ -38,8 +50,20 @@ export const makeEarlyRelease = <T extends { readonly dueAtMs: number }>(send: (
       }))
     )
 
+    /** The moment at or after `atMs` for a fire to go without delaying a send (see FIRE_QUIET_MS). */
+    const quietFrom = (atMs: number): number => {
+      if (!Number.isFinite(atMs)) return atMs
+      for (let t = atMs; t <= atMs + FIRE_DEFER_MS;) {
+        const next = waiting.firstAtOrAfter(t - SEND_SETTLE_MS)
+        if (next === undefined || next >= t + FIRE_QUIET_MS) return t
+        t = next + SEND_SETTLE_MS + 1
+      }
+      return atMs
+    }
+
     return {
       deliverAt,
+      quietFrom,
       releaseTurn,
       /** Rows waiting for their time. */
       size: () => waiting.size,

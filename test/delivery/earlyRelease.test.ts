@@ -7,7 +7,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect } from "effect"
 import * as Clock from "effect/Clock"
 import { DueQueue } from "../../src/delivery/dueQueue.ts"
-import { makeEarlyRelease } from "../../src/delivery/earlyRelease.ts"
+import { FIRE_DEFER_MS, FIRE_QUIET_MS, makeEarlyRelease, SEND_SETTLE_MS } from "../../src/delivery/earlyRelease.ts"
 
 /** A clock at `startMs` whose sleeps end `shortMs` before they should (at least 1 ms later). */
 const earlyWakingClock = (startMs: number, shortMs: number) => {
@@ -95,4 +95,44 @@ describe("DueQueue", () => {
     assert.deepStrictEqual(queue.takeAll().map((row) => row.id), ["c", "d"])
     assert.deepStrictEqual([queue.size, queue.nextAtMs()], [0, undefined])
   })
+})
+
+describe("the moment a fire goes (quietFrom)", () => {
+  const waitingAt = (times: ReadonlyArray<number>) =>
+    Effect.gen(function*() {
+      const { clock, now } = earlyWakingClock(0, 0)
+      const { early } = yield* releaseOn(clock, now)
+      yield* early.deliverAt(times.map((dueAtMs) => ({ id: String(dueAtMs), dueAtMs }))).pipe(Effect.provideService(Clock.Clock, clock))
+      return early
+    })
+
+  it.effect("at its grid instant when no send comes due around it", () =>
+    Effect.gen(function*() {
+      assert.strictEqual((yield* waitingAt([])).quietFrom(1_000), 1_000)
+      assert.strictEqual((yield* waitingAt([990, 1_010])).quietFrom(1_000), 1_000)
+      assert.strictEqual((yield* waitingAt([1_000 + FIRE_QUIET_MS])).quietFrom(1_000), 1_000)
+      assert.strictEqual((yield* waitingAt([5_000])).quietFrom(Infinity), Infinity)
+    }))
+
+  it.effect("after a send due at or just before its instant, once no other comes due within FIRE_QUIET_MS", () =>
+    Effect.gen(function*() {
+      // one due every 5 ms (the precision bench): the fire goes 2 ms after the send due at its instant
+      assert.strictEqual((yield* waitingAt([995, 1_000, 1_005, 1_010])).quietFrom(1_000), 1_000 + SEND_SETTLE_MS + 1)
+      // a send due the millisecond before the instant may still be on its way
+      assert.strictEqual((yield* waitingAt([1_000 - SEND_SETTLE_MS])).quietFrom(1_000), 1_000 + 1)
+      // too short a gap is passed over
+      assert.strictEqual((yield* waitingAt([1_000, 1_003, 1_005, 1_012])).quietFrom(1_000), 1_007)
+    }))
+
+  it.effect("never later than FIRE_DEFER_MS after its instant: with sends every millisecond it goes at the instant", () =>
+    Effect.gen(function*() {
+      const busy = Array.from({ length: 40 }, (_, i) => 995 + i)
+      assert.strictEqual((yield* waitingAt(busy)).quietFrom(1_000), 1_000)
+      const early = yield* waitingAt(Array.from({ length: 20 }, (_, i) => 1_000 + 2 * i))
+      for (let atMs = 990; atMs < 1_100; atMs++) {
+        const fireAtMs = early.quietFrom(atMs)
+        assert.isAtLeast(fireAtMs, atMs)
+        assert.isAtMost(fireAtMs, atMs + FIRE_DEFER_MS)
+      }
+    }))
 })
