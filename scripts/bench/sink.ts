@@ -110,14 +110,26 @@ export interface Sink {
 // Child side
 
 /**
- * Date.now() minus performance.timeOrigin + performance.now(), averaged over 50 samples (Date.now() has
- * 1 ms steps): added to the recorded instants it puts them on the wall clock the due instants use, even
- * if the wall clock was slewed since this process started.
+ * Date.now() minus performance.timeOrigin + performance.now(), taken the moment Date.now() steps to its
+ * next millisecond (then it reads the true instant, to a few microseconds; samples taken in one tight
+ * loop all fall in one millisecond, and their average was off by up to half a millisecond): added to
+ * the recorded instants it puts them on the wall clock the due instants use, even if the wall clock was
+ * slewed since this process started. The median of five such steps.
  */
 const wallClockAnchor = () => {
-  let sum = 0
-  for (let i = 0; i < 50; i++) sum += Date.now() - (performance.timeOrigin + performance.now())
-  return sum / 50 + 0.5 // Date.now() truncates: on average it is 0.5 ms behind the true instant
+  const steps: Array<number> = []
+  for (let i = 0; i < 5; i++) {
+    const from = Date.now()
+    let now = from
+    let at = 0
+    while (now === from) {
+      at = performance.timeOrigin + performance.now()
+      now = Date.now()
+    }
+    // the step happened between `at` and the read that saw it: the middle of that read
+    steps.push(now - (performance.timeOrigin + performance.now() + at) / 2)
+  }
+  return steps.sort((a, b) => a - b)[2]!
 }
 
 const runSink = () => {
