@@ -9,7 +9,7 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { isLiveClock, makeAlarm } from "../lib/alarm.ts"
-import { sleepThreadUntil } from "../lib/threadSleep.ts"
+import { makeThreadSleep } from "../lib/threadSleep.ts"
 import { DueQueue } from "./dueQueue.ts"
 
 /**
@@ -24,9 +24,14 @@ export const FIRE_QUIET_MS = 3
 export const SEND_SETTLE_MS = 1
 export const FIRE_DEFER_MS = 20
 
-/** How early the release loop's timer wakes it (live clock), and the longest it then sleeps the thread. */
+/**
+ * How early the release loop's timer wakes it (live clock), the longest it then sleeps the thread,
+ * and the share of the time it may sleep it (200/s needs about 17 %: lib/threadSleep.ts).
+ */
 const THREAD_SLEEP_LEAD_MS = 1
 const THREAD_SLEEP_MAX_MS = 1.5
+const THREAD_SLEEP_SHARE = 0.2
+const THREAD_SLEEP_BURST_MS = 20
 
 export const makeEarlyRelease = <T extends { readonly dueAtMs: number }>(send: (rows: ReadonlyArray<T>) => Effect.Effect<void>) =>
   Effect.gen(function*() {
@@ -50,10 +55,11 @@ export const makeEarlyRelease = <T extends { readonly dueAtMs: number }>(send: (
       })
 
     const precise = isLiveClock(clock)
+    const threadSleep = makeThreadSleep({ share: THREAD_SLEEP_SHARE, burstMs: THREAD_SLEEP_BURST_MS })
     /** The thread's sleep toward the next due time, once the early timer woke the loop (not a ring). */
     const sleepToNext = Effect.sync(() => {
       const nextAtMs = waiting.nextAtMs()
-      if (nextAtMs !== undefined) sleepThreadUntil(clock, nextAtMs, THREAD_SLEEP_MAX_MS)
+      if (nextAtMs !== undefined) threadSleep.until(clock, nextAtMs, THREAD_SLEEP_MAX_MS)
     })
     /** Until the next due time: its timer a millisecond early and the thread's sleep, when it is that far off. */
     const waitForNext = Effect.suspend(() => {
