@@ -331,8 +331,9 @@ export interface SchedulerTimingShape {
   /**
    * Shards fire on a grid of instants this far apart, the same for every shard and node
    * (scheduler/shardActor.ts fireReach): a fire reaches claimLeadMs + fireWindowMs past its instant,
-   * so every trigger is read at least claimLeadMs + fireWindowMs − fireEveryMs (130 ms) before its
-   * time, and a node's shards firing at one instant share a mark move and a read.
+   * so every trigger is read at least claimLeadMs + fireWindowMs − fireEveryMs (130 ms; 110 when the
+   * fire waits for a moment without sends, delivery/earlyRelease.ts FIRE_DEFER_MS) before its time,
+   * and a node's shards firing at one instant share a mark move and a read.
    */
   readonly fireEveryMs: number
   /** How often each shard looks for triggers left claimed by a node that is gone. */

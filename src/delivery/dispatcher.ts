@@ -32,6 +32,11 @@ export class Dispatcher extends Context.Service<Dispatcher, {
    * to it (scheduler/unheldClaims.ts).
    */
   readonly carries: (triggerId: string) => boolean
+  /**
+   * When a fire due at `atMs` should go: a moment up to a few milliseconds later at which none of the
+   * rows waiting for their time is due (delivery/earlyRelease.ts quietFrom), or `atMs`.
+   */
+  readonly quietFrom: (atMs: number) => number
   /** Resolves once fewer than `limit` rows wait for a sender (a large burst is fetched page by page). */
   readonly awaitRoom: (limit: number) => Effect.Effect<void>
   /**

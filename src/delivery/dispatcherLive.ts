@@ -285,6 +285,7 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
       }).pipe(Effect.asVoid),
     deliver,
     deliverAt: (rows) => Effect.andThen(Effect.sync(() => carry(rows)), early.deliverAt(rows)),
+    quietFrom: early.quietFrom,
     hold: fired.hold,
     holds: fired.holds,
     held: fired.held,

@@ -18,6 +18,11 @@ export class DueQueue<T extends { readonly dueAtMs: number }> {
     return this.#times[0]
   }
 
+  /** The earliest due time waiting at or after `atMs`, if any. */
+  firstAtOrAfter(atMs: number): number | undefined {
+    return this.#times[this.#insertionIndex(atMs)]
+  }
+
   add(rows: ReadonlyArray<T>): void {
     for (const row of rows) {
       const group = this.#byTime.get(row.dueAtMs)

@@ -2,7 +2,9 @@
 // lookahead, a loader that treats PostgreSQL as the overflow wheel (reading the next window before
 // the current one runs out), a mailbox of wake-ups, and the firing of whatever comes due.
 // It sleeps until the fire instant of its earliest deadline (or a wake-up), so firing is not tied to
-// polling; it fires ahead on a grid shared by every shard (fireReach: moving its shard's mark,
+// polling; it fires ahead on a grid shared by every shard, at the grid instant or a few milliseconds
+// after it when no send comes due then (delivery/earlyRelease.ts quietFrom; every shard of the node
+// finds the same moment) (fireReach: moving its shard's mark,
 // store/shardMarks.ts, with the node's other shards firing then, and claiming keyed triggers through
 // the node's ClaimBatcher) and hands the rows over for their due time (see SchedulerTiming in
 // config.ts), which the dispatcher keeps.
@@ -373,8 +375,10 @@ export const runShardActor = (options: ShardActorOptions) =>
       if (loadedUntil - nowMs <= reloadMarginMs) yield* load(nowMs)
       if (nowMs >= nextRecoverAt) yield* recover(nowMs)
       if (nowMs >= nextMaterializeAt) yield* materialize(nowMs)
+      // a fire goes at its grid instant or a few ms after it, when no send comes due (earlyRelease.ts)
+      const fireAt = fireInstantFor(wheel.nextDeadlineMs() ?? Infinity, timing)
       const wakeAt = Math.min(
-        fireInstantFor(wheel.nextDeadlineMs() ?? Infinity, timing),
+        fireAt > nowMs ? dispatcher.quietFrom(fireAt) : fireAt,
         loadedUntil - reloadMarginMs,
         nextRecoverAt,
         nextMaterializeAt

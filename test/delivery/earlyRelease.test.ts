@@ -7,7 +7,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect } from "effect"
 import * as Clock from "effect/Clock"
 import { DueQueue } from "../../src/delivery/dueQueue.ts"
-import { makeEarlyRelease } from "../../src/delivery/earlyRelease.ts"
+import { FIRE_DEFER_MS, FIRE_QUIET_MS, makeEarlyRelease, SEND_SETTLE_MS } from "../../src/delivery/earlyRelease.ts"
 
 /** A clock at `startMs` whose sleeps end `shortMs` before they should (at least 1 ms later). */
 const earlyWakingClock = (startMs: number, shortMs: number) => {
@@ -83,6 +83,26 @@ describe("the early release on the live clock (a plain timer per wait: lib/alarm
     }))
 })
 
+describe("the early release's precision on the live clock", () => {
+  it.live("rows due a few ms apart go within a fraction of a millisecond of their time (the thread sleeps the last one), never before it", () =>
+    Effect.gen(function*() {
+      const clock = yield* Clock.Clock
+      const wallMs = () => performance.timeOrigin + performance.now()
+      const sent: Array<{ readonly dueAtMs: number; readonly lateMs: number; readonly clockMs: number }> = []
+      const early = yield* makeEarlyRelease<Row>((rows) =>
+        Effect.sync(() => rows.forEach((row) => sent.push({ dueAtMs: row.dueAtMs, lateMs: wallMs() - row.dueAtMs, clockMs: clock.currentTimeMillisUnsafe() })))
+      )
+      yield* Effect.forkChild(Effect.forever(early.releaseTurn))
+      const startMs = clock.currentTimeMillisUnsafe() + 20
+      yield* early.deliverAt(Array.from({ length: 40 }, (_, i) => ({ id: String(i), dueAtMs: startMs + 4 * i })))
+      while (sent.length < 40) yield* Effect.sleep(10)
+      for (const row of sent) assert.isAtLeast(row.clockMs, row.dueAtMs, "not early")
+      const late = sent.map((row) => row.lateMs).sort((a, b) => a - b)
+      // a plain timer: 0.7 ms in the median (it wakes on whole milliseconds of the loop's cached time)
+      assert.isBelow(late[20]!, 0.5, `median lateness ${late[20]!.toFixed(2)} ms`)
+    }))
+})
+
 describe("DueQueue", () => {
   it("takes what is due, earliest first, rows of one millisecond in the order given", () => {
     const queue = new DueQueue<Row>()
@@ -95,4 +115,44 @@ describe("DueQueue", () => {
     assert.deepStrictEqual(queue.takeAll().map((row) => row.id), ["c", "d"])
     assert.deepStrictEqual([queue.size, queue.nextAtMs()], [0, undefined])
   })
+})
+
+describe("the moment a fire goes (quietFrom)", () => {
+  const waitingAt = (times: ReadonlyArray<number>) =>
+    Effect.gen(function*() {
+      const { clock, now } = earlyWakingClock(0, 0)
+      const { early } = yield* releaseOn(clock, now)
+      yield* early.deliverAt(times.map((dueAtMs) => ({ id: String(dueAtMs), dueAtMs }))).pipe(Effect.provideService(Clock.Clock, clock))
+      return early
+    })
+
+  it.effect("at its grid instant when no send comes due around it", () =>
+    Effect.gen(function*() {
+      assert.strictEqual((yield* waitingAt([])).quietFrom(1_000), 1_000)
+      assert.strictEqual((yield* waitingAt([990, 1_010])).quietFrom(1_000), 1_000)
+      assert.strictEqual((yield* waitingAt([1_000 + FIRE_QUIET_MS])).quietFrom(1_000), 1_000)
+      assert.strictEqual((yield* waitingAt([5_000])).quietFrom(Infinity), Infinity)
+    }))
+
+  it.effect("after a send due at or just before its instant, once no other comes due within FIRE_QUIET_MS", () =>
+    Effect.gen(function*() {
+      // one due every 5 ms (the precision bench): the fire goes 2 ms after the send due at its instant
+      assert.strictEqual((yield* waitingAt([995, 1_000, 1_005, 1_010])).quietFrom(1_000), 1_000 + SEND_SETTLE_MS + 1)
+      // a send due the millisecond before the instant may still be on its way
+      assert.strictEqual((yield* waitingAt([1_000 - SEND_SETTLE_MS])).quietFrom(1_000), 1_000 + 1)
+      // too short a gap is passed over
+      assert.strictEqual((yield* waitingAt([1_000, 1_003, 1_005, 1_012])).quietFrom(1_000), 1_007)
+    }))
+
+  it.effect("never later than FIRE_DEFER_MS after its instant: with sends every millisecond it goes at the instant", () =>
+    Effect.gen(function*() {
+      const busy = Array.from({ length: 40 }, (_, i) => 995 + i)
+      assert.strictEqual((yield* waitingAt(busy)).quietFrom(1_000), 1_000)
+      const early = yield* waitingAt(Array.from({ length: 20 }, (_, i) => 1_000 + 2 * i))
+      for (let atMs = 990; atMs < 1_100; atMs++) {
+        const fireAtMs = early.quietFrom(atMs)
+        assert.isAtLeast(fireAtMs, atMs)
+        assert.isAtMost(fireAtMs, atMs + FIRE_DEFER_MS)
+      }
+    }))
 })

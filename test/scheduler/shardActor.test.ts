@@ -164,6 +164,32 @@ layer(TestDatabase, { timeout: "60 seconds" })("ShardActor", (it) => {
         yield* Fiber.interrupt(actor.fiber)
       }))
 
+    it.effect("a fire whose grid instant a handed-over trigger is due at goes once that send is made, not with it", () =>
+      Effect.gen(function*() {
+        yield* setup
+        const laterDueMs = (yield* clockNow) + 5_000
+        const fireAtMs = fireInstantFor(laterDueMs, SCHEDULER_TIMING)
+        // due at the later one's grid instant: fired a grid step or two before, waiting in the dispatcher then
+        const atInstant = yield* trigger("registered", fireAtMs)
+        const later = yield* trigger("registered", laterDueMs)
+        const actor = yield* startActor
+        yield* actor.advance(fireAtMs - 1 - (yield* clockNow))
+        assert.strictEqual(yield* statusOf(atInstant), "running")
+        assert.strictEqual(yield* statusOf(later), "registered")
+        yield* actor.advance(1)
+        assert.strictEqual(yield* Queue.take(actor.submitted), atInstant)
+        assert.strictEqual(yield* statusOf(later), "registered", "not fired at the instant its neighbour is sent")
+        yield* actor.advance(1)
+        assert.strictEqual(yield* statusOf(later), "registered")
+        yield* actor.advance(1)
+        assert.strictEqual(yield* statusOf(later), "running", "fired 2 ms after the instant (earlyRelease.ts quietFrom)")
+        yield* actor.advance(laterDueMs - 1 - (yield* clockNow))
+        assert.strictEqual(yield* Queue.size(actor.submitted), 0)
+        yield* actor.advance(1)
+        assert.strictEqual(yield* Queue.take(actor.submitted), later)
+        yield* Fiber.interrupt(actor.fiber)
+      }))
+
     it.effect("fires overdue triggers at once and a pending retry at its retry time", () =>
       Effect.gen(function*() {
         yield* setup

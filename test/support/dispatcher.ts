@@ -23,6 +23,7 @@ export const recordingDispatcher = (onHandedOver: (ids: ReadonlyArray<string>) =
     submit: handedOver,
     deliver,
     deliverAt: early.deliverAt,
+    quietFrom: early.quietFrom,
     hold: fired.hold,
     holds: fired.holds,
     held: fired.held,
