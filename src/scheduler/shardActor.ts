@@ -2,12 +2,12 @@
 // lookahead, a loader that treats PostgreSQL as the overflow wheel (reading the next window before
 // the current one runs out), a mailbox of wake-ups, and the firing of whatever comes due.
 // It sleeps until the fire instant of its earliest deadline (or a wake-up), so firing is not tied to
-// polling; it fires ahead on a grid shared by every shard, at the grid instant or a few milliseconds
-// after it when no send comes due then (delivery/earlyRelease.ts quietFrom; every shard of the node
-// finds the same moment) (fireReach: moving its shard's mark,
+// polling; it fires ahead on a grid shared by every shard (fireReach: moving its shard's mark,
 // store/shardMarks.ts, with the node's other shards firing then, and claiming keyed triggers through
 // the node's ClaimBatcher) and hands the rows over for their due time (see SchedulerTiming in
-// config.ts), which the dispatcher keeps.
+// config.ts), which the dispatcher keeps. A fire goes at its grid instant, or a few milliseconds after
+// it when a send comes due then (delivery/earlyRelease.ts quietFrom: every shard of the node finds the
+// same moment).
 // The actor is also its shard's materializer: every few seconds, and right after claiming
 // a generator's instance, it creates the next instance of each active generator that has none.
 // Triggers with a gated tag are handed over like any other (their gates admit them in memory:
