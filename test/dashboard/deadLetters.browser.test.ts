@@ -89,6 +89,8 @@ layer(Env, { timeout: "240 seconds", excludeTestServices: true })("the Dead lett
 
       // the page: the same count, the three that end in a dead letter now (sent at once: in any order)
       yield* step(() => page.getByText("3 triggers end in a dead letter now.").waitFor())
+      // the count and the rows come from two requests: wait for the rows too
+      yield* step(() => page.locator("tr[data-dead-letter]").nth(2).waitFor())
       const rows = () => step(() => page.locator("tr[data-dead-letter]").evaluateAll((trs) => trs.map((tr) => tr.getAttribute("data-dead-letter"))))
       assert.sameMembers(yield* rows(), [ids[4], ids[3], ids[2]])
       const third = page.locator(`tr[data-dead-letter="${ids[2]}"]`)
