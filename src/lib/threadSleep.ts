@@ -43,8 +43,9 @@ export const makeThreadSleep = (options: { readonly share: number; readonly burs
       const nowMs = preciseNowMs()
       budgetMs = Math.min(options.burstMs, budgetMs + (nowMs - lastMs) * options.share)
       lastMs = nowMs
-      if (atMs - nowMs > budgetMs) return clock.currentTimeMillisUnsafe() >= atMs
-      const reached = sleepThreadUntil(clock, atMs, maxMs)
+      // the budget bounds the sleep itself too: the caller's clock may read a hair behind this one
+      if (budgetMs <= 0 || atMs - nowMs > budgetMs) return clock.currentTimeMillisUnsafe() >= atMs
+      const reached = sleepThreadUntil(clock, atMs, Math.min(maxMs, budgetMs))
       const endMs = preciseNowMs()
       budgetMs -= endMs - nowMs
       lastMs = endMs
