@@ -71,7 +71,7 @@ export const planInserts = (input: InsertsInput, columns: TriggerColumns): Inser
 /** Inserts every item as a new trigger in one statement; the plan (answer, wake-ups, counts) once written. */
 export const applyInserts = (input: InsertsInput) =>
   Effect.gen(function*() {
-    const plan = planInserts(input, new TriggerColumns(yield* EncryptionKeys))
+    const plan = planInserts(input, new TriggerColumns(yield* EncryptionKeys, input.items.length))
     const trace = yield* callTraceContext
     yield* itemColumnsInsert({ projectId: input.projectId, keyScope: null, columns: plan.columns, nowMs: input.nowMs, trace })
     return plan

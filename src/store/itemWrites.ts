@@ -36,34 +36,53 @@ export interface ItemTriggerRow {
  * which then makes no object per row.
  */
 export class TriggerColumns {
-  readonly ids: Array<string> = []
-  private readonly shards: Array<number> = []
-  private readonly kinds: Array<string> = []
-  private readonly statuses: Array<string> = []
-  private readonly scheduledAts: Array<number | null> = []
-  private readonly urls: Array<string> = []
-  private readonly methods: Array<string> = []
-  private readonly headers: Array<unknown> = []
-  private readonly bodies: Array<Uint8Array | null> = []
-  private readonly sealedWith: Array<string | null> = []
-  private readonly contentTypes: Array<string | null> = []
-  private readonly titles: Array<string | null> = []
-  private readonly tags: Array<string> = []
-  private readonly customKeys: Array<string | null> = []
-  private readonly retries: Array<unknown> = []
-  private readonly cronExprs: Array<string | null> = []
-  private readonly cronTzs: Array<string | null> = []
+  readonly ids: Array<string>
+  private readonly shards: Array<number>
+  private readonly kinds: Array<string>
+  private readonly statuses: Array<string>
+  private readonly scheduledAts: Array<number | null>
+  private readonly urls: Array<string>
+  private readonly methods: Array<string>
+  private readonly headers: Array<unknown>
+  private readonly bodies: Array<Uint8Array | null>
+  private readonly sealedWith: Array<string | null>
+  private readonly contentTypes: Array<string | null>
+  private readonly titles: Array<string | null>
+  private readonly tags: Array<string>
+  private readonly customKeys: Array<string | null>
+  private readonly retries: Array<unknown>
+  private readonly cronExprs: Array<string | null>
+  private readonly cronTzs: Array<string | null>
   private readonly keyring: Keyring | null
+  private filled = 0
 
-  constructor(keyring: Keyring | null) {
+  /** Room for exactly `rows` rows (the arrays are made at their size: no copies as they grow). */
+  constructor(keyring: Keyring | null, rows: number) {
     this.keyring = keyring
+    this.ids = new Array(rows)
+    this.shards = new Array(rows)
+    this.kinds = new Array(rows)
+    this.statuses = new Array(rows)
+    this.scheduledAts = new Array(rows)
+    this.urls = new Array(rows)
+    this.methods = new Array(rows)
+    this.headers = new Array(rows)
+    this.bodies = new Array(rows)
+    this.sealedWith = new Array(rows)
+    this.contentTypes = new Array(rows)
+    this.titles = new Array(rows)
+    this.tags = new Array(rows)
+    this.customKeys = new Array(rows)
+    this.retries = new Array(rows)
+    this.cronExprs = new Array(rows)
+    this.cronTzs = new Array(rows)
   }
 
   get length(): number {
     return this.ids.length
   }
 
-  /** One row; `scheduledAtMs` for one-shots, `cron` for generators (else null). */
+  /** The next row; `scheduledAtMs` for one-shots, `cron` for generators (else null). */
   push(
     id: string,
     shard: number,
@@ -73,29 +92,32 @@ export class TriggerColumns {
     cron: ItemTriggerRow["cron"],
     d: TriggerDefinition
   ): void {
+    const i = this.filled++
+    if (i >= this.ids.length) throw new RangeError(`TriggerColumns: more than ${this.ids.length} rows`)
     // plain (no keys): the definition's own headers and body, no object per row
     const request = this.keyring === null ? null : sealRequest(d.headers, d.body, this.keyring)
-    this.ids.push(id)
-    this.shards.push(shard)
-    this.kinds.push(kind)
-    this.statuses.push(status)
-    this.scheduledAts.push(scheduledAtMs)
-    this.urls.push(d.url)
-    this.methods.push(d.method)
-    this.headers.push(request === null ? d.headers : request.headers)
-    this.bodies.push(request === null ? d.body : request.body)
-    this.sealedWith.push(request === null ? null : request.sealedWith)
-    this.contentTypes.push(d.contentType)
-    this.titles.push(d.title)
-    this.tags.push(textArrayLiteral(d.tags))
-    this.customKeys.push(d.customKey)
-    this.retries.push(d.retry)
-    this.cronExprs.push(cron === null ? null : cron.cronExpr)
-    this.cronTzs.push(cron === null ? null : cron.cronTz)
+    this.ids[i] = id
+    this.shards[i] = shard
+    this.kinds[i] = kind
+    this.statuses[i] = status
+    this.scheduledAts[i] = scheduledAtMs
+    this.urls[i] = d.url
+    this.methods[i] = d.method
+    this.headers[i] = request === null ? d.headers : request.headers
+    this.bodies[i] = request === null ? d.body : request.body
+    this.sealedWith[i] = request === null ? null : request.sealedWith
+    this.contentTypes[i] = d.contentType
+    this.titles[i] = d.title
+    this.tags[i] = textArrayLiteral(d.tags)
+    this.customKeys[i] = d.customKey
+    this.retries[i] = d.retry
+    this.cronExprs[i] = cron === null ? null : cron.cronExpr
+    this.cronTzs[i] = cron === null ? null : cron.cronTz
   }
 
-  /** The typed array parameters, in `unnestRows`' column order. */
+  /** The typed array parameters, in `unnestRows`' column order; every row must have been pushed. */
   parameters() {
+    if (this.filled !== this.ids.length) throw new RangeError(`TriggerColumns: ${this.filled} of ${this.ids.length} rows`)
     return [
       uuidArray(this.ids), int4Array(this.shards), textArray(this.kinds), textArray(this.statuses),
       timestamptzArray(this.scheduledAts), textArray(this.urls), textArray(this.methods), jsonbArray(this.headers),
@@ -108,7 +130,7 @@ export class TriggerColumns {
 
 /** The rows as arrays of columns. */
 const columnsOfRows = (rows: ReadonlyArray<ItemTriggerRow>, keyring: Keyring | null): TriggerColumns => {
-  const columns = new TriggerColumns(keyring)
+  const columns = new TriggerColumns(keyring, rows.length)
   for (const row of rows) columns.push(row.id, row.shard, row.kind, row.status, row.scheduledAtMs, row.cron, row.definition)
   return columns
 }

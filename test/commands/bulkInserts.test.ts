@@ -43,7 +43,7 @@ const ids = () => {
 
 describe("planInserts: what the general plan gives for a call that only adds", () => {
   const general = planBulk({ upserts: items(), cancels: [], nowMs: NOW, triggers: [], newId: ids() })
-  const inserts = planInserts({ projectId: "p", items: items(), shards: SHARDS, nowMs: NOW, wakeHorizonMs: HORIZON, newId: ids() }, new TriggerColumns(null))
+  const inserts = planInserts({ projectId: "p", items: items(), shards: SHARDS, nowMs: NOW, wakeHorizonMs: HORIZON, newId: ids() }, new TriggerColumns(null, upserts.length))
 
   it("the answer's text is JSON.stringify of the plan's summary and operations", () => {
     expect(general.summary.skipped).toBe(1)
@@ -51,7 +51,7 @@ describe("planInserts: what the general plan gives for a call that only adds", (
   })
 
   it("the columns hold what the plan's rows hold, in order", () => {
-    const rows = new TriggerColumns(null)
+    const rows = new TriggerColumns(null, general.itemWrites.length)
     for (const write of general.itemWrites) {
       expect(write._tag).toBe("Insert")
       const row = rowOf((write as { readonly trigger: PlannedTrigger }).trigger, SHARDS)
