@@ -13,7 +13,7 @@ import { decodeBulkBody } from "../domain/bulk.ts"
 import { MalformedRequest } from "../domain/errors.ts"
 import { type Decoded, decodeDeclareBody } from "../domain/item.ts"
 import { authenticate } from "./auth.ts"
-import { jsonResponse } from "./errors.ts"
+import { jsonResponse, jsonTextResponse } from "./errors.ts"
 import { handle } from "./handle.ts"
 import { readJsonBody, requireExactPath } from "./requestParts.ts"
 
@@ -38,7 +38,7 @@ const declareRoute = Effect.gen(function*() {
 
 const bulkRoute = Effect.gen(function*() {
   const { projectId, body, nowMs } = yield* readCall(/^\/bulk$/, decodeBulkBody)
-  return jsonResponse(200, yield* bulkTriggers(projectId, body, nowMs))
+  return jsonTextResponse(200, yield* bulkTriggers(projectId, body, nowMs))
 })
 
 export const DeclareRoutes = HttpRouter.use(Effect.fn(function*(router) {

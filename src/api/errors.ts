@@ -99,8 +99,11 @@ export const hintOf = (error: ApiError): string => {
 /** The response with its `Timewheel-Error` header. */
 export const withHint = (hint: string) => HttpServerResponse.setHeader(ERROR_HEADER, asciiLine(hint))
 
-export const jsonResponse = (status: number, body: unknown) =>
-  HttpServerResponse.text(JSON.stringify(body), { status, contentType: "application/json" })
+export const jsonResponse = (status: number, body: unknown) => jsonTextResponse(status, JSON.stringify(body))
+
+/** A JSON answer already written as text. */
+export const jsonTextResponse = (status: number, text: string) =>
+  HttpServerResponse.text(text, { status, contentType: "application/json" })
 
 const bodyOf = (error: ApiError): HttpServerResponse.HttpServerResponse => {
   switch (error._tag) {

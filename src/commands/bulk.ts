@@ -6,7 +6,9 @@
 // compare-and-sets on the statuses read, and when one misses (the scheduler claimed a trigger, or
 // another request changed it) the transaction is rolled back and the call planned again from the
 // new state, as it is when a concurrent call took a custom key first. Shards are woken after the
-// commit. Never quota.
+// commit. Never quota. A call that only adds (no cancels, no key naming a pending trigger) skips the
+// general plan: bulkInserts.ts writes its items and its answer text directly. The answer is JSON
+// text either way.
 import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import { Wakeups } from "../cluster/wakeups.ts"
@@ -22,6 +24,7 @@ import { isUniqueViolation } from "../store/projects.ts"
 import { withTransaction } from "../store/transaction.ts"
 import { orUnavailable } from "../store/unavailable.ts"
 import { Metrics } from "../metrics/metrics.ts"
+import { applyInserts, countInserted } from "./bulkInserts.ts"
 import { applyItemWrites, countCreated } from "./itemWrites.ts"
 
 export interface BulkResult {
@@ -43,6 +46,13 @@ const bulkOnce = (projectId: string, call: Valid, nowMs: number) =>
     const wakeHorizonMs = nowMs + 2 * (yield* SchedulerTiming).lookaheadMs
     const triggers = yield* itemsReadForBulk({ projectId, ...bulkLookups(call.upserts, call.cancels) })
     const newId = () => uuidv7(nowMs)
+    if (call.cancels.length === 0 && triggers.length === 0) {
+      // every upsert is new: one insert, atomic by itself (a key taken meanwhile fails it whole)
+      const inserted = yield* applyInserts({ projectId, items: call.upserts, shards, nowMs, wakeHorizonMs, newId })
+      yield* (yield* Wakeups).wake(inserted.wake)
+      countInserted(yield* Metrics, inserted)
+      return inserted.answer
+    }
     const plan = planBulk({ upserts: call.upserts, cancels: call.cancels, nowMs, triggers, newId })
     const stored = new Map<string, StoredTrigger>(triggers.map((t) => [t.id, t]))
     const apply = Effect.gen(function*() {
@@ -58,15 +68,18 @@ const bulkOnce = (projectId: string, call: Valid, nowMs: number) =>
     const applied = yield* (insertsOnly ? apply : withTransaction(apply))
     yield* (yield* Wakeups).wake(applied.wake)
     countCreated(yield* Metrics, "bulk", plan.operations)
-    return { summary: plan.summary, operations: plan.operations } satisfies BulkResult
+    return JSON.stringify({ summary: plan.summary, operations: plan.operations } satisfies BulkResult)
   })
 
-/** The use case; a 400 before anything is written; a database that cannot be reached is ServiceUnavailable. */
+/**
+ * The use case, answering the JSON text of a BulkResult; a 400 before anything is written; a database
+ * that cannot be reached is ServiceUnavailable.
+ */
 export const bulkTriggers = (projectId: string, body: BulkBody, nowMs: number) =>
   orUnavailable(Effect.gen(function*() {
     const call = validateBulkBody(body, nowMs)
     if (call._tag === "Invalid") return yield* Effect.fail(new BadRequest(call.message, scheduledAtHint(call.message)))
-    const attempt = (n: number): Effect.Effect<BulkResult, unknown, Effect.Services<ReturnType<typeof bulkOnce>>> =>
+    const attempt = (n: number): Effect.Effect<string, unknown, Effect.Services<ReturnType<typeof bulkOnce>>> =>
       bulkOnce(projectId, call, nowMs).pipe(
         Effect.catchIf(
           (error) => error instanceof StalePlan || isUniqueViolation(error),

@@ -186,7 +186,7 @@ export interface MatchContext {
 }
 
 /** Rule 7: a past absolute one-shot without runMissed is stored skipped; generators are active. */
-const statusOf = (schedule: ItemSchedule, context: MatchContext): PlannedTrigger["status"] => {
+export const statusOf = (schedule: ItemSchedule, context: MatchContext): PlannedTrigger["status"] => {
   if (schedule._tag === "Cron") return "active"
   const skipped = isPast(schedule.fireAtMs, context.nowMs) && !schedule.nowBased && !context.runMissed
   return skipped ? "skipped" : "registered"

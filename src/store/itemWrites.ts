@@ -30,60 +30,113 @@ export interface ItemTriggerRow {
 }
 
 /**
- * The rows as arrays of columns (columnArrays.ts), headers and body sealed when ENCRYPTION_KEYS is
- * set; the call's trace context is the same for every row and goes as one value.
+ * Trigger rows gathered as arrays of columns (columnArrays.ts), headers and body sealed when
+ * ENCRYPTION_KEYS is set; the call's trace context is the same for every row and goes as one value.
+ * Filled row by row, from rows (`columnsOfRows`) or straight from a plan's items (commands/bulkInserts.ts),
+ * which then makes no object per row.
  */
-const columnsOf = (rows: ReadonlyArray<ItemTriggerRow>, keyring: Keyring | null) => {
-  const n = rows.length
-  const ids = new Array<string>(n)
-  const shards = new Array<number>(n)
-  const kinds = new Array<string>(n)
-  const statuses = new Array<string>(n)
-  const scheduledAts = new Array<number | null>(n)
-  const urls = new Array<string>(n)
-  const methods = new Array<string>(n)
-  const headers = new Array<unknown>(n)
-  const bodies = new Array<Uint8Array | null>(n)
-  const sealedWith = new Array<string | null>(n)
-  const contentTypes = new Array<string | null>(n)
-  const titles = new Array<string | null>(n)
-  const tags = new Array<string>(n)
-  const customKeys = new Array<string | null>(n)
-  const retries = new Array<unknown>(n)
-  const cronExprs = new Array<string | null>(n)
-  const cronTzs = new Array<string | null>(n)
-  for (let i = 0; i < n; i++) {
-    const row = rows[i]!
-    const d = row.definition
-    // plain (no keys): the definition's own headers and body, no object per row
-    const request = keyring === null ? null : sealRequest(d.headers, d.body, keyring)
-    ids[i] = row.id
-    shards[i] = row.shard
-    kinds[i] = row.kind
-    statuses[i] = row.status
-    scheduledAts[i] = row.scheduledAtMs
-    urls[i] = d.url
-    methods[i] = d.method
-    headers[i] = request === null ? d.headers : request.headers
-    bodies[i] = request === null ? d.body : request.body
-    sealedWith[i] = request === null ? null : request.sealedWith
-    contentTypes[i] = d.contentType
-    titles[i] = d.title
-    tags[i] = textArrayLiteral(d.tags)
-    customKeys[i] = d.customKey
-    retries[i] = d.retry
-    cronExprs[i] = row.cron === null ? null : row.cron.cronExpr
-    cronTzs[i] = row.cron === null ? null : row.cron.cronTz
+export class TriggerColumns {
+  readonly ids: Array<string>
+  private readonly shards: Array<number>
+  private readonly kinds: Array<string>
+  private readonly statuses: Array<string>
+  private readonly scheduledAts: Array<number | null>
+  private readonly urls: Array<string>
+  private readonly methods: Array<string>
+  private readonly headers: Array<unknown>
+  private readonly bodies: Array<Uint8Array | null>
+  private readonly sealedWith: Array<string | null>
+  private readonly contentTypes: Array<string | null>
+  private readonly titles: Array<string | null>
+  private readonly tags: Array<string>
+  private readonly customKeys: Array<string | null>
+  private readonly retries: Array<unknown>
+  private readonly cronExprs: Array<string | null>
+  private readonly cronTzs: Array<string | null>
+  private readonly keyring: Keyring | null
+  private filled = 0
+
+  /** Room for exactly `rows` rows (the arrays are made at their size: no copies as they grow). */
+  constructor(keyring: Keyring | null, rows: number) {
+    this.keyring = keyring
+    this.ids = new Array(rows)
+    this.shards = new Array(rows)
+    this.kinds = new Array(rows)
+    this.statuses = new Array(rows)
+    this.scheduledAts = new Array(rows)
+    this.urls = new Array(rows)
+    this.methods = new Array(rows)
+    this.headers = new Array(rows)
+    this.bodies = new Array(rows)
+    this.sealedWith = new Array(rows)
+    this.contentTypes = new Array(rows)
+    this.titles = new Array(rows)
+    this.tags = new Array(rows)
+    this.customKeys = new Array(rows)
+    this.retries = new Array(rows)
+    this.cronExprs = new Array(rows)
+    this.cronTzs = new Array(rows)
   }
-  return [
-    uuidArray(ids), int4Array(shards), textArray(kinds), textArray(statuses), timestamptzArray(scheduledAts), textArray(urls),
-    textArray(methods), jsonbArray(headers), byteaArray(bodies), textArray(sealedWith), textArray(contentTypes),
-    textArray(titles), textArray(tags), textArray(customKeys), jsonbArray(retries), textArray(cronExprs), textArray(cronTzs)
-  ] as const
+
+  get length(): number {
+    return this.ids.length
+  }
+
+  /** The next row; `scheduledAtMs` for one-shots, `cron` for generators (else null). */
+  push(
+    id: string,
+    shard: number,
+    kind: TriggerKind,
+    status: ItemTriggerRow["status"],
+    scheduledAtMs: number | null,
+    cron: ItemTriggerRow["cron"],
+    d: TriggerDefinition
+  ): void {
+    const i = this.filled++
+    if (i >= this.ids.length) throw new RangeError(`TriggerColumns: more than ${this.ids.length} rows`)
+    // plain (no keys): the definition's own headers and body, no object per row
+    const request = this.keyring === null ? null : sealRequest(d.headers, d.body, this.keyring)
+    this.ids[i] = id
+    this.shards[i] = shard
+    this.kinds[i] = kind
+    this.statuses[i] = status
+    this.scheduledAts[i] = scheduledAtMs
+    this.urls[i] = d.url
+    this.methods[i] = d.method
+    this.headers[i] = request === null ? d.headers : request.headers
+    this.bodies[i] = request === null ? d.body : request.body
+    this.sealedWith[i] = request === null ? null : request.sealedWith
+    this.contentTypes[i] = d.contentType
+    this.titles[i] = d.title
+    this.tags[i] = textArrayLiteral(d.tags)
+    this.customKeys[i] = d.customKey
+    this.retries[i] = d.retry
+    this.cronExprs[i] = cron === null ? null : cron.cronExpr
+    this.cronTzs[i] = cron === null ? null : cron.cronTz
+  }
+
+  /** The typed array parameters, in `unnestRows`' column order; every row must have been pushed. */
+  parameters() {
+    if (this.filled !== this.ids.length) throw new RangeError(`TriggerColumns: ${this.filled} of ${this.ids.length} rows`)
+    return [
+      uuidArray(this.ids), int4Array(this.shards), textArray(this.kinds), textArray(this.statuses),
+      timestamptzArray(this.scheduledAts), textArray(this.urls), textArray(this.methods), jsonbArray(this.headers),
+      byteaArray(this.bodies), textArray(this.sealedWith), textArray(this.contentTypes), textArray(this.titles),
+      textArray(this.tags), textArray(this.customKeys), jsonbArray(this.retries), textArray(this.cronExprs),
+      textArray(this.cronTzs)
+    ] as const
+  }
 }
 
-/** The rows of `columnsOf` read back (tags arrive as array literals), with the expected statuses of an update. */
-const unnestRows = (sql: SqlClient.SqlClient, c: ReturnType<typeof columnsOf>, expected?: PgTypes.Parameter) =>
+/** The rows as arrays of columns. */
+const columnsOfRows = (rows: ReadonlyArray<ItemTriggerRow>, keyring: Keyring | null): TriggerColumns => {
+  const columns = new TriggerColumns(keyring, rows.length)
+  for (const row of rows) columns.push(row.id, row.shard, row.kind, row.status, row.scheduledAtMs, row.cron, row.definition)
+  return columns
+}
+
+/** The rows of `TriggerColumns.parameters` read back (tags arrive as array literals), with the expected statuses of an update. */
+const unnestRows = (sql: SqlClient.SqlClient, c: ReturnType<TriggerColumns["parameters"]>, expected?: PgTypes.Parameter) =>
   expected === undefined
     ? sql`unnest(${c[0]}, ${c[1]}, ${c[2]}, ${c[3]}, ${c[4]}, ${c[5]}, ${c[6]}, ${c[7]}, ${c[8]}, ${c[9]}, ${c[10]}, ${c[11]},
         ${c[12]}, ${c[13]}, ${c[14]}, ${c[15]}, ${c[16]}) AS x(id, shard, kind, status, scheduled_at, url, method, headers, body,
@@ -105,8 +158,19 @@ export const itemTriggersInsert = Effect.fnUntraced(function*(input: {
   readonly trace?: TraceContext | null
 }) {
   if (input.rows.length === 0) return
+  yield* itemColumnsInsert({ ...input, columns: columnsOfRows(input.rows, yield* EncryptionKeys) })
+})
+
+/** Inserts the rows gathered in `columns` (sealed with the keyring they were made with), as itemTriggersInsert. */
+export const itemColumnsInsert = Effect.fnUntraced(function*(input: {
+  readonly projectId: string
+  readonly keyScope: string | null
+  readonly columns: TriggerColumns
+  readonly nowMs: number
+  readonly trace?: TraceContext | null
+}) {
+  if (input.columns.length === 0) return
   const sql = yield* SqlClient.SqlClient
-  const columns = columnsOf(input.rows, yield* EncryptionKeys)
   const now = new Date(input.nowMs)
   yield* sql`INSERT INTO triggers (id, project_id, kind, shard, status, scheduled_at, due_at, url, method, headers, body,
       sealed_with, content_type, title, tags, custom_key, retry, cron_expr, cron_tz, key_scope, traceparent, tracestate,
@@ -116,7 +180,7 @@ export const itemTriggersInsert = Effect.fnUntraced(function*(input: {
       x.sealed_with, x.content_type, x.title, x.tags::text[], x.custom_key, x.retry,
       x.cron_expr, x.cron_tz, ${input.keyScope}::text, ${input.trace?.traceparent ?? null}::text,
       ${input.trace?.tracestate ?? null}::text, ${now}, ${now}
-    FROM ${unnestRows(sql, columns)}`
+    FROM ${unnestRows(sql, input.columns.parameters())}`
 })
 
 // The update and the cancel find their rows by the primary key, one lookup per array element, and
@@ -139,7 +203,7 @@ export const itemTriggersUpdate = Effect.fnUntraced(function*(input: {
 }) {
   if (input.rows.length === 0) return [] as Array<{ id: string; shard: number }>
   const sql = yield* SqlClient.SqlClient
-  const columns = columnsOf(input.rows, yield* EncryptionKeys)
+  const columns = columnsOfRows(input.rows, yield* EncryptionKeys).parameters()
   const expected = textArray(input.rows.map((row) => row.expectedStatus))
   const ids = input.rows.map((row) => row.id)
   return yield* unfiredCompareAndSet(ids, (locked) => sql<{ id: string; shard: number }>`UPDATE triggers t SET status = x.status,

@@ -1,8 +1,8 @@
 // POST /bulk against the real service and database, read like docs/declare-and-bulk.md "POST /bulk" and
 // "Errors": the check table (each message and its order), the cancel targets (id, object id, customKey,
 // tag; skipped silently when they match nothing or nothing cancellable), upserts matched across the
-// project, a generator edit that keeps its upcoming instance, and all-or-nothing: a call failing after
-// some of its rows were written leaves nothing.
+// project, calls adding the same new keys at once, a generator edit that keeps its upcoming instance,
+// and all-or-nothing: a call failing after some of its rows were written leaves nothing.
 import { assert, describe, layer } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
@@ -179,6 +179,25 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /bulk", (it) => {
         assert.strictEqual(yield* statusOf(idOf(first, "new")), "cancelled")
         // the declared trigger with key k was left alone
         assert.strictEqual((yield* triggerRow(idOf(declaredK, "k"))).url, URL)
+      }))
+
+    it.effect("calls adding the same new keys at once: one trigger per key, added by one call, unchanged in the others; none fails", () =>
+      Effect.gen(function*() {
+        const key = yield* newKey()
+        const keys = Array.from({ length: 40 }, (_, i) => `race-${i}`)
+        const body = { upserts: [...keys.map((k) => up(k)), up(undefined)] }
+        const answers = yield* Effect.all(Array.from({ length: 6 }, () => bulked(key, body)), { concurrency: "unbounded" })
+        for (const k of keys) {
+          const entries = answers.map((answer) => answer.operations.find((entry) => entry.customKey === k)!)
+          assert.deepStrictEqual(entries.map((entry) => entry.operation).sort(), ["added", ...Array(5).fill("unchanged")])
+          assert.strictEqual(new Set(entries.map((entry) => entry.id)).size, 1)
+        }
+        // every call added its keyless upsert
+        assert.deepStrictEqual(answers.map((answer) => answer.summary.added + answer.summary.unchanged), Array(6).fill(keys.length + 1))
+        const sql = yield* SqlClient.SqlClient
+        const [count] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM triggers WHERE custom_key IS NOT NULL
+          AND project_id = (SELECT project_id FROM triggers WHERE id = ${idOf(answers[0]!, "race-0")})`
+        assert.strictEqual(count!.n, keys.length)
       }))
 
     it.effect("a generator edit keeps its upcoming instance (new settings from the run after it)", () =>
