@@ -6,7 +6,7 @@ import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { Keyring } from "../domain/sealing.ts"
 import { type ClaimedRow, DUE_STATUSES } from "../domain/trigger.ts"
-import { DELIVERY_COLUMN_COUNT, deliveryColumns, firedRowOfValues } from "./deliveryRows.ts"
+import { DELIVERY_COLUMN_COUNT, deliveryColumns, deliveryRowOfValues } from "./deliveryRows.ts"
 import { executionsInsert, interruptedExecution } from "./executions.ts"
 import { GATED_TAGS_SQL } from "./gates.ts"
 import { EncryptionKeys } from "./sealedRequests.ts"
@@ -54,7 +54,7 @@ const firedRowOf = (v: ReadonlyArray<unknown>, keys: Keyring | null): FiredRow =
   const id = v[0] as string
   return {
     claimNeeded: v[CLAIM_NEEDED] as boolean,
-    row: firedRowOfValues(v, keys, v[GATE_TAGS] as Array<string>, v[UPDATED_US] as string, Number(v[DUE_MS] as string)),
+    row: deliveryRowOfValues(v, keys, false, v[GATE_TAGS] as Array<string>, { seenUs: v[UPDATED_US] as string }, Number(v[DUE_MS] as string)),
     cursor: { dueAt: v[DUE_TEXT] as string, id }
   }
 }

@@ -11,7 +11,7 @@
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { DeliveryRow } from "../domain/trigger.ts"
-import { type DeliveryRecord, deliveryColumns, toDeliveryRow } from "./deliveryRows.ts"
+import { DELIVERY_COLUMN_COUNT, deliveryColumns, deliveryRowOfValues } from "./deliveryRows.ts"
 import { EncryptionKeys } from "./sealedRequests.ts"
 
 /**
@@ -48,7 +48,7 @@ export const gateBacklogTake = Effect.fnUntraced(function*(input: {
   if (input.limit <= 0) return [] as Array<DeliveryRow>
   const sql = yield* SqlClient.SqlClient
   const now = new Date(input.nowMs)
-  const rows = yield* sql<DeliveryRecord & { gate_tags: Array<string>; order_key: string }>`
+  const rows = yield* sql`
     WITH picked AS (
       SELECT t.id, s.scheduled_at FROM gate_slots s JOIN triggers t ON t.id = s.trigger_id
       WHERE s.project_id = ${input.projectId} AND s.tag = ${input.tag} AND NOT s.running
@@ -60,10 +60,11 @@ export const gateBacklogTake = Effect.fnUntraced(function*(input: {
       FROM picked, projects p WHERE t.id = picked.id AND p.id = t.project_id
       RETURNING ${deliveryColumns(sql, now)}, ${sql.unsafe(GATED_TAGS_SQL)} AS gate_tags, picked.scheduled_at
     )
-    SELECT * FROM taken ORDER BY scheduled_at, id`
+    SELECT * FROM taken ORDER BY scheduled_at, id`.values
   const keys = yield* EncryptionKeys
-  // the attempt about to be made is the next one, as for a fired trigger (counted when it starts)
-  return rows.map((row) => ({ ...toDeliveryRow(row, keys, row.gate_tags), attempt: row.attempts + 1 }))
+  // the attempt about to be made is the next one, as for a fired trigger (counted when it starts);
+  // gate_tags follows deliveryColumns
+  return rows.map((v) => deliveryRowOfValues(v, keys, false, v[DELIVERY_COLUMN_COUNT] as Array<string>, null, undefined))
 })
 
 /** Forgets (up to 1,000) gate rows of a gate whose triggers no longer wait (cancelled while they waited). */

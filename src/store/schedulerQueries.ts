@@ -5,7 +5,7 @@ import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { Fragment } from "effect/sql/Statement"
 import { type ClaimedRow, CLAIMED_STATUSES, type DeliveryRow, DUE_STATUSES } from "../domain/trigger.ts"
-import { type DeliveryRecord, deliveryColumns, toDeliveryRow } from "./deliveryRows.ts"
+import { DELIVERY_COLUMN_COUNT, deliveryColumns, deliveryRowOfValues } from "./deliveryRows.ts"
 import { executionsInsert, interruptedExecution } from "./executions.ts"
 import { EncryptionKeys } from "./sealedRequests.ts"
 import { firedSql } from "./shardMarks.ts"
@@ -66,7 +66,7 @@ export const triggersClaim = Effect.fnUntraced(function*(input: {
   if (input.ids.length === 0) return [] as Array<ClaimedRow>
   const sql = yield* SqlClient.SqlClient
   const gated = sql.unsafe(GATED_SQL)
-  const rows = yield* sql<DeliveryRecord & { due_ms: string; gate_tags: Array<string> }>`
+  const rows = yield* sql`
     WITH claimed AS (
       UPDATE triggers t SET
         status = CASE WHEN ${gated} THEN 'queued' ELSE 'running' END,
@@ -76,16 +76,20 @@ export const triggersClaim = Effect.fnUntraced(function*(input: {
       FROM projects p
       WHERE t.id = ANY(${input.ids}::uuid[]) AND t.status IN ${statusList(sql, DUE_STATUSES)}
         AND t.due_at <= ${new Date(input.untilMs)} AND p.id = t.project_id
-      RETURNING ${deliveryColumns(sql, new Date(input.nowMs))}, ${sql.unsafe(GATED_TAGS_SQL)} AS gate_tags, t.scheduled_at, t.due_at
+      RETURNING ${deliveryColumns(sql, new Date(input.nowMs))}, ${sql.unsafe(GATED_TAGS_SQL)} AS gate_tags,
+        (extract(epoch FROM t.due_at) * 1000)::bigint::text AS due_ms, t.scheduled_at, t.due_at
     ), held AS (
       INSERT INTO gate_slots (trigger_id, tag, project_id, scheduled_at, not_before)
       SELECT c.id, g.tag, c.project_id, coalesce(c.scheduled_at, c.due_at), c.due_at
       FROM claimed c CROSS JOIN unnest(c.gate_tags) AS g(tag) WHERE cardinality(c.gate_tags) > 0
       ON CONFLICT (trigger_id, tag) DO UPDATE SET running = false, not_before = excluded.not_before
     )
-    SELECT claimed.*, (extract(epoch FROM claimed.due_at) * 1000)::bigint::text AS due_ms FROM claimed`
+    SELECT claimed.* FROM claimed`.values
   const keys = yield* EncryptionKeys
-  return rows.map((row): ClaimedRow => toDeliveryRow(row, keys, row.gate_tags, null, Number(row.due_ms)))
+  // after deliveryColumns: gate_tags, due_ms
+  return rows.map((v): ClaimedRow =>
+    deliveryRowOfValues(v, keys, true, v[DELIVERY_COLUMN_COUNT] as Array<string>, null, Number(v[DELIVERY_COLUMN_COUNT + 1] as string))
+  )
 })
 
 /** Moves queued triggers (replayed or recovered) to running and returns what to send. */
@@ -96,14 +100,14 @@ export const triggersStartDelivery = Effect.fnUntraced(function*(input: {
 }) {
   if (input.ids.length === 0) return [] as Array<DeliveryRow>
   const sql = yield* SqlClient.SqlClient
-  const rows = yield* sql<DeliveryRecord>`
+  const rows = yield* sql`
     UPDATE triggers t SET status = 'running', attempts = t.attempts + 1, claimed_by = ${input.node},
       claimed_at = ${new Date(input.nowMs)}
     FROM projects p
     WHERE t.id = ANY(${input.ids}::uuid[]) AND t.status = 'queued' AND p.id = t.project_id
-    RETURNING ${deliveryColumns(sql, new Date(input.nowMs))}`
+    RETURNING ${deliveryColumns(sql, new Date(input.nowMs))}`.values
   const keys = yield* EncryptionKeys
-  return rows.map((row) => toDeliveryRow(row, keys))
+  return rows.map((v) => deliveryRowOfValues(v, keys, true, [], null, undefined))
 })
 
 
