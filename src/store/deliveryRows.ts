@@ -32,30 +32,14 @@ export const DELIVERY_COLUMN_COUNT = 19
  * from a gate's backlog) it is counted when it starts or its outcome is recorded: the next one.
  * `dueAtMs`: when it comes due (a ClaimedRow); undefined for a row sent as soon as it is handed over.
  */
-export function deliveryRowOfValues(
+export const deliveryRowOfValues = <Due extends number | undefined>(
   v: ReadonlyArray<unknown>,
   keys: Keyring | null,
   counted: boolean,
   gateTags: ReadonlyArray<string>,
   fired: DeliveryRow["fired"],
-  dueAtMs: number
-): ClaimedRow
-export function deliveryRowOfValues(
-  v: ReadonlyArray<unknown>,
-  keys: Keyring | null,
-  counted: boolean,
-  gateTags: ReadonlyArray<string>,
-  fired: DeliveryRow["fired"],
-  dueAtMs: undefined
-): DeliveryRow
-export function deliveryRowOfValues(
-  v: ReadonlyArray<unknown>,
-  keys: Keyring | null,
-  counted: boolean,
-  gateTags: ReadonlyArray<string>,
-  fired: DeliveryRow["fired"],
-  dueAtMs: number | undefined
-): DeliveryRow | ClaimedRow {
+  dueAtMs: Due
+): Due extends number ? ClaimedRow : DeliveryRow => {
   const sealedWith = v[16] as string | null
   let headers = v[6] as HeaderPairs
   let body = v[7] as Uint8Array | null
@@ -74,5 +58,5 @@ export function deliveryRowOfValues(
     triggeredBy: v[13] as string | null, signingSecrets: v[14] as ReadonlyArray<string>, gateTags,
     scheduledAtMs: scheduledMs === null ? null : Number(scheduledMs), fired,
     traceparent: v[17] as string | null, tracestate: v[18] as string | null, dueAtMs
-  }
+  } as DeliveryRow as Due extends number ? ClaimedRow : DeliveryRow
 }
