@@ -49,10 +49,19 @@ export const serverVersion = async (server: DatabaseServer): Promise<string> => 
   return rows[0]?.server_version ?? "unknown"
 }
 
-/** Creates an empty database; returns its URL and a function dropping it (connections forced off). */
-export const freshDatabase = async (server: DatabaseServer, label: string) => {
+/**
+ * Creates an empty database, or a copy of `template` (which must have no connection meanwhile; copied file by
+ * file on PostgreSQL 15+, whose default copies through the WAL); returns its URL and a function dropping it
+ * (connections forced off).
+ */
+export const freshDatabase = async (server: DatabaseServer, label: string, template?: string) => {
   const name = `bench_${label.replace(/[^a-z0-9]+/g, "_")}_${crypto.randomBytes(4).toString("hex")}`
-  await query(server.adminUrl, `CREATE DATABASE ${name}`)
+  if (template === undefined) await query(server.adminUrl, `CREATE DATABASE ${name}`)
+  else {
+    const version = await query<{ server_version_num: string }>(server.adminUrl, "SHOW server_version_num")
+    const fileCopy = Number(version[0]?.server_version_num ?? 0) >= 150_000 ? " STRATEGY FILE_COPY" : ""
+    await query(server.adminUrl, `CREATE DATABASE ${name} TEMPLATE ${template}${fileCopy}`)
+  }
   const url = new URL(server.adminUrl)
   url.pathname = `/${name}`
   return {

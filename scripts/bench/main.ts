@@ -1,6 +1,6 @@
 // `npm run bench [-- --only ingest,delivery,precision,precision-fast,batch,gated,redrive,lateness-curve] [--systems timewheel,graphile-worker,pg-boss]
 // [--n 20000] [--precision-n 2000] [--batch-n 100000] [--gated-nodes 1,3] [--redrive-n 100000] [--lead-ms N] [--curve-seconds 3]
-// [--curve-svg FILE] [--history-per-day N] [--encryption] [--tracing]`: runs each workload against each system on one
+// [--curve-svg FILE] [--history-per-day N [--history-database NAME]] [--encryption] [--tracing]`: runs each workload against each system on one
 // PostgreSQL (DATABASE_URL, else an embedded one), a fresh database per run, a sink in its own process;
 // prints Markdown tables with timewheel/peer ratios (and, beside ingest and delivery, what the machine allows
 // the same client: the ceilings) and writes bench-results/<timestamp>.json.
@@ -15,7 +15,7 @@ import { DELIVERY_CEILING_SETTINGS } from "./deliveryCeiling.ts"
 import type { Costs } from "./costs.ts"
 import { runBareCeiling } from "./ingestWrk.ts"
 import { REDRIVE_DEFAULT_N, runRedrive } from "./redrive.ts"
-import { HISTORY_DAYS, historyPrepare, RETENTION_DEFAULT_PER_DAY, retentionMarkdown, runRetention } from "./retention.ts"
+import { HISTORY_DAYS, historyPrepare, historyTemplate, RETENTION_DEFAULT_PER_DAY, retentionMarkdown, runRetention } from "./retention.ts"
 import { describeMachine, markdown, writeJson } from "./report.ts"
 import type { CeilingEntry, Entry, Metrics } from "./report.ts"
 import { startSink } from "./sink.ts"
@@ -30,7 +30,7 @@ import { CURVE_DEFAULT_SECONDS, curveMarkdown, type CurveRun, runCurve, writeCur
 const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,precision-fast,batch,gated,redrive,lateness-curve,retention] [--systems timewheel,graphile-worker,pg-boss]
                         [--n 20000] [--precision-n 2000] [--batch-n 100000] [--gated-nodes 1,3] [--redrive-n ${REDRIVE_DEFAULT_N}]
                         [--retention-per-day ${RETENTION_DEFAULT_PER_DAY}] [--retention-database NAME] [--lead-ms N] [--curve-seconds ${CURVE_DEFAULT_SECONDS}] [--curve-svg FILE]
-                        [--history-per-day N] [--encryption] [--tracing]
+                        [--history-per-day N [--history-database NAME]] [--encryption] [--tracing]
   --only         workloads to run (default all but lateness-curve and retention, which run only when named; "memory" is
                  measured in every workload; gated, redrive and retention are timewheel only)
                  lateness-curve: the precision workload's steady stream at 500, 1,000, 2,000, 4,000, 8,000 and 16,000 due/s
@@ -60,6 +60,9 @@ const USAGE = `usage: npm run bench -- [--only ingest,delivery,precision,precisi
                  workload's 40 days of history, N finished triggers a day with 4 executions each (25000: 1M
                  triggers, 4M executions), made after the migrations and before the service starts; the
                  service then runs with RETENTION_DAYS ${HISTORY_DAYS + 2}, so that it keeps them
+  --history-database  that history made once in the database NAME and kept: made when absent (the run stops
+                 there), else each of those runs starts on a copy of it (CREATE DATABASE … TEMPLATE NAME); NAME
+                 is never dropped by the bench
   --lead-ms      time between the start of loading and the first due instant (default: estimated)
   --curve-seconds  seconds of steady stream at each rate of lateness-curve (default ${CURVE_DEFAULT_SECONDS})
   --curve-svg    also write lateness-curve's SVG to this file (e.g. docs/lateness-curve.svg)
@@ -85,6 +88,8 @@ interface Options {
   readonly retentionDatabase: string | undefined
   /** Finished triggers per day of history in timewheel's delivery and precision databases (none when absent). */
   readonly historyPerDay: number | undefined
+  /** The database holding that history, made once and copied for each run (--history-database). */
+  readonly historyDatabase: string | undefined
   readonly leadMs: number | undefined
   readonly variants: Variants
   /** The lateness-against-load curve (latenessCurve.ts): run when asked for by --only. */
@@ -110,7 +115,7 @@ const batchCount = (raw: string): number => {
 const parseOptions = (args: ReadonlyArray<string>): Options => {
   const { values, switches } = readFlags(
     args, USAGE,
-    ["only", "systems", "n", "precision-n", "batch-n", "gated-nodes", "gated-origins", "redrive-n", "retention-per-day", "retention-database", "history-per-day", "lead-ms", "curve-seconds", "curve-svg"],
+    ["only", "systems", "n", "precision-n", "batch-n", "gated-nodes", "gated-origins", "redrive-n", "retention-per-day", "retention-database", "history-per-day", "history-database", "lead-ms", "curve-seconds", "curve-svg"],
     ["encryption", "tracing"]
   )
   const lead = values.get("lead-ms")
@@ -138,6 +143,10 @@ const parseOptions = (args: ReadonlyArray<string>): Options => {
       ? (/^[a-z][a-z0-9_]{0,40}$/.test(values.get("retention-database")!) ? values.get("retention-database") : fail("--retention-database must be a lower-case name"))
       : undefined,
     historyPerDay: values.has("history-per-day") ? positiveInt(values.get("history-per-day")!, "--history-per-day") : undefined,
+    historyDatabase: !values.has("history-database") ? undefined
+      : !values.has("history-per-day") ? fail("--history-database needs --history-per-day")
+      : /^[a-z][a-z0-9_]{0,40}$/.test(values.get("history-database")!) ? values.get("history-database")
+      : fail("--history-database must be a lower-case name"),
     leadMs: lead === undefined ? undefined : positiveInt(lead, "--lead-ms"),
     variants: { encryption: switches.has("encryption"), tracing: switches.has("tracing") }
   }
@@ -229,14 +238,18 @@ const runOne = async (
   workload: WorkloadName,
   contender: Contender,
   options: Options,
-  timewheelIngestRate: number | undefined
+  timewheelIngestRate: number | undefined,
+  historyFrom: string | undefined
 ): Promise<Metrics> => {
+  const history = options.historyPerDay !== undefined && contender.system === "timewheel" && (workload === "delivery" || workload.startsWith("precision"))
   const attempt = async (leadMs: number): Promise<Metrics> => {
-    const database = await freshDatabase(server, `${workload}_${contender.label}`)
+    const t0 = performance.now()
+    const database = await freshDatabase(server, `${workload}_${contender.label}`, history ? historyFrom : undefined)
     dropCurrent = database.drop
     try {
-      if (options.historyPerDay !== undefined && contender.system === "timewheel" && (workload === "delivery" || workload.startsWith("precision"))) {
-        say(`  history: ${HISTORY_DAYS} days of ${options.historyPerDay} finished triggers made in ${await historyPrepare(database.url, options.historyPerDay)} ms`)
+      if (history && historyFrom !== undefined) say(`  history: copied from ${historyFrom} in ${Math.round(performance.now() - t0)} ms`)
+      else if (history) {
+        say(`  history: ${HISTORY_DAYS} days of ${options.historyPerDay} finished triggers made in ${await historyPrepare(database.url, options.historyPerDay!)} ms`)
       }
       if (workload === "ingest") return await runIngest(contender, database.url, sink, options.n)
       if (workload === "delivery") return await runDelivery(contender, database.url, sink, options.n, leadMs)
@@ -278,6 +291,9 @@ const main = async () => {
     const machine = describeMachine(await serverVersion(server), server.description)
     sink = await startSink()
     say(`bench: PostgreSQL ${machine.postgres} (${server.description}); sink on 127.0.0.1:${sink.port}`)
+    const historyFrom = options.historyDatabase === undefined ? undefined
+      : await historyTemplate(server, options.historyDatabase, options.historyPerDay!, say)
+    if (options.historyDatabase !== undefined && historyFrom === undefined) return
     if (options.retentionPerDay !== undefined) {
       say("retention · timewheel …")
       const retention = await runRetention(server, sink, options.retentionPerDay, say, options.retentionDatabase)
@@ -308,7 +324,7 @@ const main = async () => {
         say(`${workload} · ${contender.label} …`)
         const base = { workload, system: contender.system, label: contender.label, settings: contender.settings }
         try {
-          const metrics = await runOne(server, sink, workload, contender, options, timewheelIngestRate)
+          const metrics = await runOne(server, sink, workload, contender, options, timewheelIngestRate, historyFrom)
           // the loading lead is estimated from the rate of the client that loads (the Node one)
           if (workload === "ingest" && contender.system === "timewheel" && contender.client === undefined && "latencyP50Ms" in metrics && metrics.ratePerS > 0) {
             timewheelIngestRate = metrics.ratePerS

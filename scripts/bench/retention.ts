@@ -158,6 +158,30 @@ export const historyPrepare = async (url: string, perDay: number): Promise<numbe
   return Math.round(performance.now() - t0)
 }
 
+/**
+ * --history-database NAME (with --history-per-day): the delivery and precision runs' history made once in NAME
+ * and kept, its database comment recording `perDay` once the making has finished. Returns NAME when it holds
+ * that history already (each run then starts on a copy of it); else makes it and returns `undefined`: the run
+ * stops there, so that the making stays apart from measured runs. NAME is never dropped here.
+ */
+export const historyTemplate = async (server: DatabaseServer, name: string, perDay: number, say: (line: string) => void): Promise<string | undefined> => {
+  const database = await namedDatabase(server, name)
+  if (database.exists && database.comment !== null) {
+    const made = JSON.parse(database.comment) as { readonly perDay?: number; readonly madeMs?: number }
+    if (made.perDay !== perDay) throw new Error(`${name} holds another history (${database.comment}): drop it or name another`)
+    say(`history: ${name}, ${HISTORY_DAYS} days of ${perDay} finished triggers (made in ${made.madeMs} ms), copied for each run`)
+    return name
+  }
+  // (one without its comment: a making that did not finish)
+  if (database.exists) await database.drop()
+  await query(server.adminUrl, `CREATE DATABASE ${name}`)
+  const madeMs = await historyPrepare(database.url, perDay)
+  await query(server.adminUrl, `COMMENT ON DATABASE ${name} IS '${JSON.stringify({ perDay, madeMs })}'`)
+  say(`history: ${HISTORY_DAYS} days of ${perDay} finished triggers made in ${madeMs} ms and kept in ${name}: the next run `
+    + `with --history-database ${name} copies it for each delivery and precision run (DROP DATABASE ${name} when done)`)
+  return undefined
+}
+
 const sizes = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const rows = yield* sql<{ executions: string; triggers: string; e: string; t: string }>`
