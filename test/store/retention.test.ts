@@ -14,14 +14,15 @@ const CUTOFF_MS = Date.UTC(2020, 5, 1)
 const left = Effect.flatMap(SqlClient.SqlClient, (sql) =>
   Effect.map(sql<{ id: string }>`SELECT id FROM triggers ORDER BY updated_at, id`, (rows) => rows.map((r) => r.id)))
 
+/** No triggers left from an earlier test; the project exists. */
+const emptied = Effect.flatMap(SqlClient.SqlClient, (sql) => sql`DELETE FROM triggers`).pipe(Effect.andThen(ensureProject(PROJECT)))
+
 const finishedAt = (ms: number) => insertTrigger({ projectId: PROJECT, status: "completed", updatedAt: new Date(ms) })
 
 layer(TestDatabase, { timeout: "60 seconds" })("retention's batches", (it) => {
   it.effect("a session's next batch starts at the newest last change the batch before deleted; an older row waits for the next session", () =>
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      yield* sql`DELETE FROM triggers`
-      yield* ensureProject(PROJECT)
+      yield* emptied
       yield* finishedAt(CUTOFF_MS - 50_000)
       yield* finishedAt(CUTOFF_MS - 40_000)
       const third = yield* finishedAt(CUTOFF_MS - 30_000)
@@ -43,9 +44,7 @@ layer(TestDatabase, { timeout: "60 seconds" })("retention's batches", (it) => {
 
   it.effect("rows of the same last change as the batch before's newest are not left behind", () =>
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      yield* sql`DELETE FROM triggers`
-      yield* ensureProject(PROJECT)
+      yield* emptied
       for (let i = 0; i < 5; i++) yield* finishedAt(CUTOFF_MS - 10_000)
       const kept = yield* finishedAt(CUTOFF_MS + 1)
       yield* Effect.scoped(Effect.gen(function*() {
@@ -59,9 +58,7 @@ layer(TestDatabase, { timeout: "60 seconds" })("retention's batches", (it) => {
 
   it.effect("a batch for another cutoff starts from the oldest", () =>
     Effect.gen(function*() {
-      const sql = yield* SqlClient.SqlClient
-      yield* sql`DELETE FROM triggers`
-      yield* ensureProject(PROJECT)
+      yield* emptied
       yield* finishedAt(CUTOFF_MS - 20_000)
       yield* Effect.scoped(Effect.gen(function*() {
         const session = (yield* retentionSessionOpen)!
