@@ -70,6 +70,11 @@ class Column<A> {
     return this.first as A
   }
 
+  /** Row i's value. */
+  at(i: number): A {
+    return (this.values === undefined ? this.first : this.values[i]) as A
+  }
+
   /** Every row's value, in order. */
   all(): Array<A> {
     return this.values ?? new Array<A>(this.rows).fill(this.first as A)
@@ -208,9 +213,18 @@ export class TriggerColumns {
     this.cronTzs.set(i, cron === null ? null : cron.cronTz)
   }
 
-  /** The id of every row, in order. */
-  get rowIds(): ReadonlyArray<string> {
-    return this.ids
+  /** Row i's id, kind, status and custom key (what /bulk answers for it). */
+  idAt(i: number): string {
+    return this.ids[i]!
+  }
+  kindAt(i: number): TriggerKind {
+    return this.kinds.at(i) as TriggerKind
+  }
+  statusAt(i: number): ItemTriggerRow["status"] {
+    return this.statuses.at(i) as ItemTriggerRow["status"]
+  }
+  customKeyAt(i: number): string | null {
+    return this.customKeys.at(i)
   }
 
   /** The columns in `COLUMN_TYPES`' order, ids first; every row must have been pushed. */
