@@ -41,7 +41,7 @@ const declareRoute = Effect.gen(function*() {
  * The decoded body handed over once; asked for again (the call planned anew), decoded again from
  * the text. The items then need not stay alive while the call's statement runs: only one string does.
  */
-const bodyOnce = (body: BulkBody, text: string): BulkBodySource => {
+export const bodyOnce = (body: BulkBody, text: string): BulkBodySource => {
   let held: BulkBody | undefined = body
   return () => {
     const value = held ?? decodedAgain(text)
