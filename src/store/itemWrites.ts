@@ -279,10 +279,14 @@ const unnestRows = (sql: SqlClient.SqlClient, c: ReadonlyArray<PgTypes.Parameter
 /**
  * The text of the insert for a shape of columns (`uniform`: TriggerColumns.shaped): $1 the project,
  * $2 the key scope, $3 and $4 the trace context, $5 the moment; then one parameter per uniform column
- * and one array per other column, in COLUMN_TYPES' order. Each shape's text is made once.
+ * and one array per other column, in COLUMN_TYPES' order. Each shape's text is made once; at most
+ * MAX_SHAPES are kept (65,536 shapes exist: calls could otherwise grow the map without end).
  */
+const MAX_SHAPES = 64
 const insertTexts = new Map<number, string>()
-const insertText = (uniform: number): string => {
+/** How many shapes' texts are kept now (for tests). */
+export const insertShapesKept = (): number => insertTexts.size
+export const insertText = (uniform: number): string => {
   const known = insertTexts.get(uniform)
   if (known !== undefined) return known
   let next = 6
@@ -306,6 +310,7 @@ const insertText = (uniform: number): string => {
       ${v("body")}, ${v("sealed_with")}, ${v("content_type")}, ${v("title")}, ${v("tags")}::text[], ${v("custom_key")},
       ${v("retry")}, ${v("cron_expr")}, ${v("cron_tz")}, $2::text, $3::text, $4::text, $5::timestamptz, $5::timestamptz
     FROM unnest(${unnested.join(", ")}) AS x(${varying.join(", ")})`
+  if (insertTexts.size >= MAX_SHAPES) insertTexts.clear()
   insertTexts.set(uniform, text)
   return text
 }

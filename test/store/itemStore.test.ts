@@ -12,7 +12,9 @@ import { parseEncryptionKeys } from "../../src/domain/sealing.ts"
 import type { PlannedTrigger, StoredTrigger } from "../../src/domain/itemMatch.ts"
 import type { TriggerDefinition } from "../../src/domain/trigger.ts"
 import { itemsReadForBulk, itemsReadForDeclare } from "../../src/store/itemReads.ts"
-import { type ItemTriggerRow, itemTriggersCancel, itemTriggersInsert, itemTriggersUpdate, TriggerColumns } from "../../src/store/itemWrites.ts"
+import {
+  insertShapesKept, insertText, type ItemTriggerRow, itemTriggersCancel, itemTriggersInsert, itemTriggersUpdate, TriggerColumns
+} from "../../src/store/itemWrites.ts"
 import { EncryptionKeys } from "../../src/store/sealedRequests.ts"
 import { withTransaction } from "../../src/store/transaction.ts"
 import { TestDatabase } from "../support/database.ts"
@@ -313,6 +315,15 @@ layer(TestDatabase, { timeout: "60 seconds" })("store of /declare and /bulk", (i
       assert.deepStrictEqual(shaped.arrays[1]!.value, ["http://127.0.0.1:9/x", "http://127.0.0.1:9/x", "http://127.0.0.1:9/y"])
       // the update's parameters: every column an array
       assert.deepStrictEqual(url.parameters().map((p) => (p.value as ReadonlyArray<unknown>).length), new Array(17).fill(3))
+    })
+
+    it("the insert's text of a shape names each shared column by its parameter; at most 64 shapes' texts are kept", () => {
+      const text = insertText(0b11111111011011110)
+      // ids, url and body unnested after the 5 fixed parameters and the 14 shared columns
+      assert.include(text, "unnest($20, $21, $22) AS x(id, url, body)")
+      assert.include(text, "$7::text, $6::int4, $8::text")
+      for (let shape = 0; shape < 200; shape++) insertText(shape << 1)
+      assert.isAtMost(insertShapesKept(), 64)
     })
 
     it.effect("every row reads back as written whichever columns are shared: each column differing in the last row only, a row alone, all sealed", () =>
