@@ -7,28 +7,29 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"
-import { bulkTriggers } from "../commands/bulk.ts"
+import { type BulkBodySource, bulkTriggers } from "../commands/bulk.ts"
 import { declareTriggers } from "../commands/declare.ts"
-import { decodeBulkBody } from "../domain/bulk.ts"
+import { type BulkBody, decodeBulkBody } from "../domain/bulk.ts"
 import { MalformedRequest } from "../domain/errors.ts"
 import { type Decoded, decodeDeclareBody } from "../domain/item.ts"
 import { authenticate } from "./auth.ts"
 import { jsonResponse, jsonTextResponse } from "./errors.ts"
 import { handle } from "./handle.ts"
-import { readJsonBody, requireExactPath } from "./requestParts.ts"
+import { readJsonBodyAndText, requireExactPath } from "./requestParts.ts"
 
 /** JSON bodies of /declare and /bulk up to 16 MiB are read; a larger one is a 413. */
 export const MAX_ITEMS_BODY_BYTES = 16 * 1024 * 1024
 
-/** The body read and decoded (415, 400, 413), then the caller's project (401). */
+/** The body read and decoded (415, 400, 413), then the caller's project (401); `text` the body's. */
 const readCall = <A>(path: RegExp, decode: (json: unknown) => Decoded<A>) =>
   Effect.gen(function*() {
     const request = yield* HttpServerRequest.HttpServerRequest
     yield* requireExactPath(request, path)
-    const decoded = decode(yield* readJsonBody(request, MAX_ITEMS_BODY_BYTES))
+    const read = yield* readJsonBodyAndText(request, MAX_ITEMS_BODY_BYTES)
+    const decoded = decode(read.json)
     if (decoded._tag === "Shape") return yield* Effect.fail(new MalformedRequest(decoded.reason))
     const { projectId } = yield* authenticate(request)
-    return { projectId, body: decoded.value, nowMs: yield* Clock.currentTimeMillis }
+    return { projectId, body: decoded.value, text: read.text, nowMs: yield* Clock.currentTimeMillis }
   })
 
 const declareRoute = Effect.gen(function*() {
@@ -36,10 +37,31 @@ const declareRoute = Effect.gen(function*() {
   return jsonResponse(200, yield* declareTriggers(projectId, body, nowMs))
 })
 
-const bulkRoute = Effect.gen(function*() {
-  const { projectId, body, nowMs } = yield* readCall(/^\/bulk$/, decodeBulkBody)
-  return jsonTextResponse(200, yield* bulkTriggers(projectId, body, nowMs))
-})
+/**
+ * The decoded body handed over once; asked for again (the call planned anew), decoded again from
+ * the text. The items then need not stay alive while the call's statement runs: only one string does.
+ */
+export const bodyOnce = (body: BulkBody, text: string): BulkBodySource => {
+  let held: BulkBody | undefined = body
+  return () => {
+    const value = held ?? decodedAgain(text)
+    held = undefined
+    return value
+  }
+}
+
+/** A body decoded once already decodes the same again. */
+const decodedAgain = (text: string): BulkBody => {
+  const decoded = decodeBulkBody(JSON.parse(text))
+  if (decoded._tag === "Shape") throw new Error(`a /bulk body decoded once failed again: ${decoded.reason}`)
+  return decoded.value
+}
+
+// a callback, not a generator: nothing of the call read stays in a suspended frame but what bulkTriggers holds
+const bulkRoute = readCall(/^\/bulk$/, decodeBulkBody).pipe(
+  Effect.flatMap((call) => bulkTriggers(call.projectId, bodyOnce(call.body, call.text), call.nowMs)),
+  Effect.map((answer) => jsonTextResponse(200, answer))
+)
 
 export const DeclareRoutes = HttpRouter.use(Effect.fn(function*(router) {
   yield* router.add("POST", "/declare", handle(declareRoute))

@@ -96,6 +96,13 @@ const JSON_MEDIA_TYPE = "application/json"
  * body → 413 (read to its end, not kept). With `optional`, an empty body is `undefined`.
  */
 export const readJsonBody = (request: HttpServerRequest.HttpServerRequest, maxBytes?: number, optional = false) =>
+  Effect.map(readJson(request, maxBytes, optional), (read) => read?.json)
+
+/** As readJsonBody (not optional), with the body's text as well (to decode it again later from one string). */
+export const readJsonBodyAndText = (request: HttpServerRequest.HttpServerRequest, maxBytes?: number) =>
+  Effect.map(readJson(request, maxBytes, false), (read) => read!)
+
+const readJson = (request: HttpServerRequest.HttpServerRequest, maxBytes: number | undefined, optional: boolean) =>
   Effect.gen(function*() {
     const contentType = request.headers["content-type"]
     if (contentType !== undefined && contentType.trim() !== "") {
@@ -115,7 +122,7 @@ export const readJsonBody = (request: HttpServerRequest.HttpServerRequest, maxBy
     }
     if (nestsDeeperThan(text)) return yield* Effect.fail(new MalformedRequest("body nests deeper than 256 levels"))
     try {
-      return JSON.parse(text) as unknown
+      return { json: JSON.parse(text) as unknown, text }
     } catch (error) {
       return yield* Effect.fail(new MalformedRequest(`body is not valid JSON: ${(error as Error).message}`))
     }

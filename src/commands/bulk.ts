@@ -17,14 +17,18 @@ import { type BulkBody, bulkLookups, planBulk, validateBulkBody } from "../domai
 import { scheduledAtHint } from "../domain/scheduledAtHints.ts"
 import { BadRequest, Conflict } from "../domain/errors.ts"
 import { uuidv7 } from "../domain/ids.ts"
+import type { Item } from "../domain/item.ts"
+import type { Keyring } from "../domain/sealing.ts"
 import type { OperationEntry, StoredTrigger, Summary } from "../domain/itemMatch.ts"
 import { ShardCount } from "../store/db.ts"
+import { TriggerColumns } from "../store/itemWrites.ts"
+import { EncryptionKeys } from "../store/sealedRequests.ts"
 import { itemsReadForBulk } from "../store/itemReads.ts"
 import { isUniqueViolation } from "../store/projects.ts"
 import { withTransaction } from "../store/transaction.ts"
 import { orUnavailable } from "../store/unavailable.ts"
 import { Metrics } from "../metrics/metrics.ts"
-import { applyInserts, countInserted } from "./bulkInserts.ts"
+import { applyInserts, countInserted, insertsAnswer, planInserts } from "./bulkInserts.ts"
 import { applyItemWrites, countCreated } from "./itemWrites.ts"
 
 export interface BulkResult {
@@ -35,24 +39,64 @@ export interface BulkResult {
 /** A trigger changed between the read and the write: the transaction is rolled back, the call planned again. */
 class StalePlan extends Data.TaggedError("StalePlan")<{}> {}
 
+/** The call's body, decoded: the same value each time it is asked for (a call planned again asks again). */
+export type BulkBodySource = () => BulkBody
+
 /** Plans made before giving up with a 409 (each after a rollback that wrote nothing). */
 const ATTEMPTS = 5
 
 type Valid = Extract<ReturnType<typeof validateBulkBody>, { readonly _tag: "Ok" }>
 
-const bulkOnce = (projectId: string, call: Valid, nowMs: number) =>
+/**
+ * The validated call, held for one attempt: a call that only adds takes its items out (`take`), so
+ * that once they are in the insert's columns nothing refers to them while the statement runs.
+ */
+class Held {
+  private call: Valid | undefined
+  constructor(call: Valid) {
+    this.call = call
+  }
+  get value(): Valid {
+    if (this.call === undefined) throw new Error("Held: the call was taken")
+    return this.call
+  }
+  take(): Valid {
+    const call = this.value
+    this.call = undefined
+    return call
+  }
+}
+
+interface Context {
+  readonly shards: number
+  readonly nowMs: number
+  readonly wakeHorizonMs: number
+  readonly newId: () => string
+}
+
+/** A call that only adds: its items into the columns (then let go of), the insert, the wake-ups; the answer written last. */
+const insertOnly = (projectId: string, items: ReadonlyArray<Item>, keyring: Keyring | null, context: Context) => {
+  const plan = planInserts({ items, ...context }, new TriggerColumns(keyring, items.length))
+  return Effect.gen(function*() {
+    const inserted = yield* applyInserts(projectId, context.nowMs, plan)
+    yield* (yield* Wakeups).wake(inserted.wake)
+    countInserted(yield* Metrics, inserted)
+    return insertsAnswer(inserted)
+  })
+}
+
+const bulkOnce = (projectId: string, held: Held, nowMs: number) =>
   Effect.gen(function*() {
     const shards = (yield* ShardCount).count
     const wakeHorizonMs = nowMs + 2 * (yield* SchedulerTiming).lookaheadMs
-    const triggers = yield* itemsReadForBulk({ projectId, ...bulkLookups(call.upserts, call.cancels) })
+    const keyring = yield* EncryptionKeys
+    const triggers = yield* itemsReadForBulk({ projectId, ...bulkLookups(held.value.upserts, held.value.cancels) })
     const newId = () => uuidv7(nowMs)
-    if (call.cancels.length === 0 && triggers.length === 0) {
+    if (held.value.cancels.length === 0 && triggers.length === 0) {
       // every upsert is new: one insert, atomic by itself (a key taken meanwhile fails it whole)
-      const inserted = yield* applyInserts({ projectId, items: call.upserts, shards, nowMs, wakeHorizonMs, newId })
-      yield* (yield* Wakeups).wake(inserted.wake)
-      countInserted(yield* Metrics, inserted)
-      return inserted.answer
+      return yield* insertOnly(projectId, held.take().upserts, keyring, { shards, nowMs, wakeHorizonMs, newId })
     }
+    const call = held.take()
     const plan = planBulk({ upserts: call.upserts, cancels: call.cancels, nowMs, triggers, newId })
     const stored = new Map<string, StoredTrigger>(triggers.map((t) => [t.id, t]))
     const apply = Effect.gen(function*() {
@@ -73,14 +117,22 @@ const bulkOnce = (projectId: string, call: Valid, nowMs: number) =>
 
 /**
  * The use case, answering the JSON text of a BulkResult; a 400 before anything is written; a database
- * that cannot be reached is ServiceUnavailable.
+ * that cannot be reached is ServiceUnavailable. `body` gives the decoded body each time it is called
+ * (the HTTP route keeps only the request's text between calls: api/declare.ts).
  */
-export const bulkTriggers = (projectId: string, body: BulkBody, nowMs: number) =>
+export const bulkTriggers = (projectId: string, body: BulkBodySource, nowMs: number) =>
   orUnavailable(Effect.gen(function*() {
-    const call = validateBulkBody(body, nowMs)
-    if (call._tag === "Invalid") return yield* Effect.fail(new BadRequest(call.message, scheduledAtHint(call.message)))
+    // validated again for every attempt (the same body and moment give the same items): nothing
+    // holds the items of one attempt while the next is not needed
+    const validated = () => validateBulkBody(body(), nowMs)
+    let pending: ReturnType<typeof validated> | undefined = validated()
+    if (pending._tag === "Invalid") return yield* Effect.fail(new BadRequest(pending.message, scheduledAtHint(pending.message)))
     const attempt = (n: number): Effect.Effect<string, unknown, Effect.Services<ReturnType<typeof bulkOnce>>> =>
-      bulkOnce(projectId, call, nowMs).pipe(
+      Effect.suspend(() => {
+        const call = (pending ?? validated()) as Valid
+        pending = undefined
+        return bulkOnce(projectId, new Held(call), nowMs)
+      }).pipe(
         Effect.catchIf(
           (error) => error instanceof StalePlan || isUniqueViolation(error),
           () => n < ATTEMPTS

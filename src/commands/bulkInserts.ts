@@ -1,22 +1,21 @@
 // A /bulk call that only adds (docs/declare-and-bulk.md "POST /bulk"): no cancels, and no upsert's
 // key names a pending trigger, so every upsert is a new trigger, `added` (or `skipped`, a past
-// absolute one-shot). The items go straight into the insert's arrays of columns and the answer is
-// written as JSON text while they do: no planned trigger, write, row or answer entry object per item.
-// That keeps a call's live data small while its statement runs (what the garbage collector copies
-// and promotes when four calls of 1,000 overlap: BENCHMARKS.md "Ingest and batch"). The answer is
-// the text JSON.stringify gives for the general plan's `{summary, operations}` (commands/bulk.ts).
+// absolute one-shot). The items go straight into the insert's columns, and the answer is written as
+// JSON text from the columns once the insert has run: no planned trigger, write, row or answer entry
+// object per item. While the statement runs the call holds only its columns (the caller lets go of
+// the items, commands/bulk.ts): that live data is what the garbage collector copies and promotes when
+// four calls of 1,000 overlap (BENCHMARKS.md "Ingest and batch"). The answer is the text
+// JSON.stringify gives for the general plan's `{summary, operations}` (commands/bulk.ts).
 import * as Effect from "effect/Effect"
 import type { WakeItem } from "../cluster/wakeups.ts"
 import { type Item, itemKind } from "../domain/item.ts"
 import { type MatchContext, statusOf } from "../domain/itemMatch.ts"
 import { shardOf } from "../domain/trigger.ts"
 import type { MetricsShape } from "../metrics/metrics.ts"
-import { itemColumnsInsert, TriggerColumns } from "../store/itemWrites.ts"
-import { EncryptionKeys } from "../store/sealedRequests.ts"
+import { itemColumnsInsert, type TriggerColumns } from "../store/itemWrites.ts"
 import { callTraceContext } from "./callTrace.ts"
 
 export interface InsertsInput {
-  readonly projectId: string
   readonly items: ReadonlyArray<Item>
   readonly shards: number
   readonly nowMs: number
@@ -26,10 +25,11 @@ export interface InsertsInput {
 }
 
 export interface InsertsPlan {
+  /** Every row to insert; its ids, kinds, statuses and keys also make the answer (`insertsAnswer`). */
   readonly columns: TriggerColumns
-  /** The answer's JSON text. */
-  readonly answer: string
   readonly wake: ReadonlyArray<WakeItem>
+  readonly added: number
+  readonly skipped: number
   /** Triggers created, by kind (for the metrics). */
   readonly jobs: number
   readonly generators: number
@@ -39,12 +39,10 @@ export interface InsertsPlan {
 const entryText = (operation: string, customKey: string | null, kind: string, id: string): string =>
   `{"operation":"${operation}","customKey":${customKey === null ? "null" : JSON.stringify(customKey)},"kind":"${kind}","id":"${id}"}`
 
-/** The columns, the answer and the wake-ups of adding every item (pure but for `newId`). */
+/** The columns and the wake-ups of adding every item (pure but for `newId`); nothing in it refers to the items. */
 export const planInserts = (input: InsertsInput, columns: TriggerColumns): InsertsPlan => {
   const context: MatchContext = { nowMs: input.nowMs, runMissed: false, newId: input.newId }
   const wake: Array<WakeItem> = []
-  let entries = ""
-  let added = 0
   let skipped = 0
   let jobs = 0
   for (let i = 0; i < input.items.length; i++) {
@@ -57,23 +55,32 @@ export const planInserts = (input: InsertsInput, columns: TriggerColumns): Inser
     const onceAtMs = schedule._tag === "Once" ? schedule.fireAtMs : null
     columns.push(id, shard, kind, status, onceAtMs, schedule._tag === "Cron" ? schedule : null, item.definition)
     if (status === "skipped") skipped++
-    else added++
     if (kind === "job") {
       jobs++
       if (status === "registered" && onceAtMs! < input.wakeHorizonMs) wake.push({ shard, id, dueAtMs: onceAtMs })
     }
-    entries += (i === 0 ? "" : ",") + entryText(status === "skipped" ? "skipped" : "added", item.definition.customKey, kind, id)
   }
-  const summary = `{"unchanged":0,"added":${added},"skipped":${skipped},"updated":0,"cancelled":0}`
-  return { columns, answer: `{"summary":${summary},"operations":[${entries}]}`, wake, jobs, generators: input.items.length - jobs }
+  const rows = input.items.length
+  return { columns, wake, added: rows - skipped, skipped, jobs, generators: rows - jobs }
 }
 
-/** Inserts every item as a new trigger in one statement; the plan (answer, wake-ups, counts) once written. */
-export const applyInserts = (input: InsertsInput) =>
+/** The answer's JSON text, from the plan's columns. */
+export const insertsAnswer = (plan: InsertsPlan): string => {
+  const columns = plan.columns
+  let entries = ""
+  for (let i = 0; i < columns.length; i++) {
+    const operation = columns.statusAt(i) === "skipped" ? "skipped" : "added"
+    entries += (i === 0 ? "" : ",") + entryText(operation, columns.customKeyAt(i), columns.kindAt(i), columns.idAt(i))
+  }
+  const summary = `{"unchanged":0,"added":${plan.added},"skipped":${plan.skipped},"updated":0,"cancelled":0}`
+  return `{"summary":${summary},"operations":[${entries}]}`
+}
+
+/** Inserts every row of the plan as a new trigger in one statement; the plan once written. */
+export const applyInserts = (projectId: string, nowMs: number, plan: InsertsPlan) =>
   Effect.gen(function*() {
-    const plan = planInserts(input, new TriggerColumns(yield* EncryptionKeys, input.items.length))
     const trace = yield* callTraceContext
-    yield* itemColumnsInsert({ projectId: input.projectId, keyScope: null, columns: plan.columns, nowMs: input.nowMs, trace })
+    yield* itemColumnsInsert({ projectId, keyScope: null, columns: plan.columns, nowMs, trace })
     return plan
   })
 

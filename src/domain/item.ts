@@ -126,8 +126,15 @@ const STRING_LIST: Kind<ReadonlyArray<string>> = {
   is: (v): v is ReadonlyArray<string> => Array.isArray(v) && v.every(isString),
   name: "a list of strings"
 }
+/** Every own enumerable value a string (a loop: no array of the values made for each item). */
+const allStrings = (o: Readonly<Record<string, unknown>>): boolean => {
+  for (const name in o) {
+    if (Object.hasOwn(o, name) && typeof o[name] !== "string") return false
+  }
+  return true
+}
 const STRING_RECORD: Kind<Readonly<Record<string, string>>> = {
-  is: (v): v is Readonly<Record<string, string>> => isPlainObject(v) && Object.values(v).every(isString),
+  is: (v): v is Readonly<Record<string, string>> => isPlainObject(v) && allStrings(v),
   name: "an object of strings"
 }
 const oneOfKind = <A>(words: ReadonlyArray<A>): Kind<A> => ({
@@ -183,6 +190,9 @@ const decodeRetry = (json: unknown): RetryInput => {
 /** An own field that is present, null included. */
 export const hasField = (o: Readonly<Record<string, unknown>>, name: string): boolean => Object.hasOwn(o, name) && o[name] !== undefined
 
+/** The tags of an item that lists none: one array for all of them (tags are never changed in place). */
+const NO_TAGS: ReadonlyArray<string> = Object.freeze([])
+
 /** One item (throws ShapeMismatch). `body` is the one field where null is allowed (no body). */
 export const decodeItem = (json: unknown): ItemInput => {
   const o = decodeObject(json)
@@ -197,7 +207,7 @@ export const decodeItem = (json: unknown): ItemInput => {
     headers: headers === undefined ? [] : itemHeaderPairs(headers),
     body: encodeItemBody(Object.hasOwn(o, "body") ? o.body : undefined),
     title: title === undefined || title === "" ? null : title,
-    tags: optionalField(o, "tags", STRING_LIST) ?? [],
+    tags: optionalField(o, "tags", STRING_LIST) ?? NO_TAGS,
     retry: hasField(o, "retry") ? within("retry", () => decodeRetry(o.retry)) : null
   }
 }

@@ -4,13 +4,14 @@
 // the planner read (itemReads.ts) and return the rows they changed: a row that moved meanwhile (a
 // claim by the scheduler, fired by its shard's mark, another request) is left alone and missing
 // from the result.
-import type * as PgTypes from "@effect/sql-pg/PgTypes"
+import * as PgTypes from "@effect/sql-pg/PgTypes"
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import { HELD_BACK_STATUSES } from "../domain/itemMatch.ts"
 import type { Keyring } from "../domain/sealing.ts"
 import type { TraceContext } from "../domain/traceContext.ts"
-import type { TriggerDefinition, TriggerKind, TriggerStatus } from "../domain/trigger.ts"
+import type { RetryPolicy } from "../domain/retry.ts"
+import type { HeaderPairs, TriggerDefinition, TriggerKind, TriggerStatus } from "../domain/trigger.ts"
 import { byteaArray, int4Array, jsonbArray, textArray, textArrayLiteral, timestamptzArray, uuidArray } from "./columnArrays.ts"
 import { EncryptionKeys, sealRequest } from "./sealedRequests.ts"
 import { unfiredCompareAndSet, unfiredUnder } from "./shardMarks.ts"
@@ -30,52 +31,149 @@ export interface ItemTriggerRow {
 }
 
 /**
- * Trigger rows gathered as arrays of columns (columnArrays.ts), headers and body sealed when
- * ENCRYPTION_KEYS is set; the call's trace context is the same for every row and goes as one value.
- * Filled row by row, from rows (`columnsOfRows`) or straight from a plan's items (commands/bulkInserts.ts),
- * which then makes no object per row.
+ * One column of a call's rows, filled row by row: a single value while every row so far has had
+ * the same one (`same`), an array from the first row that differs. The columns most calls fill
+ * with one value (the kind, the status, the method, headers every item shares, null for what no
+ * item has) then cost neither an array while they are filled nor one parameter element per row.
+ */
+class Column<A> {
+  private first: A | undefined
+  private values: Array<A> | undefined
+  private readonly rows: number
+  private readonly same: (a: A, b: A) => boolean
+
+  constructor(rows: number, same: (a: A, b: A) => boolean) {
+    this.rows = rows
+    this.same = same
+  }
+
+  set(i: number, value: A): void {
+    if (this.values !== undefined) {
+      this.values[i] = value
+    } else if (i === 0) {
+      this.first = value
+    } else if (!this.same(this.first as A, value)) {
+      const values = new Array<A>(this.rows)
+      for (let j = 0; j < i; j++) values[j] = this.first as A
+      values[i] = value
+      this.values = values
+    }
+  }
+
+  /** True when every row has the same value (`only`). */
+  get uniform(): boolean {
+    return this.values === undefined
+  }
+
+  /** The value of every row, when uniform. */
+  get only(): A {
+    return this.first as A
+  }
+
+  /** Row i's value. */
+  at(i: number): A {
+    return (this.values === undefined ? this.first : this.values[i]) as A
+  }
+
+  /** Every row's value, in order. */
+  all(): Array<A> {
+    return this.values ?? new Array<A>(this.rows).fill(this.first as A)
+  }
+}
+
+const sameValue = <A>(a: A, b: A): boolean => a === b
+
+/** Header pairs (or their sealed text) equal pair by pair. */
+const sameHeaders = (a: HeaderPairs | string, b: HeaderPairs | string): boolean => {
+  if (a === b) return true
+  if (typeof a === "string" || typeof b === "string" || a.length !== b.length) return false
+  for (let i = 0; i < a.length; i++) {
+    if (a[i]![0] !== b[i]![0] || a[i]![1] !== b[i]![1]) return false
+  }
+  return true
+}
+
+/** Retry policies (or any JSON values) with the same JSON text (null: none). */
+const sameJson = <A>(a: A, b: A): boolean => a === b || (a !== null && b !== null && JSON.stringify(a) === JSON.stringify(b))
+
+/** How a column travels: its name in `unnest`'s row, its SQL type, and its array and single-value parameters. */
+interface ColumnType {
+  readonly name: string
+  readonly sqlType: string
+  readonly array: (values: ReadonlyArray<any>) => PgTypes.Parameter
+  readonly one: (value: any) => PgTypes.Parameter
+}
+
+/** The columns, in `unnestRows`' order (tags go as array literals, `text`, cast to `text[]` by the statements). */
+const COLUMN_TYPES: ReadonlyArray<ColumnType> = [
+  { name: "id", sqlType: "uuid", array: uuidArray, one: PgTypes.uuid },
+  { name: "shard", sqlType: "int4", array: int4Array, one: PgTypes.int4 },
+  { name: "kind", sqlType: "text", array: textArray, one: PgTypes.text },
+  { name: "status", sqlType: "text", array: textArray, one: PgTypes.text },
+  { name: "scheduled_at", sqlType: "timestamptz", array: timestamptzArray, one: PgTypes.timestamptz },
+  { name: "url", sqlType: "text", array: textArray, one: PgTypes.text },
+  { name: "method", sqlType: "text", array: textArray, one: PgTypes.text },
+  { name: "headers", sqlType: "jsonb", array: jsonbArray, one: PgTypes.jsonb },
+  { name: "body", sqlType: "bytea", array: byteaArray, one: PgTypes.bytea },
+  { name: "sealed_with", sqlType: "text", array: textArray, one: PgTypes.text },
+  { name: "content_type", sqlType: "text", array: textArray, one: PgTypes.text },
+  { name: "title", sqlType: "text", array: textArray, one: PgTypes.text },
+  { name: "tags", sqlType: "text", array: textArray, one: PgTypes.text },
+  { name: "custom_key", sqlType: "text", array: textArray, one: PgTypes.text },
+  { name: "retry", sqlType: "jsonb", array: jsonbArray, one: PgTypes.jsonb },
+  { name: "cron_expr", sqlType: "text", array: textArray, one: PgTypes.text },
+  { name: "cron_tz", sqlType: "text", array: textArray, one: PgTypes.text }
+]
+
+/**
+ * Trigger rows gathered as columns (columnArrays.ts), headers and body sealed when ENCRYPTION_KEYS
+ * is set; the call's trace context is the same for every row and goes as one value. Filled row by
+ * row, from rows (`columnsOfRows`) or straight from a plan's items (commands/bulkInserts.ts), which
+ * then makes no object per row. A column whose rows all hold the same value is kept as that one
+ * value (Column): the insert sends it as one parameter (`shapedInsert`), the update as an array.
  */
 export class TriggerColumns {
-  readonly ids: Array<string>
-  private readonly shards: Array<number>
-  private readonly kinds: Array<string>
-  private readonly statuses: Array<string>
-  private readonly scheduledAts: Array<number | null>
-  private readonly urls: Array<string>
-  private readonly methods: Array<string>
-  private readonly headers: Array<unknown>
-  private readonly bodies: Array<Uint8Array | null>
-  private readonly sealedWith: Array<string | null>
-  private readonly contentTypes: Array<string | null>
-  private readonly titles: Array<string | null>
-  private readonly tags: Array<string>
-  private readonly customKeys: Array<string | null>
-  private readonly retries: Array<unknown>
-  private readonly cronExprs: Array<string | null>
-  private readonly cronTzs: Array<string | null>
+  private readonly ids: Array<string>
+  private readonly shards: Column<number>
+  private readonly kinds: Column<string>
+  private readonly statuses: Column<string>
+  private readonly scheduledAts: Column<number | null>
+  private readonly urls: Column<string>
+  private readonly methods: Column<string>
+  private readonly headers: Column<HeaderPairs | string>
+  private readonly bodies: Column<Uint8Array | null>
+  private readonly sealedWith: Column<string | null>
+  private readonly contentTypes: Column<string | null>
+  private readonly titles: Column<string | null>
+  private readonly tags: Column<string>
+  private readonly customKeys: Column<string | null>
+  private readonly retries: Column<RetryPolicy | null>
+  private readonly cronExprs: Column<string | null>
+  private readonly cronTzs: Column<string | null>
   private readonly keyring: Keyring | null
   private filled = 0
 
-  /** Room for exactly `rows` rows (the arrays are made at their size: no copies as they grow). */
+  /** Room for exactly `rows` rows (an array is made at its size, and only for a column whose rows differ). */
   constructor(keyring: Keyring | null, rows: number) {
     this.keyring = keyring
     this.ids = new Array(rows)
-    this.shards = new Array(rows)
-    this.kinds = new Array(rows)
-    this.statuses = new Array(rows)
-    this.scheduledAts = new Array(rows)
-    this.urls = new Array(rows)
-    this.methods = new Array(rows)
-    this.headers = new Array(rows)
-    this.bodies = new Array(rows)
-    this.sealedWith = new Array(rows)
-    this.contentTypes = new Array(rows)
-    this.titles = new Array(rows)
-    this.tags = new Array(rows)
-    this.customKeys = new Array(rows)
-    this.retries = new Array(rows)
-    this.cronExprs = new Array(rows)
-    this.cronTzs = new Array(rows)
+    this.shards = new Column(rows, sameValue)
+    this.kinds = new Column(rows, sameValue)
+    this.statuses = new Column(rows, sameValue)
+    this.scheduledAts = new Column(rows, sameValue)
+    this.urls = new Column(rows, sameValue)
+    this.methods = new Column(rows, sameValue)
+    this.headers = new Column(rows, sameHeaders)
+    // bodies are compared by reference only: equal bytes in two objects go as two elements
+    this.bodies = new Column(rows, sameValue)
+    this.sealedWith = new Column(rows, sameValue)
+    this.contentTypes = new Column(rows, sameValue)
+    this.titles = new Column(rows, sameValue)
+    this.tags = new Column(rows, sameValue)
+    this.customKeys = new Column(rows, sameValue)
+    this.retries = new Column(rows, sameJson)
+    this.cronExprs = new Column(rows, sameValue)
+    this.cronTzs = new Column(rows, sameValue)
   }
 
   get length(): number {
@@ -97,34 +195,72 @@ export class TriggerColumns {
     // plain (no keys): the definition's own headers and body, no object per row
     const request = this.keyring === null ? null : sealRequest(d.headers, d.body, this.keyring)
     this.ids[i] = id
-    this.shards[i] = shard
-    this.kinds[i] = kind
-    this.statuses[i] = status
-    this.scheduledAts[i] = scheduledAtMs
-    this.urls[i] = d.url
-    this.methods[i] = d.method
-    this.headers[i] = request === null ? d.headers : request.headers
-    this.bodies[i] = request === null ? d.body : request.body
-    this.sealedWith[i] = request === null ? null : request.sealedWith
-    this.contentTypes[i] = d.contentType
-    this.titles[i] = d.title
-    this.tags[i] = textArrayLiteral(d.tags)
-    this.customKeys[i] = d.customKey
-    this.retries[i] = d.retry
-    this.cronExprs[i] = cron === null ? null : cron.cronExpr
-    this.cronTzs[i] = cron === null ? null : cron.cronTz
+    this.shards.set(i, shard)
+    this.kinds.set(i, kind)
+    this.statuses.set(i, status)
+    this.scheduledAts.set(i, scheduledAtMs)
+    this.urls.set(i, d.url)
+    this.methods.set(i, d.method)
+    this.headers.set(i, request === null ? d.headers : request.headers)
+    this.bodies.set(i, request === null ? d.body : request.body)
+    this.sealedWith.set(i, request === null ? null : request.sealedWith)
+    this.contentTypes.set(i, d.contentType)
+    this.titles.set(i, d.title)
+    this.tags.set(i, textArrayLiteral(d.tags))
+    this.customKeys.set(i, d.customKey)
+    this.retries.set(i, d.retry)
+    this.cronExprs.set(i, cron === null ? null : cron.cronExpr)
+    this.cronTzs.set(i, cron === null ? null : cron.cronTz)
   }
 
-  /** The typed array parameters, in `unnestRows`' column order; every row must have been pushed. */
-  parameters() {
+  /** Row i's id, kind, status and custom key (what /bulk answers for it). */
+  idAt(i: number): string {
+    return this.ids[i]!
+  }
+  kindAt(i: number): TriggerKind {
+    return this.kinds.at(i) as TriggerKind
+  }
+  statusAt(i: number): ItemTriggerRow["status"] {
+    return this.statuses.at(i) as ItemTriggerRow["status"]
+  }
+  customKeyAt(i: number): string | null {
+    return this.customKeys.at(i)
+  }
+
+  /** The columns in `COLUMN_TYPES`' order, ids first; every row must have been pushed. */
+  private columns(): ReadonlyArray<Column<any> | Array<string>> {
     if (this.filled !== this.ids.length) throw new RangeError(`TriggerColumns: ${this.filled} of ${this.ids.length} rows`)
     return [
-      uuidArray(this.ids), int4Array(this.shards), textArray(this.kinds), textArray(this.statuses),
-      timestamptzArray(this.scheduledAts), textArray(this.urls), textArray(this.methods), jsonbArray(this.headers),
-      byteaArray(this.bodies), textArray(this.sealedWith), textArray(this.contentTypes), textArray(this.titles),
-      textArray(this.tags), textArray(this.customKeys), jsonbArray(this.retries), textArray(this.cronExprs),
-      textArray(this.cronTzs)
-    ] as const
+      this.ids, this.shards, this.kinds, this.statuses, this.scheduledAts, this.urls, this.methods, this.headers, this.bodies,
+      this.sealedWith, this.contentTypes, this.titles, this.tags, this.customKeys, this.retries, this.cronExprs, this.cronTzs
+    ]
+  }
+
+  /** Every column as a typed array parameter, in `unnestRows`' column order. */
+  parameters(): ReadonlyArray<PgTypes.Parameter> {
+    return this.columns().map((column, i) => COLUMN_TYPES[i]!.array(Array.isArray(column) ? column : column.all()))
+  }
+
+  /**
+   * The columns split: those whose rows differ as arrays (`arrays`, ids first), those uniform as one
+   * value each (`ones`); `uniform` has bit i set when column i of COLUMN_TYPES is one value.
+   */
+  shaped(): { readonly uniform: number; readonly arrays: Array<PgTypes.Parameter>; readonly ones: Array<PgTypes.Parameter> } {
+    let uniform = 0
+    const arrays: Array<PgTypes.Parameter> = []
+    const ones: Array<PgTypes.Parameter> = []
+    this.columns().forEach((column, i) => {
+      const type = COLUMN_TYPES[i]!
+      if (Array.isArray(column)) {
+        arrays.push(type.array(column))
+      } else if (column.uniform) {
+        uniform |= 1 << i
+        ones.push(type.one(column.only))
+      } else {
+        arrays.push(type.array(column.all()))
+      }
+    })
+    return { uniform, arrays, ones }
   }
 }
 
@@ -136,14 +272,48 @@ const columnsOfRows = (rows: ReadonlyArray<ItemTriggerRow>, keyring: Keyring | n
 }
 
 /** The rows of `TriggerColumns.parameters` read back (tags arrive as array literals), with the expected statuses of an update. */
-const unnestRows = (sql: SqlClient.SqlClient, c: ReturnType<TriggerColumns["parameters"]>, expected?: PgTypes.Parameter) =>
-  expected === undefined
-    ? sql`unnest(${c[0]}, ${c[1]}, ${c[2]}, ${c[3]}, ${c[4]}, ${c[5]}, ${c[6]}, ${c[7]}, ${c[8]}, ${c[9]}, ${c[10]}, ${c[11]},
-        ${c[12]}, ${c[13]}, ${c[14]}, ${c[15]}, ${c[16]}) AS x(id, shard, kind, status, scheduled_at, url, method, headers, body,
-        sealed_with, content_type, title, tags, custom_key, retry, cron_expr, cron_tz)`
-    : sql`unnest(${c[0]}, ${c[1]}, ${c[2]}, ${c[3]}, ${c[4]}, ${c[5]}, ${c[6]}, ${c[7]}, ${c[8]}, ${c[9]}, ${c[10]}, ${c[11]},
-        ${c[12]}, ${c[13]}, ${c[14]}, ${c[15]}, ${c[16]}, ${expected}) AS x(id, shard, kind, status, scheduled_at, url, method,
-        headers, body, sealed_with, content_type, title, tags, custom_key, retry, cron_expr, cron_tz, expected)`
+const unnestRows = (sql: SqlClient.SqlClient, c: ReadonlyArray<PgTypes.Parameter>, expected: PgTypes.Parameter) =>
+  sql`unnest(${sql.csv([...c, expected].map((parameter) => sql`${parameter}`))}) AS x(${
+    sql.literal(COLUMN_TYPES.map((type) => type.name).join(", "))}, expected)`
+
+/**
+ * The text of the insert for a shape of columns (`uniform`: TriggerColumns.shaped): $1 the project,
+ * $2 the key scope, $3 and $4 the trace context, $5 the moment; then one parameter per uniform column
+ * and one array per other column, in COLUMN_TYPES' order. Each shape's text is made once; at most
+ * MAX_SHAPES are kept (65,536 shapes exist: calls could otherwise grow the map without end).
+ */
+const MAX_SHAPES = 64
+const insertTexts = new Map<number, string>()
+/** How many shapes' texts are kept now (for tests). */
+export const insertShapesKept = (): number => insertTexts.size
+export const insertText = (uniform: number): string => {
+  const known = insertTexts.get(uniform)
+  if (known !== undefined) return known
+  let next = 6
+  const value = new Map<string, string>()
+  const varying: Array<string> = []
+  const unnested: Array<string> = []
+  COLUMN_TYPES.forEach((type, i) => {
+    if ((uniform & (1 << i)) !== 0) value.set(type.name, `$${next++}::${type.sqlType}`)
+    else varying.push(type.name)
+  })
+  for (const name of varying) {
+    value.set(name, `x.${name}`)
+    unnested.push(`$${next++}`)
+  }
+  const v = (name: string) => value.get(name)!
+  const text = `INSERT INTO triggers (id, project_id, kind, shard, status, scheduled_at, due_at, url, method, headers, body,
+      sealed_with, content_type, title, tags, custom_key, retry, cron_expr, cron_tz, key_scope, traceparent, tracestate,
+      created_at, updated_at)
+    SELECT ${v("id")}, $1::uuid, ${v("kind")}, ${v("shard")}, ${v("status")}, ${v("scheduled_at")},
+      CASE WHEN ${v("status")} = 'registered' THEN ${v("scheduled_at")} END, ${v("url")}, ${v("method")}, ${v("headers")},
+      ${v("body")}, ${v("sealed_with")}, ${v("content_type")}, ${v("title")}, ${v("tags")}::text[], ${v("custom_key")},
+      ${v("retry")}, ${v("cron_expr")}, ${v("cron_tz")}, $2::text, $3::text, $4::text, $5::timestamptz, $5::timestamptz
+    FROM unnest(${unnested.join(", ")}) AS x(${varying.join(", ")})`
+  if (insertTexts.size >= MAX_SHAPES) insertTexts.clear()
+  insertTexts.set(uniform, text)
+  return text
+}
 
 /**
  * Inserts new triggers of a project. `keyScope`: the tag of the /declare call creating them (it
@@ -171,16 +341,11 @@ export const itemColumnsInsert = Effect.fnUntraced(function*(input: {
 }) {
   if (input.columns.length === 0) return
   const sql = yield* SqlClient.SqlClient
-  const now = new Date(input.nowMs)
-  yield* sql`INSERT INTO triggers (id, project_id, kind, shard, status, scheduled_at, due_at, url, method, headers, body,
-      sealed_with, content_type, title, tags, custom_key, retry, cron_expr, cron_tz, key_scope, traceparent, tracestate,
-      created_at, updated_at)
-    SELECT x.id, ${input.projectId}, x.kind, x.shard, x.status, x.scheduled_at,
-      CASE WHEN x.status = 'registered' THEN x.scheduled_at END, x.url, x.method, x.headers, x.body,
-      x.sealed_with, x.content_type, x.title, x.tags::text[], x.custom_key, x.retry,
-      x.cron_expr, x.cron_tz, ${input.keyScope}::text, ${input.trace?.traceparent ?? null}::text,
-      ${input.trace?.tracestate ?? null}::text, ${now}, ${now}
-    FROM ${unnestRows(sql, input.columns.parameters())}`
+  const { uniform, ones, arrays } = input.columns.shaped()
+  yield* sql.unsafe(insertText(uniform), [
+    PgTypes.uuid(input.projectId), PgTypes.text(input.keyScope), PgTypes.text(input.trace?.traceparent ?? null),
+    PgTypes.text(input.trace?.tracestate ?? null), PgTypes.timestamptz(input.nowMs), ...ones, ...arrays
+  ])
 })
 
 // The update and the cancel find their rows by the primary key, one lookup per array element, and

@@ -2,12 +2,19 @@
 // "Errors": the check table (each message and its order), the cancel targets (id, object id, customKey,
 // tag; skipped silently when they match nothing or nothing cancellable), upserts matched across the
 // project, calls adding the same new keys at once, a generator edit that keeps its upcoming instance,
-// and all-or-nothing: a call failing after some of its rows were written leaves nothing.
+// all-or-nothing: a call failing after some of its rows were written leaves nothing, and what a call
+// that only adds holds while its insert runs (its columns, not its decoded items: docs/internals.md).
 import { assert, describe, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Deferred, Effect, Fiber } from "effect"
 import { SqlClient } from "effect/sql"
+import * as v8 from "node:v8"
+import * as vm from "node:vm"
+import { bodyOnce } from "../../src/api/declare.ts"
+import { bulkTriggers } from "../../src/commands/bulk.ts"
+import { decodeBulkBody } from "../../src/domain/bulk.ts"
+import { withTransaction } from "../../src/store/transaction.ts"
 import { assertError } from "../support/assertions.ts"
-import { instancesOf, quotaUsed, setStatus, statusOf, triggerRow } from "../support/fixtures.ts"
+import { ensureProject, instancesOf, nextId, quotaUsed, setStatus, statusOf, triggerRow } from "../support/fixtures.ts"
 import { bulkCall, bulked, declared, entryLines, instanceCameDue, post } from "../support/items.ts"
 import { newKey, scheduled, testServerLayer } from "../support/server.ts"
 import { waitUntil } from "../support/wait.ts"
@@ -33,6 +40,59 @@ const upcomingOf = (generatorId: string) =>
   })
 
 layer(testServerLayer(), { timeout: "120 seconds" })("POST /bulk", (it) => {
+  describe("while its insert runs", () => {
+    /**
+     * The route's body source for `upserts`, with weak references to the decoded items and to the last
+     * one's headers (its validated item refers to them; the insert's columns keep only the first
+     * item's headers when every item has the same).
+     */
+    const source = (upserts: ReadonlyArray<unknown>) => {
+      const text = JSON.stringify({ upserts })
+      const decoded = decodeBulkBody(JSON.parse(text))
+      if (decoded._tag !== "Ok") throw new Error(decoded.reason)
+      const last = decoded.value.upserts[decoded.value.upserts.length - 1]!
+      return { body: bodyOnce(decoded.value, text), items: new WeakRef(decoded.value.upserts), lastHeaders: new WeakRef(last.headers) }
+    }
+    const collectGarbage = (): void => {
+      v8.setFlagsFromString("--expose-gc")
+      ;(vm.runInNewContext("gc") as () => void)()
+    }
+
+    it.effect("a call that only adds holds none of its decoded items (a key held by an open transaction makes its insert wait)", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const projectId = nextId()
+        yield* ensureProject(projectId)
+        // another transaction inserts the key first and stays open: the call's insert waits on the key's index entry
+        const inserted = yield* Deferred.make<void>()
+        const release = yield* Deferred.make<void>()
+        const holder = yield* withTransaction(Effect.gen(function*() {
+          yield* sql`INSERT INTO triggers (id, project_id, kind, shard, status, scheduled_at, due_at, url, method, headers, tags,
+              custom_key, created_at, updated_at)
+            VALUES (${nextId()}, ${projectId}, 'job', 0, 'registered', now() + interval '1 day', now() + interval '1 day', ${URL},
+              'GET', '[]'::jsonb, '{}'::text[], 'held', now(), now())`
+          yield* Deferred.succeed(inserted, undefined)
+          yield* Deferred.await(release)
+          return yield* Effect.fail("rolled back")
+        })).pipe(Effect.forkChild)
+        yield* Deferred.await(inserted)
+        const { body, items, lastHeaders } = source([up("held", { headers: { x: "1" } }), ...Array.from({ length: 200 }, () => up(undefined, { headers: { x: "1" } }))])
+        const call = yield* bulkTriggers(projectId, body, Date.now()).pipe(Effect.forkChild)
+        yield* waitUntil("the call's insert waiting on the key", Effect.map(
+          sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO triggers%'`,
+          (rows) => rows[0]!.n > 0
+        ), 8_000)
+        collectGarbage()
+        assert.isUndefined(items.deref(), "the decoded items are still alive while the insert runs")
+        assert.isUndefined(lastHeaders.deref(), "the validated items are still alive while the insert runs")
+        yield* Deferred.succeed(release, undefined)
+        yield* Fiber.await(holder)
+        const answer = JSON.parse(yield* Fiber.join(call)) as { summary: { added: number } }
+        // the key was free once the other transaction rolled back
+        assert.strictEqual(answer.summary.added, 201)
+      }))
+  })
+
   describe("checks, in order", () => {
     it.effect("415 first, even with an unknown key and invalid JSON", () =>
       Effect.gen(function*() {

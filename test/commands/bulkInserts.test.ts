@@ -5,7 +5,7 @@
 // what the general path's rows hold, wake exactly the one-shots due before the horizon, and count the
 // triggers it created by kind as the entries do.
 import { describe, expect, it } from "vitest"
-import { planInserts } from "../../src/commands/bulkInserts.ts"
+import { insertsAnswer, planInserts } from "../../src/commands/bulkInserts.ts"
 import { rowOf } from "../../src/commands/itemWrites.ts"
 import { decodeBulkBody, planBulk, validateBulkBody } from "../../src/domain/bulk.ts"
 import type { PlannedTrigger } from "../../src/domain/itemMatch.ts"
@@ -43,11 +43,11 @@ const ids = () => {
 
 describe("planInserts: what the general plan gives for a call that only adds", () => {
   const general = planBulk({ upserts: items(), cancels: [], nowMs: NOW, triggers: [], newId: ids() })
-  const inserts = planInserts({ projectId: "p", items: items(), shards: SHARDS, nowMs: NOW, wakeHorizonMs: HORIZON, newId: ids() }, new TriggerColumns(null, upserts.length))
+  const inserts = planInserts({ items: items(), shards: SHARDS, nowMs: NOW, wakeHorizonMs: HORIZON, newId: ids() }, new TriggerColumns(null, upserts.length))
 
-  it("the answer's text is JSON.stringify of the plan's summary and operations", () => {
+  it("the answer's text, written from the columns, is JSON.stringify of the plan's summary and operations", () => {
     expect(general.summary.skipped).toBe(1)
-    expect(inserts.answer).toBe(JSON.stringify({ summary: general.summary, operations: general.operations }))
+    expect(insertsAnswer(inserts)).toBe(JSON.stringify({ summary: general.summary, operations: general.operations }))
   })
 
   it("the columns hold what the plan's rows hold, in order", () => {

@@ -12,7 +12,9 @@ import { parseEncryptionKeys } from "../../src/domain/sealing.ts"
 import type { PlannedTrigger, StoredTrigger } from "../../src/domain/itemMatch.ts"
 import type { TriggerDefinition } from "../../src/domain/trigger.ts"
 import { itemsReadForBulk, itemsReadForDeclare } from "../../src/store/itemReads.ts"
-import { itemTriggersCancel, itemTriggersInsert, itemTriggersUpdate } from "../../src/store/itemWrites.ts"
+import {
+  insertShapesKept, insertText, type ItemTriggerRow, itemTriggersCancel, itemTriggersInsert, itemTriggersUpdate, TriggerColumns
+} from "../../src/store/itemWrites.ts"
 import { EncryptionKeys } from "../../src/store/sealedRequests.ts"
 import { withTransaction } from "../../src/store/transaction.ts"
 import { TestDatabase } from "../support/database.ts"
@@ -267,6 +269,104 @@ layer(TestDatabase, { timeout: "60 seconds" })("store of /declare and /bulk", (i
         assert.deepStrictEqual([[...a2.tags], a2.body, a2.status, a2.due_at?.getTime(), a2.traceparent], [["x\"y"], new Uint8Array([9]), "registered", FAR, null])
         const b2 = yield* read(plain.id)
         assert.deepStrictEqual([[...b2.tags], b2.title], [oddTags, "t\"2"])
+      }))
+  })
+
+  describe("a column every row shares goes as one value", () => {
+    const RETRY = { strategy: "fixed", maxAttempts: 4, initialDelaySeconds: 5, maxDelaySeconds: null, jitter: false, retryOn: "5xx_and_network" } as const
+    /** A row whose values are all fresh objects (headers, body, retry): shared by content, not by reference. */
+    const base = (): ItemTriggerRow => ({
+      id: nextId(), shard: 3, kind: "job", status: "registered", scheduledAtMs: FAR, cron: null,
+      definition: definition({ headers: [["content-type", "application/json"]], body: new Uint8Array([1, 2]), tags: ["a"], retry: { ...RETRY } })
+    })
+    /** Each changes one column (or the few a generator changes together) of the last row of a call. */
+    const changes: ReadonlyArray<readonly [string, (row: ItemTriggerRow) => ItemTriggerRow]> = [
+      ["shard", (r) => ({ ...r, shard: 4 })],
+      ["status", (r) => ({ ...r, status: "skipped" })],
+      ["scheduled_at", (r) => ({ ...r, scheduledAtMs: FAR + 1_000 })],
+      ["kind, cron", (r) => ({ ...r, kind: "generator", status: "active", scheduledAtMs: null, cron: { cronExpr: "0 9 * * *", cronTz: "UTC" } })],
+      ["url", (r) => ({ ...r, definition: { ...r.definition, url: "http://127.0.0.1:9/y" } })],
+      ["method", (r) => ({ ...r, definition: { ...r.definition, method: "POST" } })],
+      ["headers", (r) => ({ ...r, definition: { ...r.definition, headers: [["content-type", "text/plain"]] } })],
+      ["more headers", (r) => ({ ...r, definition: { ...r.definition, headers: [["content-type", "application/json"], ["x", "1"]] } })],
+      ["body", (r) => ({ ...r, definition: { ...r.definition, body: null } })],
+      ["content_type", (r) => ({ ...r, definition: { ...r.definition, contentType: "text/plain" } })],
+      ["title", (r) => ({ ...r, definition: { ...r.definition, title: null } })],
+      ["tags", (r) => ({ ...r, definition: { ...r.definition, tags: ["a", "b\"c"] } })],
+      ["custom_key", (r) => ({ ...r, definition: { ...r.definition, customKey: `k-${r.id}` } })],
+      ["retry", (r) => ({ ...r, definition: { ...r.definition, retry: { ...RETRY, maxAttempts: 5 } } })],
+      ["no retry", (r) => ({ ...r, definition: { ...r.definition, retry: null } })]
+    ]
+
+    it("TriggerColumns.shaped: one value per column while every row has it, an array from the first row that differs", () => {
+      const columns = (rows: ReadonlyArray<ItemTriggerRow>) => {
+        const c = new TriggerColumns(null, rows.length)
+        for (const r of rows) c.push(r.id, r.shard, r.kind, r.status, r.scheduledAtMs, r.cron, r.definition)
+        return c
+      }
+      const same = columns([base(), base(), base()]).shaped()
+      // only the ids and the bodies differ (bodies are compared by reference): 15 columns of one value each, two arrays
+      assert.strictEqual(same.uniform, 0b11111111011111110)
+      assert.deepStrictEqual([same.arrays.length, same.ones.length], [2, 15])
+      assert.deepStrictEqual(same.ones[6]!.value, [["content-type", "application/json"]])
+      const url = columns([base(), base(), changes[4]![1](base())])
+      const shaped = url.shaped()
+      assert.strictEqual(shaped.uniform, 0b11111111011011110)
+      assert.deepStrictEqual(shaped.arrays[1]!.value, ["http://127.0.0.1:9/x", "http://127.0.0.1:9/x", "http://127.0.0.1:9/y"])
+      // the update's parameters: every column an array
+      assert.deepStrictEqual(url.parameters().map((p) => (p.value as ReadonlyArray<unknown>).length), new Array(17).fill(3))
+    })
+
+    it("the insert's text of a shape names each shared column by its parameter; at most 64 shapes' texts are kept", () => {
+      const text = insertText(0b11111111011011110)
+      // ids, url and body unnested after the 5 fixed parameters and the 14 shared columns
+      assert.include(text, "unnest($20, $21, $22) AS x(id, url, body)")
+      assert.include(text, "$7::text, $6::int4, $8::text")
+      for (let shape = 0; shape < 200; shape++) insertText(shape << 1)
+      assert.isAtMost(insertShapesKept(), 64)
+    })
+
+    it.effect("every row reads back as written whichever columns are shared: each column differing in the last row only, a row alone, all sealed", () =>
+      Effect.gen(function*() {
+        const projectId = yield* newProject
+        const sql = yield* SqlClient.SqlClient
+        const keyring = parseEncryptionKeys(`k1:${Buffer.alloc(32, 7).toString("base64")}`)
+        if (typeof keyring === "string") return assert.fail(keyring)
+        const calls = [...changes.map(([, change]) => [base(), base(), change(base())]), [base()], [base(), base()]]
+        for (const rows of calls) yield* itemTriggersInsert({ projectId, keyScope: "scope", rows, nowMs: NOW })
+        const sealed = [base(), base()]
+        yield* itemTriggersInsert({ projectId, keyScope: null, rows: sealed, nowMs: NOW }).pipe(Effect.provideService(EncryptionKeys, keyring))
+        const stored = yield* sql<{
+          id: string; shard: number; kind: string; status: string; scheduled_at: Date | null; due_at: Date | null; url: string; method: string
+          headers: unknown; body: Uint8Array | null; sealed_with: string | null; content_type: string | null; title: string | null
+          tags: ReadonlyArray<string>; custom_key: string | null; retry: unknown; cron_expr: string | null; cron_tz: string | null
+          key_scope: string | null; created_at: Date
+        }>`SELECT id, shard, kind, status, scheduled_at, due_at, url, method, headers, body, sealed_with, content_type, title, tags,
+            custom_key, retry, cron_expr, cron_tz, key_scope, created_at FROM triggers WHERE project_id = ${projectId}`
+        const byId = new Map(stored.map((row) => [row.id, row]))
+        const rows = calls.flat()
+        assert.strictEqual(stored.length, rows.length + sealed.length)
+        for (const row of rows) {
+          const got = byId.get(row.id)!
+          const d = row.definition
+          assert.deepStrictEqual(
+            { ...got, tags: [...got.tags], body: got.body === null ? null : new Uint8Array(got.body), scheduled_at: got.scheduled_at?.getTime() ?? null,
+              due_at: got.due_at?.getTime() ?? null, created_at: got.created_at.getTime() },
+            {
+              id: row.id, shard: row.shard, kind: row.kind, status: row.status, scheduled_at: row.scheduledAtMs,
+              due_at: row.status === "registered" ? row.scheduledAtMs : null, url: d.url, method: d.method,
+              headers: d.headers.map(([name, value]) => [name, value]), body: d.body, sealed_with: null, content_type: d.contentType,
+              title: d.title, tags: [...d.tags], custom_key: d.customKey, retry: d.retry, cron_expr: row.cron?.cronExpr ?? null,
+              cron_tz: row.cron?.cronTz ?? null, key_scope: "scope", created_at: NOW
+            },
+            row.id
+          )
+        }
+        // sealed: headers and bodies differ row by row (each sealed apart), the key id is shared
+        const [s1, s2] = sealed.map((row) => byId.get(row.id)!)
+        assert.deepStrictEqual([s1!.sealed_with, s2!.sealed_with, s1!.key_scope], ["k1", "k1", null])
+        assert.notDeepEqual(s1!.headers, s2!.headers)
+        assert.strictEqual(typeof s1!.headers, "string")
       }))
   })
 

@@ -182,7 +182,8 @@ export const mcpHandlers = (tools: McpTools) =>
           const projectId = yield* caller
           const body = decodeBulkBody(args)
           if (body._tag === "Shape") return yield* Effect.fail(malformedArguments(body.reason))
-          return JSON.parse(yield* bulkTriggers(projectId, body.value, yield* Clock.currentTimeMillis)) as BulkResult
+          const value = body.value
+          return JSON.parse(yield* bulkTriggers(projectId, () => value, yield* Clock.currentTimeMillis)) as BulkResult
         })),
 
       list_jobs: (args) =>
