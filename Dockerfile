@@ -46,4 +46,4 @@ HEALTHCHECK --interval=5s --timeout=3s --start-period=60s --retries=3 \
 # SIGTERM (docker stop) drains: give it DRAIN_TIMEOUT_SECONDS (30 s by default) plus a margin,
 # e.g. `docker stop -t 45` or compose's stop_grace_period
 STOPSIGNAL SIGTERM
-CMD ["node", "--max-semi-space-size=8", "--heap-growing-percent=20", "dist/main.js"]
+CMD ["node", "--max-semi-space-size=8", "--heap-growing-percent=50", "dist/main.js"]
