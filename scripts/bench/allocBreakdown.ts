@@ -71,6 +71,7 @@ const byOwner = new Map<string, number>()
 const byOurs = new Map<string, number>()
 const byFunction = new Map<string, number>()
 const byChain = new Map<string, number>()
+const byEntry = new Map<string, number>()
 const add = (map: Map<string, number>, key: string, bytes: number) => map.set(key, (map.get(key) ?? 0) + bytes)
 let windowBytes = 0
 let windowStart = Infinity
@@ -92,6 +93,7 @@ for (const slice of slices) {
       if (inWindow) {
         add(byOwner, ownerOf(module), node.selfSize)
         add(byOurs, nextOurs, node.selfSize)
+        add(byEntry, nextChain.length > 0 ? nextChain[0]!.replace(/:\d+$/, "") : `(none) ${nextEntry}`, node.selfSize)
         add(byChain, nextChain.slice(-3).join(" > ") || `(none: entered at ${nextEntry}, allocated in ${ownerOf(module)})`, node.selfSize)
         add(byFunction, `${node.callFrame.functionName || "(anonymous)"} ${module}:${node.callFrame.lineNumber + 1}`, node.selfSize)
       }
@@ -119,4 +121,5 @@ const print = (title: string, map: Map<string, number>) => {
 print("allocating frame's owner", byOwner)
 print("nearest frame of our code", byOurs)
 print("function", byFunction)
+print("the outermost frame of our code on the stack (what woke the work), else the event that entered", byEntry)
 print("the last three frames of our code on the stack (outer > inner)", byChain)

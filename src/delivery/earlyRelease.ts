@@ -9,8 +9,8 @@
 // On the live clock the loop is no fiber: one plain timer, re-armed as rows come and go, takes what is
 // due and hands it to `sendNow`, a plain call (the common case: docs/internals.md "The delivery
 // engine"); rows it leaves (false) go through `send` on the loop's fiber (`releaseTurn`), which waits
-// only for such rows, and whose interruption stops the timer. Under any other clock (the tests'), the
-// fiber waits for the due times itself, as an alarm on that clock.
+// only for such rows. The timer stops when the scope that made the release closes (the node stops).
+// Under any other clock (the tests'), the fiber waits for the due times itself, as an alarm on that clock.
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { isLiveClock, makeAlarm } from "../lib/alarm.ts"
@@ -100,12 +100,14 @@ export const makeEarlyRelease = <T extends { readonly dueAtMs: number }>(
       timerEarly = early
       timer = setTimeout(onTimer, Math.min(Math.max(0, Math.ceil(wakeAtMs - nowMs)), MAX_TIMER_MS))
     }
-    const stop = Effect.sync(() => {
-      stopped = true
-      if (timer !== undefined) clearTimeout(timer)
-      timer = undefined
-      timerAtMs = Infinity
-    })
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        stopped = true
+        if (timer !== undefined) clearTimeout(timer)
+        timer = undefined
+        timerAtMs = Infinity
+      })
+    )
 
     /** Rows due now are sent at once; later ones wait for their time. */
     const deliverAt = (rows: ReadonlyArray<T>): Effect.Effect<void> =>
@@ -128,20 +130,17 @@ export const makeEarlyRelease = <T extends { readonly dueAtMs: number }>(
 
     /**
      * One turn of the release loop: sleeps until the next due time (or a sooner one), then sends what
-     * is due. Live clock: waits until the timer leaves rows to `send` (its interruption stops the timer).
+     * is due. Live clock: waits until the timer leaves rows to `send`.
      */
     const releaseTurn = precise
-      ? Effect.onInterrupt(
-        Effect.andThen(
-          Effect.suspend(() => handedOff.length > 0 ? Effect.void : alarm.waitUntil(Infinity)),
-          Effect.suspend(() => {
-            if (handedOff.length === 0) return Effect.void
-            const rows = handedOff
-            handedOff = []
-            return send(rows)
-          })
-        ),
-        () => stop
+      ? Effect.andThen(
+        Effect.suspend(() => handedOff.length > 0 ? Effect.void : alarm.waitUntil(Infinity)),
+        Effect.suspend(() => {
+          if (handedOff.length === 0) return Effect.void
+          const rows = handedOff
+          handedOff = []
+          return send(rows)
+        })
       )
       : waitForNext.pipe(
         Effect.andThen(Effect.suspend(() => {

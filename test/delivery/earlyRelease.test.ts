@@ -4,7 +4,7 @@
 // ms short shows that no row is sent before its time, each is sent once it has come, and a row due
 // sooner than the loop sleeps for is not held back by that sleep; on the live clock too.
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect, Fiber } from "effect"
+import { Duration, Effect, Exit, Fiber, Scope } from "effect"
 import * as Clock from "effect/Clock"
 import { DueQueue } from "../../src/delivery/dueQueue.ts"
 import { FIRE_DEFER_MS, FIRE_QUIET_MS, makeEarlyRelease, SEND_SETTLE_MS } from "../../src/delivery/earlyRelease.ts"
@@ -89,7 +89,8 @@ describe("the early release on the live clock with a plain sender (no fiber per 
       const clock = yield* Clock.Clock
       const now = () => clock.currentTimeMillisUnsafe()
       const sent: Array<{ readonly id: string; readonly dueAtMs: number; readonly atMs: number; readonly by: string }> = []
-      const early = yield* makeEarlyRelease<Row>(
+      const scope = yield* Scope.make()
+      const early = yield* Scope.provide(scope)(makeEarlyRelease<Row>(
         (rows) => Effect.sync(() => rows.forEach((row) => sent.push({ ...row, atMs: now(), by: "fiber" }))),
         // the plain sender leaves the rows whose id starts with "x"
         (rows) => {
@@ -97,7 +98,7 @@ describe("the early release on the live clock with a plain sender (no fiber per 
           rows.forEach((row) => sent.push({ ...row, atMs: now(), by: "plain" }))
           return true
         }
-      )
+      ))
       const loop = yield* Effect.forkChild(Effect.forever(early.releaseTurn))
       const startMs = now()
       yield* early.deliverAt([
@@ -113,8 +114,9 @@ describe("the early release on the live clock with a plain sender (no fiber per 
       assert.deepStrictEqual(sent.map((row) => [row.id, row.by]), [["now", "plain"], ["b", "plain"], ["a", "plain"], ["x", "fiber"]])
       for (const row of sent) assert.isAtLeast(row.atMs, row.dueAtMs, `${row.id} not early`)
       assert.strictEqual(early.size(), 1)
-      // the loop's fiber stops (the node stops): its timer goes with it
+      // the node stops: its scope closes, and the timer goes with it
       yield* Fiber.interrupt(loop)
+      yield* Scope.close(scope, Exit.void)
       yield* Effect.sleep(450)
       assert.strictEqual(sent.length, 4, "nothing is sent once the loop stopped")
       assert.deepStrictEqual(early.takeAll().map((row) => row.id), ["gone"], "a stopping node takes back what waits")
