@@ -209,8 +209,24 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
     for (const row of rows) inHand.add(row.id)
   }
 
+  /**
+   * `deliver` as a plain call, for the rows that need nothing looked up (most fired rows): no
+   * replay's override, no tag's policies, no gate, no project with a target policy. The release
+   * loop's timer sends them without a fiber (earlyRelease.ts); false leaves the rows to `deliver`.
+   */
+  const deliverNow = (rows: ReadonlyArray<DeliveryRow>): boolean => {
+    for (const row of rows) {
+      if (row.triggeredBy === "retry" || row.tags.length > 0 || row.gateTags.length > 0) return false
+    }
+    if (targetPolicies.mayGate(rows)) return false
+    carry(rows)
+    const ready = traceStage(traceStage(rows, "released").map((row) => outgoing(row, [])), "pushed")
+    senders.push(ready)
+    return true
+  }
+
   /** Rows handed over ahead of their time wait for it here (`deliverAt`). */
-  const early = yield* makeEarlyRelease<ClaimedRow>(deliver)
+  const early = yield* makeEarlyRelease<ClaimedRow>(deliver, deliverNow)
 
   /** Replayed and recovered triggers: queued → running (retried until the database takes it), then sent. */
   const starter = Effect.gen(function*() {

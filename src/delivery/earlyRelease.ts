@@ -6,6 +6,11 @@
 // time): the clock is read again and nothing that is not due is sent. On the live clock the timer is
 // set a millisecond early and the thread sleeps the rest (lib/threadSleep.ts): a timer alone sent
 // 0.7 ms late in the median.
+// On the live clock the loop is no fiber: one plain timer, re-armed as rows come and go, takes what is
+// due and hands it to `sendNow`, a plain call (the common case: docs/internals.md "The delivery
+// engine"); rows it leaves (false) go through `send` on the loop's fiber (`releaseTurn`), which waits
+// only for such rows. The timer stops when the scope that made the release closes (the node stops).
+// Under any other clock (the tests'), the fiber waits for the due times itself, as an alarm on that clock.
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { isLiveClock, makeAlarm } from "../lib/alarm.ts"
@@ -32,13 +37,77 @@ const THREAD_SLEEP_LEAD_MS = 1
 const THREAD_SLEEP_MAX_MS = 1.5
 const THREAD_SLEEP_SHARE = 0.2
 const THREAD_SLEEP_BURST_MS = 20
+/** setTimeout's longest delay. */
+const MAX_TIMER_MS = 2 ** 31 - 1
 
-export const makeEarlyRelease = <T extends { readonly dueAtMs: number }>(send: (rows: ReadonlyArray<T>) => Effect.Effect<void>) =>
+/**
+ * `send` sends rows from a fiber; `sendNow`, when given, is tried first as a plain call: true when
+ * it took the rows (sent them), false to leave them to `send`.
+ */
+export const makeEarlyRelease = <T extends { readonly dueAtMs: number }>(
+  send: (rows: ReadonlyArray<T>) => Effect.Effect<void>,
+  sendNow?: (rows: ReadonlyArray<T>) => boolean
+) =>
   Effect.gen(function*() {
     const clock = yield* Clock.Clock
     const waiting = new DueQueue<T>()
-    /** The release loop's wait, cut short when a row comes due sooner. */
+    /** The release loop's wait, cut short when a row comes due sooner (live clock: when rows are left to `send`). */
     const alarm = yield* makeAlarm
+    const precise = isLiveClock(clock)
+    const threadSleep = makeThreadSleep({ share: THREAD_SLEEP_SHARE, burstMs: THREAD_SLEEP_BURST_MS })
+
+    /** Live clock: due rows `sendNow` left, for the loop's fiber to `send`. */
+    let handedOff: Array<T> = []
+    /** Tries `sendNow`; whatever it leaves (or a defect of it) goes to the loop's fiber. */
+    const release = (rows: ReadonlyArray<T>): void => {
+      let taken = false
+      try {
+        taken = sendNow !== undefined && sendNow(rows)
+      } catch {
+        taken = false
+      }
+      if (taken) return
+      for (const row of rows) handedOff.push(row)
+      alarm.ring()
+    }
+
+    /** Live clock: the one timer toward the next due time (a millisecond early when that is far enough off). */
+    let timer: ReturnType<typeof setTimeout> | undefined
+    let timerAtMs = Infinity
+    let timerEarly = false
+    let stopped = false
+    const onTimer = (): void => {
+      timer = undefined
+      timerAtMs = Infinity
+      const nextAtMs = waiting.nextAtMs()
+      if (timerEarly && nextAtMs !== undefined) threadSleep.until(clock, nextAtMs, THREAD_SLEEP_MAX_MS)
+      const due = waiting.takeDue(clock.currentTimeMillisUnsafe())
+      if (due.length > 0) release(due)
+      arm()
+    }
+    /** Sets the timer for the next due time, unless one is set for it or sooner already. */
+    const arm = (): void => {
+      const nextAtMs = waiting.nextAtMs()
+      if (stopped || nextAtMs === undefined) return
+      const nowMs = clock.currentTimeMillisUnsafe()
+      const early = nextAtMs - THREAD_SLEEP_LEAD_MS > nowMs
+      const wakeAtMs = early ? nextAtMs - THREAD_SLEEP_LEAD_MS : nextAtMs
+      if (timer !== undefined) {
+        if (timerAtMs <= wakeAtMs) return
+        clearTimeout(timer)
+      }
+      timerAtMs = wakeAtMs
+      timerEarly = early
+      timer = setTimeout(onTimer, Math.min(Math.max(0, Math.ceil(wakeAtMs - nowMs)), MAX_TIMER_MS))
+    }
+    yield* Effect.addFinalizer(() =>
+      Effect.sync(() => {
+        stopped = true
+        if (timer !== undefined) clearTimeout(timer)
+        timer = undefined
+        timerAtMs = Infinity
+      })
+    )
 
     /** Rows due now are sent at once; later ones wait for their time. */
     const deliverAt = (rows: ReadonlyArray<T>): Effect.Effect<void> =>
@@ -48,34 +117,37 @@ export const makeEarlyRelease = <T extends { readonly dueAtMs: number }>(send: (
         if (later.length > 0) {
           const nextAtMs = waiting.nextAtMs()
           waiting.add(later)
-          if (nextAtMs === undefined || waiting.nextAtMs()! < nextAtMs) alarm.ring()
+          if (precise) arm()
+          else if (nextAtMs === undefined || waiting.nextAtMs()! < nextAtMs) alarm.ring()
         }
         if (later.length === rows.length) return Effect.void
-        return send(later.length === 0 ? rows : rows.filter((row) => row.dueAtMs <= nowMs))
+        const due = later.length === 0 ? rows : rows.filter((row) => row.dueAtMs <= nowMs)
+        return sendNow !== undefined && sendNow(due) ? Effect.void : send(due)
       })
 
-    const precise = isLiveClock(clock)
-    const threadSleep = makeThreadSleep({ share: THREAD_SLEEP_SHARE, burstMs: THREAD_SLEEP_BURST_MS })
-    /** The thread's sleep toward the next due time, once the early timer woke the loop (not a ring). */
-    const sleepToNext = Effect.sync(() => {
-      const nextAtMs = waiting.nextAtMs()
-      if (nextAtMs !== undefined) threadSleep.until(clock, nextAtMs, THREAD_SLEEP_MAX_MS)
-    })
-    /** Until the next due time: its timer a millisecond early and the thread's sleep, when it is that far off. */
-    const waitForNext = Effect.suspend(() => {
-      const nextAtMs = waiting.nextAtMs() ?? Infinity
-      return precise && Number.isFinite(nextAtMs) && nextAtMs - THREAD_SLEEP_LEAD_MS > clock.currentTimeMillisUnsafe()
-        ? Effect.andThen(alarm.waitUntil(nextAtMs - THREAD_SLEEP_LEAD_MS), sleepToNext)
-        : alarm.waitUntil(nextAtMs)
-    })
+    /** Until the next due time (any clock but the live one: no thread sleep there). */
+    const waitForNext = Effect.suspend(() => alarm.waitUntil(waiting.nextAtMs() ?? Infinity))
 
-    /** One turn of the release loop: sleeps until the next due time (or a sooner one), then sends what is due. */
-    const releaseTurn = waitForNext.pipe(
-      Effect.andThen(Effect.suspend(() => {
-        const due = waiting.takeDue(clock.currentTimeMillisUnsafe())
-        return due.length > 0 ? send(due) : Effect.void
-      }))
-    )
+    /**
+     * One turn of the release loop: sleeps until the next due time (or a sooner one), then sends what
+     * is due. Live clock: waits until the timer leaves rows to `send`.
+     */
+    const releaseTurn = precise
+      ? Effect.andThen(
+        Effect.suspend(() => handedOff.length > 0 ? Effect.void : alarm.waitUntil(Infinity)),
+        Effect.suspend(() => {
+          if (handedOff.length === 0) return Effect.void
+          const rows = handedOff
+          handedOff = []
+          return send(rows)
+        })
+      )
+      : waitForNext.pipe(
+        Effect.andThen(Effect.suspend(() => {
+          const due = waiting.takeDue(clock.currentTimeMillisUnsafe())
+          return due.length > 0 ? send(due) : Effect.void
+        }))
+      )
 
     /** The moment at or after `atMs` for a fire to go without delaying a send (see FIRE_QUIET_MS). */
     const quietFrom = (atMs: number): number => {
@@ -92,9 +164,13 @@ export const makeEarlyRelease = <T extends { readonly dueAtMs: number }>(send: (
       deliverAt,
       quietFrom,
       releaseTurn,
-      /** Rows waiting for their time. */
-      size: () => waiting.size,
+      /** Rows waiting for their time (or, their time come, for the loop's fiber). */
+      size: () => waiting.size + handedOff.length,
       /** Removes and returns every waiting row (a stopping node gives them back). */
-      takeAll: () => waiting.takeAll()
+      takeAll: () => {
+        const rows = [...handedOff, ...waiting.takeAll()]
+        handedOff = []
+        return rows
+      }
     }
   })

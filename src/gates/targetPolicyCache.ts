@@ -48,6 +48,11 @@ export class TargetPolicyCache extends Context.Service<TargetPolicyCache, {
    * array, untouched, when no row's project has a target policy (no lookup, no URL parsed).
    */
   readonly withOriginGates: (rows: ReadonlyArray<DeliveryRow>) => Effect.Effect<ReadonlyArray<DeliveryRow>>
+  /**
+   * Whether a target policy may cover one of the rows (their project may have one): false means
+   * `withOriginGates` would hand the rows back untouched, so a caller may skip it (a plain call).
+   */
+  readonly mayGate: (rows: ReadonlyArray<DeliveryRow>) => boolean
 }>()("timewheel/TargetPolicyCache") {
   static readonly layer = Layer.suspend(() => TargetPolicyCache.layerWith(STORE_READS))
 
@@ -113,6 +118,7 @@ export class TargetPolicyCache extends Context.Service<TargetPolicyCache, {
     const mayHave = (projectId: string) => projects === null || projects.has(projectId)
 
     return TargetPolicyCache.of({
+      mayGate: (rows) => rows.some((row) => mayHave(row.projectId)),
       withOriginGates: (rows) => {
         if (!rows.some((row) => mayHave(row.projectId))) return Effect.succeed(rows)
         return Effect.gen(function*() {

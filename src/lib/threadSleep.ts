@@ -10,8 +10,11 @@ import type * as Clock from "effect/Clock"
 
 const cell = new Int32Array(new SharedArrayBuffer(4))
 
+/** The process's time origin, read once: each read of `performance.timeOrigin` allocates a number. */
+const TIME_ORIGIN_MS = performance.timeOrigin
+
 /** The wall clock, to the microsecond. */
-const preciseNowMs = () => performance.timeOrigin + performance.now()
+const preciseNowMs = () => TIME_ORIGIN_MS + performance.now()
 
 /**
  * Blocks the thread until `clock` reads `atMs`, when that is at most `maxMs` away; returns whether

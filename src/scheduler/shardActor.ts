@@ -244,13 +244,43 @@ export const runShardActor = (options: ShardActorOptions) =>
      * what it fetched.
      */
     const fire = (lateIds: ReadonlyArray<string>, untilMs: number) =>
-      Effect.uninterruptible(Effect.gen(function*() {
+      lateIds.length === 0 && untilMs > firedAtMs ? fireAhead(untilMs) : fireFrom(lateIds, untilMs, undefined)
+
+    /**
+     * The common fire (a grid instant, no late wake-ups): the mark moves and the first page comes
+     * back in the node's round (markBatcher.ts). A page shorter than FIRST_FETCH_PAGE is the whole
+     * range: its rows are handed over right here, with no further step; otherwise `fireFrom` goes on.
+     */
+    const fireAhead = (untilMs: number) =>
+      Effect.suspend(() => {
         const afterMs = firedAtMs
         const wokeMs = stageTrace === null ? 0 : clock.currentTimeMillisUnsafe()
+        return Effect.flatMap(marks.fire({ shard: options.shard, afterMs, untilMs, limit: FIRST_FETCH_PAGE }), (page) => {
+          if (page === null) return Effect.fail(new ShardTakenOver(options.shard))
+          firedAtMs = untilMs
+          if (stageTrace !== null || page.length >= FIRST_FETCH_PAGE || page.some((fired) => fired.claimNeeded)) {
+            return fireFrom([], untilMs, { afterMs, page, wokeMs })
+          }
+          const direct = dispatcher.hold(page.map((fired) => fired.row))
+          return direct.length === 0
+            ? Effect.void
+            : Effect.andThen(report({ _tag: "Claimed", ids: direct.map((row) => row.id) }), handOver(direct))
+        })
+      }).pipe(Effect.uninterruptible)
+
+    /** A fire from the shard's mark, or on from a first page already read (`read`). */
+    const fireFrom = (
+      lateIds: ReadonlyArray<string>,
+      untilMs: number,
+      read: { readonly afterMs: number; readonly page: ReadonlyArray<FiredRow>; readonly wokeMs: number } | undefined
+    ) =>
+      Effect.uninterruptible(Effect.gen(function*() {
+        const afterMs = read?.afterMs ?? firedAtMs
+        const wokeMs = read?.wokeMs ?? (stageTrace === null ? 0 : clock.currentTimeMillisUnsafe())
         const late = lateIds.filter((id) => !dispatcher.holds(id))
         /** The first page, read in the node's round of fires right after the mark moved (markBatcher.ts). */
-        let first: ReadonlyArray<FiredRow> | undefined
-        if (untilMs > afterMs) {
+        let first: ReadonlyArray<FiredRow> | undefined = read?.page
+        if (read === undefined && untilMs > afterMs) {
           if (late.length === 0) {
             const page = yield* marks.fire({ shard: options.shard, afterMs, untilMs, limit: FIRST_FETCH_PAGE })
             if (page === null) return yield* Effect.fail(new ShardTakenOver(options.shard))

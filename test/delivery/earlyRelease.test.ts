@@ -4,7 +4,7 @@
 // ms short shows that no row is sent before its time, each is sent once it has come, and a row due
 // sooner than the loop sleeps for is not held back by that sleep; on the live clock too.
 import { assert, describe, it } from "@effect/vitest"
-import { Duration, Effect } from "effect"
+import { Duration, Effect, Exit, Fiber, Scope } from "effect"
 import * as Clock from "effect/Clock"
 import { DueQueue } from "../../src/delivery/dueQueue.ts"
 import { FIRE_DEFER_MS, FIRE_QUIET_MS, makeEarlyRelease, SEND_SETTLE_MS } from "../../src/delivery/earlyRelease.ts"
@@ -83,15 +83,58 @@ describe("the early release on the live clock (a plain timer per wait: lib/alarm
     }))
 })
 
+describe("the early release on the live clock with a plain sender (no fiber per release)", () => {
+  it.live("the timer hands due rows to the plain sender, never early; rows it leaves go to the loop's fiber; a stopped loop sends nothing more", () =>
+    Effect.gen(function*() {
+      const clock = yield* Clock.Clock
+      const now = () => clock.currentTimeMillisUnsafe()
+      const sent: Array<{ readonly id: string; readonly dueAtMs: number; readonly atMs: number; readonly by: string }> = []
+      const scope = yield* Scope.make()
+      const early = yield* Scope.provide(scope)(makeEarlyRelease<Row>(
+        (rows) => Effect.sync(() => rows.forEach((row) => sent.push({ ...row, atMs: now(), by: "fiber" }))),
+        // the plain sender leaves the rows whose id starts with "x"
+        (rows) => {
+          if (rows.some((row) => row.id.startsWith("x"))) return false
+          rows.forEach((row) => sent.push({ ...row, atMs: now(), by: "plain" }))
+          return true
+        }
+      ))
+      const loop = yield* Effect.forkChild(Effect.forever(early.releaseTurn))
+      const startMs = now()
+      yield* early.deliverAt([
+        { id: "now", dueAtMs: startMs - 5 },
+        { id: "a", dueAtMs: startMs + 40 },
+        { id: "x", dueAtMs: startMs + 60 },
+        { id: "gone", dueAtMs: startMs + 400 }
+      ])
+      // handed over later but due sooner: the timer is set again for it
+      yield* early.deliverAt([{ id: "b", dueAtMs: startMs + 20 }])
+      assert.deepStrictEqual(sent.map((row) => [row.id, row.by]), [["now", "plain"]], "a row whose time has come goes at once")
+      while (sent.length < 4) yield* Effect.sleep(5)
+      assert.deepStrictEqual(sent.map((row) => [row.id, row.by]), [["now", "plain"], ["b", "plain"], ["a", "plain"], ["x", "fiber"]])
+      for (const row of sent) assert.isAtLeast(row.atMs, row.dueAtMs, `${row.id} not early`)
+      assert.strictEqual(early.size(), 1)
+      // the node stops: its scope closes, and the timer goes with it
+      yield* Fiber.interrupt(loop)
+      yield* Scope.close(scope, Exit.void)
+      yield* Effect.sleep(450)
+      assert.strictEqual(sent.length, 4, "nothing is sent once the loop stopped")
+      assert.deepStrictEqual(early.takeAll().map((row) => row.id), ["gone"], "a stopping node takes back what waits")
+    }))
+})
+
 describe("the early release's precision on the live clock", () => {
   it.live("rows due a few ms apart go within a fraction of a millisecond of their time (the thread sleeps the last one), never before it", () =>
     Effect.gen(function*() {
       const clock = yield* Clock.Clock
       const wallMs = () => performance.timeOrigin + performance.now()
       const sent: Array<{ readonly dueAtMs: number; readonly lateMs: number; readonly clockMs: number }> = []
-      const early = yield* makeEarlyRelease<Row>((rows) =>
-        Effect.sync(() => rows.forEach((row) => sent.push({ dueAtMs: row.dueAtMs, lateMs: wallMs() - row.dueAtMs, clockMs: clock.currentTimeMillisUnsafe() })))
-      )
+      const record = (rows: ReadonlyArray<Row>) =>
+        rows.forEach((row) => sent.push({ dueAtMs: row.dueAtMs, lateMs: wallMs() - row.dueAtMs, clockMs: clock.currentTimeMillisUnsafe() }))
+      const early = yield* makeEarlyRelease<Row>((rows) => Effect.sync(() => record(rows)), (rows) => {
+        record(rows)
+        return true
+      })
       yield* Effect.forkChild(Effect.forever(early.releaseTurn))
       const startMs = clock.currentTimeMillisUnsafe() + 20
       yield* early.deliverAt(Array.from({ length: 40 }, (_, i) => ({ id: String(i), dueAtMs: startMs + 4 * i })))
