@@ -3,16 +3,12 @@
 // slices that end within the window; without it every slice). Prints each slice's total, then the
 // window's bytes per second by the allocating frame's owner (a package, a module of dist/, Node's
 // own), by the nearest frame of our own code (dist/…) above it, and the top allocating functions.
-// dist/main.js is one bundle: a frame's module is found as in profileBreakdown.ts, so run this
+// dist/main.js is one bundle: a frame's module is found by bundleModules.ts, so run this
 // against the dist/ that made the slices.
 import * as fs from "node:fs"
+import { type CallFrame, moduleOf } from "./bundleModules.ts"
 import * as path from "node:path"
 
-interface CallFrame {
-  readonly functionName: string
-  readonly url: string
-  readonly lineNumber: number
-}
 interface HeapNode {
   readonly callFrame: CallFrame
   readonly selfSize: number
@@ -29,29 +25,6 @@ const fromMs = numberArg("--from", -Infinity)
 const toMs = numberArg("--to", Infinity)
 const top = numberArg("--top", 25)
 
-const moduleIndex = new Map<string, Array<[number, string]>>()
-const moduleOf = (url: string, line: number): string => {
-  const file = url.replace(/^file:\/\//, "")
-  let index = moduleIndex.get(file)
-  if (index === undefined) {
-    index = []
-    try {
-      fs.readFileSync(file, "utf8").split("\n").forEach((text, i) => {
-        const p = /^\/\/ (dist\/\S+|\S*node_modules\/\S+)$/.exec(text)?.[1]
-        if (p !== undefined) index!.push([i, p.slice(p.lastIndexOf("node_modules/") === -1 ? 0 : p.lastIndexOf("node_modules/"))])
-      })
-    } catch {
-      // not a file of ours
-    }
-    moduleIndex.set(file, index)
-  }
-  let found = file
-  for (const [start, name] of index) {
-    if (start > line) break
-    found = name
-  }
-  return found
-}
 const moduleOfFrame = (frame: CallFrame): string => {
   if (frame.url.startsWith("node:")) return frame.url
   if (frame.url === "") return `native ${frame.functionName || "(root)"}`

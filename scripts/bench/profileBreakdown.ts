@@ -10,12 +10,8 @@
 // one bundle: a frame's module is the `// path` comment esbuild writes before each module, so run
 // this against the dist/ that made the profile (before a test or `npm start` rebuilds it).
 import * as fs from "node:fs"
+import { type CallFrame, moduleOf } from "./bundleModules.ts"
 
-interface CallFrame {
-  readonly functionName: string
-  readonly url: string
-  readonly lineNumber: number
-}
 interface ProfileNode {
   readonly id: number
   readonly callFrame: CallFrame
@@ -27,31 +23,6 @@ interface Profile {
   readonly timeDeltas: ReadonlyArray<number>
 }
 
-/** The module a frame of a bundle belongs to: the last `// node_modules/…` or `// dist/…` line above it. */
-const moduleIndex = new Map<string, Array<[number, string]>>()
-const moduleOf = (url: string, line: number): string => {
-  const file = url.replace(/^file:\/\//, "")
-  let index = moduleIndex.get(file)
-  if (index === undefined) {
-    index = []
-    try {
-      fs.readFileSync(file, "utf8").split("\n").forEach((text, i) => {
-        // `// dist/…`, `// node_modules/…` (or a path through a symlinked node_modules: `// ../../x/node_modules/…`)
-        const path = /^\/\/ (dist\/\S+|\S*node_modules\/\S+)$/.exec(text)?.[1]
-        if (path !== undefined) index!.push([i, path.slice(path.lastIndexOf("node_modules/") === -1 ? 0 : path.lastIndexOf("node_modules/"))])
-      })
-    } catch {
-      // not a file of ours (node:, wasm)
-    }
-    moduleIndex.set(file, index)
-  }
-  let found = file
-  for (const [start, name] of index) {
-    if (start > line) break
-    found = name
-  }
-  return found
-}
 
 /** A frame's package (node_modules), module (dist/…), or Node's own module. */
 const ownerOf = (frame: CallFrame): string => {
