@@ -79,7 +79,8 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /bulk", (it) => {
         const { body, items, lastHeaders } = source([up("held", { headers: { x: "1" } }), ...Array.from({ length: 200 }, () => up(undefined, { headers: { x: "1" } }))])
         const call = yield* bulkTriggers(projectId, body, Date.now()).pipe(Effect.forkChild)
         yield* waitUntil("the call's insert waiting on the key", Effect.map(
-          sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO triggers%'`,
+          sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO triggers%'`,
           (rows) => rows[0]!.n > 0
         ), 8_000)
         collectGarbage()
