@@ -31,7 +31,7 @@ import { completionOf, makeCompleter } from "./completer.ts"
 import { Dispatcher, makeFiredHolds } from "./dispatcher.ts"
 import { makeEarlyRelease } from "./earlyRelease.ts"
 import { type DeliveryOutcome, Executor } from "./executor.ts"
-import { withReplayOverrides } from "./replayOverrides.ts"
+import { mayHaveReplayOverride, withReplayOverrides } from "./replayOverrides.ts"
 import { makeSenderPool } from "./senderPool.ts"
 
 export const DEFAULT_TIMEOUT_SECONDS = 300
@@ -209,16 +209,16 @@ export const DispatcherLive = Layer.effect(Dispatcher, Effect.gen(function*() {
     for (const row of rows) inHand.add(row.id)
   }
 
+  /** What `prepare` would look up for the row itself: a replay's override, its tags' policies; or it waits for a gate. */
+  const needsLookup = (row: DeliveryRow) => mayHaveReplayOverride(row) || row.tags.length > 0 || row.gateTags.length > 0
+
   /**
    * `deliver` as a plain call, for the rows that need nothing looked up (most fired rows): no
    * replay's override, no tag's policies, no gate, no project with a target policy. The release
    * loop's timer sends them without a fiber (earlyRelease.ts); false leaves the rows to `deliver`.
    */
   const deliverNow = (rows: ReadonlyArray<DeliveryRow>): boolean => {
-    for (const row of rows) {
-      if (row.triggeredBy === "retry" || row.tags.length > 0 || row.gateTags.length > 0) return false
-    }
-    if (targetPolicies.mayGate(rows)) return false
+    if (rows.some(needsLookup) || targetPolicies.mayGate(rows)) return false
     carry(rows)
     const ready = traceStage(traceStage(rows, "released").map((row) => outgoing(row, [])), "pushed")
     senders.push(ready)

@@ -9,14 +9,17 @@ import type { DeliveryRow } from "../domain/trigger.ts"
 import { retryUntilDone } from "../lib/backgroundLoop.ts"
 import { replayOverridesFor } from "../store/replayOverrides.ts"
 
+/** A replayed attempt: its replay may have written an override (the only rows `withReplayOverrides` reads for). */
+export const mayHaveReplayOverride = (row: DeliveryRow): boolean => row.triggeredBy === "retry"
+
 export const withReplayOverrides = <Row extends DeliveryRow>(rows: ReadonlyArray<Row>) =>
   Effect.gen(function*() {
-    const replayed = rows.filter((row) => row.triggeredBy === "retry").map((row) => row.id)
+    const replayed = rows.filter(mayHaveReplayOverride).map((row) => row.id)
     if (replayed.length === 0) return rows
     const overrides = yield* retryUntilDone("reading replay overrides", replayOverridesFor(replayed))
     if (overrides.size === 0) return rows
     return rows.map((row): Row => {
       const override = overrides.get(row.id)
-      return override === undefined || row.triggeredBy !== "retry" ? row : { ...row, ...applyReplayOverride(row, override) }
+      return override === undefined || !mayHaveReplayOverride(row) ? row : { ...row, ...applyReplayOverride(row, override) }
     })
   })
