@@ -3,7 +3,9 @@
 // sampling heap profiler keeps the samples of collected objects too (so a slice is what was allocated
 // in it, not what stayed alive), and every ALLOC_SLICE_MS (default 2,000) the slice is written as
 // `alloc-<wall ms at its end>.heapprofile` and a new one starts. `node scripts/bench/allocBreakdown.ts
-// <dir> [--from MS --to MS]` sums the slices of a window by module and function.
+// <dir> [--from MS --to MS]` sums the slices of a window by module and function. ALLOC_SURVIVORS=1 drops
+// the samples of what a scavenge collected: what is left was promoted to the old generation (whose
+// collections make the longer pauses), by where it was allocated.
 import * as fs from "node:fs"
 import { Session } from "node:inspector"
 import * as path from "node:path"
@@ -17,7 +19,7 @@ if (dir !== undefined && dir !== "") {
     session.post("HeapProfiler.startSampling", {
       samplingInterval: 8192,
       includeObjectsCollectedByMajorGC: true,
-      includeObjectsCollectedByMinorGC: true
+      includeObjectsCollectedByMinorGC: process.env.ALLOC_SURVIVORS !== "1"
     })
   const cut = () =>
     session.post("HeapProfiler.stopSampling", (error, result) => {
