@@ -1,7 +1,10 @@
 // `node scripts/bench/bulkProfile.ts <database url> [--n 40000] [--keyed]`: the batch workload's
 // `/bulk` alone on a fresh service (calls of 1,000, 4 callers, after a warm-up of 10,000), with the
 // service's CPU, PostgreSQL's CPU and the WAL per job around the timed calls. With
-// BENCH_SERVICE_NODE_ARGS="--cpu-prof --cpu-prof-dir=…" the service writes a profile at its stop.
+// BENCH_SERVICE_NODE_ARGS="--cpu-prof --cpu-prof-dir=…" the service writes a profile at its stop
+// (bulkBreakdown.ts reads it by stage). The service runs on the database given, as it is: give an
+// empty database of its own (it migrates it and creates the project `bench`, so a second run needs
+// a new one), not a server's `postgres` database; run it with Node 24 (`node_modules/.bin/node`).
 import { performance } from "node:perf_hooks"
 import type { JobSpec } from "./common.ts"
 import { costProbe } from "./costs.ts"

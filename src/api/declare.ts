@@ -7,9 +7,9 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import { HttpRouter, HttpServerRequest } from "effect/http"
-import { type BulkBodySource, bulkTriggers } from "../commands/bulk.ts"
+import { BulkCall, bulkTriggers } from "../commands/bulk.ts"
 import { declareTriggers } from "../commands/declare.ts"
-import { type BulkBody, decodeBulkBody } from "../domain/bulk.ts"
+import { decodeBulkBody } from "../domain/bulk.ts"
 import { MalformedRequest } from "../domain/errors.ts"
 import { type Decoded, decodeDeclareBody } from "../domain/item.ts"
 import { authenticate } from "./auth.ts"
@@ -37,29 +37,9 @@ const declareRoute = Effect.gen(function*() {
   return jsonResponse(200, yield* declareTriggers(projectId, body, nowMs))
 })
 
-/**
- * The decoded body handed over once; asked for again (the call planned anew), decoded again from
- * the text. The items then need not stay alive while the call's statement runs: only one string does.
- */
-export const bodyOnce = (body: BulkBody, text: string): BulkBodySource => {
-  let held: BulkBody | undefined = body
-  return () => {
-    const value = held ?? decodedAgain(text)
-    held = undefined
-    return value
-  }
-}
-
-/** A body decoded once already decodes the same again. */
-const decodedAgain = (text: string): BulkBody => {
-  const decoded = decodeBulkBody(JSON.parse(text))
-  if (decoded._tag === "Shape") throw new Error(`a /bulk body decoded once failed again: ${decoded.reason}`)
-  return decoded.value
-}
-
 // a callback, not a generator: nothing of the call read stays in a suspended frame but what bulkTriggers holds
 const bulkRoute = readCall(/^\/bulk$/, decodeBulkBody).pipe(
-  Effect.flatMap((call) => bulkTriggers(call.projectId, bodyOnce(call.body, call.text), call.nowMs)),
+  Effect.flatMap((call) => bulkTriggers(call.projectId, BulkCall.ofText(call.body, call.text, call.nowMs))),
   Effect.map((answer) => jsonTextResponse(200, answer))
 )
 

@@ -13,11 +13,11 @@ import * as Data from "effect/Data"
 import * as Effect from "effect/Effect"
 import { Wakeups } from "../cluster/wakeups.ts"
 import { SchedulerTiming } from "../config.ts"
-import { type BulkBody, bulkLookups, planBulk, validateBulkBody } from "../domain/bulk.ts"
+import { type BulkBody, bulkLookups, decodeBulkBody, planBulk, validateBulkBody } from "../domain/bulk.ts"
 import { scheduledAtHint } from "../domain/scheduledAtHints.ts"
 import { BadRequest, Conflict } from "../domain/errors.ts"
 import { uuidv7 } from "../domain/ids.ts"
-import type { Item } from "../domain/item.ts"
+import type { Invalid, Item } from "../domain/item.ts"
 import type { Keyring } from "../domain/sealing.ts"
 import type { OperationEntry, StoredTrigger, Summary } from "../domain/itemMatch.ts"
 import { ShardCount } from "../store/db.ts"
@@ -39,32 +39,73 @@ export interface BulkResult {
 /** A trigger changed between the read and the write: the transaction is rolled back, the call planned again. */
 class StalePlan extends Data.TaggedError("StalePlan")<{}> {}
 
-/** The call's body, decoded: the same value each time it is asked for (a call planned again asks again). */
-export type BulkBodySource = () => BulkBody
-
 /** Plans made before giving up with a 409 (each after a rollback that wrote nothing). */
 const ATTEMPTS = 5
 
 type Valid = Extract<ReturnType<typeof validateBulkBody>, { readonly _tag: "Ok" }>
 
 /**
- * The validated call, held for one attempt: a call that only adds takes its items out (`take`), so
- * that once they are in the insert's columns nothing refers to them while the statement runs.
+ * One /bulk call's body, the one place it is held: validated (`check`), then handed to one attempt at
+ * a time. An attempt reads it (`current`) and takes it (`take`): a call that only adds takes its items
+ * before its insert, so that once they are in the insert's columns nothing refers to them while the
+ * statement runs. A call planned again (a trigger changed, a key taken meanwhile) gets it decoded and
+ * validated anew (`again`: from the request's text for the HTTP route), the same items for the same
+ * body and moment; between attempts only what `again` holds stays alive.
  */
-class Held {
-  private call: Valid | undefined
-  constructor(call: Valid) {
-    this.call = call
+export class BulkCall {
+  readonly nowMs: number
+  private readonly again: () => BulkBody
+  private body: BulkBody | undefined
+  private valid: Valid | undefined
+
+  private constructor(body: BulkBody, again: () => BulkBody, nowMs: number) {
+    this.body = body
+    this.again = again
+    this.nowMs = nowMs
   }
-  get value(): Valid {
-    if (this.call === undefined) throw new Error("Held: the call was taken")
-    return this.call
+
+  /** The route's call: the body decoded from `text`, decoded again from it when planned again. */
+  static ofText(body: BulkBody, text: string, nowMs: number): BulkCall {
+    return new BulkCall(body, () => decodedAgain(text), nowMs)
   }
+
+  /** A call whose decoded body stays alive anyway (the MCP tool's arguments): the same value each time. */
+  static ofValue(body: BulkBody, nowMs: number): BulkCall {
+    return new BulkCall(body, () => body, nowMs)
+  }
+
+  /** The first validation: the first per-item problem (the call's 400), or undefined with the call held. */
+  check(): Invalid | undefined {
+    const validated = validateBulkBody(this.body ?? this.again(), this.nowMs)
+    this.body = undefined
+    if (validated._tag === "Invalid") return validated
+    this.valid = validated
+    return undefined
+  }
+
+  /** This attempt's call: the one held, else validated again (it was valid once: it is again). */
+  get current(): Valid {
+    if (this.valid === undefined) {
+      const validated = validateBulkBody(this.again(), this.nowMs)
+      if (validated._tag === "Invalid") throw new Error(`a /bulk call valid once failed again: ${validated.message}`)
+      this.valid = validated
+    }
+    return this.valid
+  }
+
+  /** This attempt's call, no longer held: the next attempt validates it again. */
   take(): Valid {
-    const call = this.value
-    this.call = undefined
+    const call = this.current
+    this.valid = undefined
     return call
   }
+}
+
+/** A body decoded once already decodes the same again. */
+const decodedAgain = (text: string): BulkBody => {
+  const decoded = decodeBulkBody(JSON.parse(text))
+  if (decoded._tag === "Shape") throw new Error(`a /bulk body decoded once failed again: ${decoded.reason}`)
+  return decoded.value
 }
 
 interface Context {
@@ -85,19 +126,20 @@ const insertOnly = (projectId: string, items: ReadonlyArray<Item>, keyring: Keyr
   })
 }
 
-const bulkOnce = (projectId: string, held: Held, nowMs: number) =>
+const bulkOnce = (projectId: string, call: BulkCall) =>
   Effect.gen(function*() {
+    const nowMs = call.nowMs
     const shards = (yield* ShardCount).count
     const wakeHorizonMs = nowMs + 2 * (yield* SchedulerTiming).lookaheadMs
     const keyring = yield* EncryptionKeys
-    const triggers = yield* itemsReadForBulk({ projectId, ...bulkLookups(held.value.upserts, held.value.cancels) })
+    const triggers = yield* itemsReadForBulk({ projectId, ...bulkLookups(call.current.upserts, call.current.cancels) })
     const newId = () => uuidv7(nowMs)
-    if (held.value.cancels.length === 0 && triggers.length === 0) {
+    if (call.current.cancels.length === 0 && triggers.length === 0) {
       // every upsert is new: one insert, atomic by itself (a key taken meanwhile fails it whole)
-      return yield* insertOnly(projectId, held.take().upserts, keyring, { shards, nowMs, wakeHorizonMs, newId })
+      return yield* insertOnly(projectId, call.take().upserts, keyring, { shards, nowMs, wakeHorizonMs, newId })
     }
-    const call = held.take()
-    const plan = planBulk({ upserts: call.upserts, cancels: call.cancels, nowMs, triggers, newId })
+    const { upserts, cancels } = call.take()
+    const plan = planBulk({ upserts, cancels, nowMs, triggers, newId })
     const stored = new Map<string, StoredTrigger>(triggers.map((t) => [t.id, t]))
     const apply = Effect.gen(function*() {
       const applied = yield* applyItemWrites({
@@ -117,22 +159,14 @@ const bulkOnce = (projectId: string, held: Held, nowMs: number) =>
 
 /**
  * The use case, answering the JSON text of a BulkResult; a 400 before anything is written; a database
- * that cannot be reached is ServiceUnavailable. `body` gives the decoded body each time it is called
- * (the HTTP route keeps only the request's text between calls: api/declare.ts).
+ * that cannot be reached is ServiceUnavailable.
  */
-export const bulkTriggers = (projectId: string, body: BulkBodySource, nowMs: number) =>
+export const bulkTriggers = (projectId: string, call: BulkCall) =>
   orUnavailable(Effect.gen(function*() {
-    // validated again for every attempt (the same body and moment give the same items): nothing
-    // holds the items of one attempt while the next is not needed
-    const validated = () => validateBulkBody(body(), nowMs)
-    let pending: ReturnType<typeof validated> | undefined = validated()
-    if (pending._tag === "Invalid") return yield* Effect.fail(new BadRequest(pending.message, scheduledAtHint(pending.message)))
+    const invalid = call.check()
+    if (invalid !== undefined) return yield* Effect.fail(new BadRequest(invalid.message, scheduledAtHint(invalid.message)))
     const attempt = (n: number): Effect.Effect<string, unknown, Effect.Services<ReturnType<typeof bulkOnce>>> =>
-      Effect.suspend(() => {
-        const call = (pending ?? validated()) as Valid
-        pending = undefined
-        return bulkOnce(projectId, new Held(call), nowMs)
-      }).pipe(
+      bulkOnce(projectId, call).pipe(
         Effect.catchIf(
           (error) => error instanceof StalePlan || isUniqueViolation(error),
           () => n < ATTEMPTS

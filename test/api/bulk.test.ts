@@ -9,8 +9,7 @@ import { Deferred, Effect, Fiber } from "effect"
 import { SqlClient } from "effect/sql"
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
-import { bodyOnce } from "../../src/api/declare.ts"
-import { bulkTriggers } from "../../src/commands/bulk.ts"
+import { BulkCall, bulkTriggers } from "../../src/commands/bulk.ts"
 import { decodeBulkBody } from "../../src/domain/bulk.ts"
 import { withTransaction } from "../../src/store/transaction.ts"
 import { assertError } from "../support/assertions.ts"
@@ -51,7 +50,7 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /bulk", (it) => {
       const decoded = decodeBulkBody(JSON.parse(text))
       if (decoded._tag !== "Ok") throw new Error(decoded.reason)
       const last = decoded.value.upserts[decoded.value.upserts.length - 1]!
-      return { body: bodyOnce(decoded.value, text), items: new WeakRef(decoded.value.upserts), lastHeaders: new WeakRef(last.headers) }
+      return { body: BulkCall.ofText(decoded.value, text, Date.now()), items: new WeakRef(decoded.value.upserts), lastHeaders: new WeakRef(last.headers) }
     }
     const collectGarbage = (): void => {
       v8.setFlagsFromString("--expose-gc")
@@ -77,7 +76,7 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /bulk", (it) => {
         })).pipe(Effect.forkChild)
         yield* Deferred.await(inserted)
         const { body, items, lastHeaders } = source([up("held", { headers: { x: "1" } }), ...Array.from({ length: 200 }, () => up(undefined, { headers: { x: "1" } }))])
-        const call = yield* bulkTriggers(projectId, body, Date.now()).pipe(Effect.forkChild)
+        const call = yield* bulkTriggers(projectId, body).pipe(Effect.forkChild)
         yield* waitUntil("the call's insert waiting on the key", Effect.map(
           sql<{ n: number }>`SELECT count(*)::int AS n FROM pg_stat_activity
             WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'INSERT INTO triggers%'`,
@@ -91,6 +90,69 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /bulk", (it) => {
         const answer = JSON.parse(yield* Fiber.join(call)) as { summary: { added: number } }
         // the key was free once the other transaction rolled back
         assert.strictEqual(answer.summary.added, 201)
+      }))
+  })
+
+  describe("planned again", () => {
+    /**
+     * A row trigger on `triggers` for the rows whose url is `url`: the first `times` statements that
+     * reach it fail (`fail`: as a key taken meanwhile, 23505) or change nothing (`skip`: as a trigger
+     * claimed between the read and the write). A sequence counts them (it is not rolled back).
+     */
+    const interfering = (name: string, url: string, event: "INSERT" | "UPDATE", effect: "fail" | "skip", times: number) =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const act = effect === "fail" ? "RAISE unique_violation USING MESSAGE = 'taken meanwhile (test)'" : "RETURN NULL"
+        yield* sql.unsafe(`CREATE SEQUENCE ${name}_seen`)
+        yield* sql.unsafe(`CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+          BEGIN IF NEW.url = '${url}' THEN IF nextval('${name}_seen') <= ${times} THEN ${act}; END IF; END IF; RETURN NEW; END $$`)
+        yield* sql.unsafe(`CREATE TRIGGER ${name} BEFORE ${event} ON triggers FOR EACH ROW EXECUTE FUNCTION ${name}()`)
+        return {
+          seen: Effect.map(sql.unsafe<{ n: string }>(`SELECT last_value::text AS n FROM ${name}_seen`), (rows) => Number(rows[0]!.n)),
+          drop: Effect.forEach([`DROP TRIGGER ${name} ON triggers`, `DROP FUNCTION ${name}()`, `DROP SEQUENCE ${name}_seen`], (statement) => sql.unsafe(statement), { discard: true })
+        }
+      })
+
+    it.effect("a key taken meanwhile: planned again (decoded and validated again from the request) until it can be written", () =>
+      Effect.gen(function*() {
+        const key = yield* newKey()
+        const url = "http://127.0.0.1:9/taken-twice"
+        const interference = yield* interfering("bulk_taken_twice", url, "INSERT", "fail", 2)
+        const answer = yield* bulked(key, { upserts: [up("a", { url, title: "t" }), up(undefined, { url })] })
+        yield* interference.drop
+        assert.deepStrictEqual(entryLines(answer), ["added job a", "added job -"])
+        assert.strictEqual((yield* triggerRow(idOf(answer, "a"))).title, "t")
+      }))
+
+    it.effect("an update that missed (a trigger changed after the read): rolled back, planned again from the new state", () =>
+      Effect.gen(function*() {
+        const key = yield* newKey()
+        const url = "http://127.0.0.1:9/stale-once"
+        const first = yield* bulked(key, { upserts: [up("s", { url })] })
+        const interference = yield* interfering("bulk_stale_once", url, "UPDATE", "skip", 1)
+        const second = yield* bulked(key, { upserts: [up("s", { url, title: "new" }), up("n", { url })] })
+        const seen = yield* interference.seen
+        yield* interference.drop
+        // the first attempt's update was skipped (and its insert rolled back); the second wrote both
+        assert.strictEqual(seen, 2)
+        assert.deepStrictEqual(entryLines(second), ["updated job s [title]", "added job n"])
+        assert.strictEqual(idOf(second, "s"), idOf(first, "s"))
+        assert.strictEqual((yield* triggerRow(idOf(first, "s"))).title, "new")
+      }))
+
+    it.effect("409 after five attempts that each failed, nothing written", () =>
+      Effect.gen(function*() {
+        const key = yield* newKey()
+        const url = "http://127.0.0.1:9/always-taken"
+        const interference = yield* interfering("bulk_always_taken", url, "INSERT", "fail", 1_000)
+        const response = yield* bulkCall(key, { upserts: [up(undefined, { url: "http://127.0.0.1:9/other" }), up(undefined, { url })] })
+        const seen = yield* interference.seen
+        yield* interference.drop
+        assertError(response, 409, "The triggers of this call kept changing while it was applied; nothing was written")
+        assert.strictEqual(seen, 5)
+        const sql = yield* SqlClient.SqlClient
+        const [other] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM triggers WHERE url = 'http://127.0.0.1:9/other'`
+        assert.strictEqual(other!.n, 0)
       }))
   })
 

@@ -3,7 +3,7 @@ import { assert } from "@effect/vitest"
 import type { TestResponse } from "./server.ts"
 
 const TAGS: Record<number, string> = {
-  400: "BadRequest", 401: "Unauthorized", 402: "QuotaExceeded", 404: "NotFound", 410: "Gone", 413: "ContentTooLarge"
+  400: "BadRequest", 401: "Unauthorized", 402: "QuotaExceeded", 404: "NotFound", 409: "Conflict", 410: "Gone", 413: "ContentTooLarge"
 }
 
 /** `status` with `{"_tag","message"}` JSON, or with an empty body and no Content-Type when `message` is null. */

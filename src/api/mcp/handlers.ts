@@ -8,7 +8,7 @@ import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
-import { type BulkResult, bulkTriggers } from "../../commands/bulk.ts"
+import { BulkCall, type BulkResult, bulkTriggers } from "../../commands/bulk.ts"
 import { getBulkAction, startBulkAction } from "../../commands/bulkActions.ts"
 import { cancelTrigger } from "../../commands/cancel.ts"
 import { declareTriggers } from "../../commands/declare.ts"
@@ -182,8 +182,8 @@ export const mcpHandlers = (tools: McpTools) =>
           const projectId = yield* caller
           const body = decodeBulkBody(args)
           if (body._tag === "Shape") return yield* Effect.fail(malformedArguments(body.reason))
-          const value = body.value
-          return JSON.parse(yield* bulkTriggers(projectId, () => value, yield* Clock.currentTimeMillis)) as BulkResult
+          const bulkCall = BulkCall.ofValue(body.value, yield* Clock.currentTimeMillis)
+          return JSON.parse(yield* bulkTriggers(projectId, bulkCall)) as BulkResult
         })),
 
       list_jobs: (args) =>

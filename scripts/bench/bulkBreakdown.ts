@@ -1,0 +1,138 @@
+// What a /bulk call's service CPU goes to, by stage, from a `--cpu-prof` profile of the service taken
+// during bulkProfile.ts (BENCH_SERVICE_NODE_ARGS="--cpu-prof --cpu-prof-dir=…"):
+// `node scripts/bench/bulkBreakdown.ts <file.cpuprofile> [--calls 200] [--from S --to S] [--top 25]`.
+// The window is found as profileBreakdown.ts finds it (the last busy stretch: the timed calls). Each
+// sample counts once, for the stage of the frame nearest the leaf that belongs to one: reading and
+// parsing the body, decoding it, validating the items, planning and encoding the rows into the
+// insert's columns, the statements (driver and store), the answer, the HTTP server, the Effect
+// runtime, garbage collection. `--top` also lists the functions with the most self time. Run it
+// against the dist/ that made the profile.
+import * as fs from "node:fs"
+import { type CallFrame, moduleOf } from "./bundleModules.ts"
+
+interface ProfileNode {
+  readonly id: number
+  readonly callFrame: CallFrame
+  readonly children?: ReadonlyArray<number>
+}
+interface Profile {
+  readonly nodes: ReadonlyArray<ProfileNode>
+  readonly samples: ReadonlyArray<number>
+  readonly timeDeltas: ReadonlyArray<number>
+}
+
+const ownerOf = (frame: CallFrame): string => {
+  if (frame.url.startsWith("node:")) return frame.url
+  if (frame.url === "") return "native"
+  const module = moduleOf(frame.url, frame.lineNumber)
+  const parts = module.split("/")
+  if (parts[0] !== "node_modules") return module
+  return parts[1]!.startsWith("@") ? `${parts[1]}/${parts[2]}` : parts[1]!
+}
+
+const named = (...names: ReadonlyArray<string>) => (_: string, name: string) => names.includes(name)
+const STAGES: ReadonlyArray<readonly [string, (owner: string, name: string) => boolean]> = [
+  ["garbage collection", (_, name) => name === "(garbage collector)"],
+  ["answer (JSON text, response)", (o, name) =>
+    ["insertsAnswer", "entryText", "jsonTextResponse"].includes(name) || (o === "dist/commands/bulk.js" && name === "stringify")],
+  ["plan and encode into columns (ids, shards, rows)", (o, name) =>
+    o === "dist/commands/bulkInserts.js" || o === "dist/store/columnArrays.js" || o === "dist/domain/ids.js" ||
+    o === "dist/domain/bulk.js" && ["planBulk", "bulkLookups"].includes(name) || o === "dist/domain/itemMatch.js" ||
+    o === "dist/commands/itemWrites.js" || ["push", "set"].includes(name) && o === "dist/store/itemWrites.js" ||
+    o === "dist/domain/sealing.js" || o === "dist/store/sealedRequests.js"],
+  ["statements (store, PostgreSQL driver, its socket writes)", (o) => o.startsWith("dist/store/") || o === "@effect/sql-pg" || o === "@effect/sql"],
+  ["validate items", (o, name) =>
+    named("validateBulkBody", "validateItems", "validateItem", "firstUnstorableField", "resolveRetry", "firstRepeatedKey")(o, name) ||
+    o === "dist/domain/schedule.js" || o.startsWith("dist/domain/dates") || o === "dist/domain/scheduledAt.js" ||
+    o === "dist/domain/storableText.js" || o.startsWith("dist/domain/cron")],
+  ["decode body (shape, items)", (o, name) =>
+    named("decodeBulkBody", "decodeItem", "decodeList", "decodeWith", "decodeObject", "decodedAgain")(o, name) ||
+    o === "dist/domain/itemBody.js" || (o === "dist/domain/item.js")],
+  ["read and parse the body (bytes, text, JSON.parse)", (o, name) =>
+    o === "dist/api/bodyText.js" || o === "dist/api/requestParts.js" || (o === "native" && name === "parse")],
+  ["auth, route, call trace", (o) => o === "dist/api/auth.js" || o === "dist/commands/apiKeyCache.js" || o.startsWith("dist/api/")
+    || o === "dist/commands/callTrace.js"],
+  // a socket's frames (node:net, streams) count for whoever writes or reads: the driver or the HTTP server
+  ["HTTP server (node:http, platform-node)", (o) => o.startsWith("node:http") || o.startsWith("node:_http") || o === "@effect/platform-node"],
+  ["Effect runtime (fibers)", (o) => o === "effect"]
+]
+const OTHER = "event loop, microtasks, other"
+
+const args = process.argv.slice(2)
+const option = (name: string): number | undefined => {
+  const i = args.indexOf(`--${name}`)
+  return i === -1 ? undefined : Number(args[i + 1])
+}
+const file = args.find((arg) => arg.endsWith(".cpuprofile"))
+if (file === undefined) {
+  process.stderr.write("usage: node scripts/bench/bulkBreakdown.ts <file.cpuprofile> [--calls 200] [--from S --to S] [--top N]\n")
+  process.exit(2)
+}
+const profile = JSON.parse(fs.readFileSync(file, "utf8")) as Profile
+const calls = option("calls") ?? 200
+const top = option("top") ?? 0
+const byId = new Map(profile.nodes.map((node) => [node.id, node]))
+const parentOf = new Map<number, number>()
+for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id)
+const idle = (id: number) => byId.get(id)!.callFrame.functionName === "(idle)"
+
+const times: Array<number> = []
+let t = 0
+for (let i = 0; i < profile.samples.length; i++) {
+  t += profile.timeDeltas[i]!
+  times.push(t)
+}
+const STEP_US = 500_000
+let fromUs = (option("from") ?? NaN) * 1e6
+let toUs = (option("to") ?? NaN) * 1e6
+if (Number.isNaN(fromUs) || Number.isNaN(toUs)) {
+  const busy = new Map<number, number>()
+  for (let i = 0; i < profile.samples.length; i++) {
+    const step = Math.floor(times[i]! / STEP_US)
+    if (!idle(profile.samples[i]!)) busy.set(step, (busy.get(step) ?? 0) + (profile.timeDeltas[i + 1] ?? 0))
+  }
+  const steps = [...busy].filter(([, us]) => us > STEP_US / 2).map(([step]) => step).sort((a, b) => a - b)
+  let first = steps.length - 1
+  while (first > 0 && steps[first - 1] === steps[first]! - 1) first--
+  fromUs = steps[first]! * STEP_US
+  toUs = (steps[steps.length - 1]! + 1) * STEP_US
+}
+
+const spent = new Map<string, number>()
+const self = new Map<string, number>()
+let busyUs = 0
+const owners = new Map<number, string>()
+const ownerAt = (id: number) => {
+  let owner = owners.get(id)
+  if (owner === undefined) owners.set(id, owner = ownerOf(byId.get(id)!.callFrame))
+  return owner
+}
+for (let i = 0; i < profile.samples.length; i++) {
+  const id = profile.samples[i]!
+  if (times[i]! < fromUs || times[i]! >= toUs || idle(id)) continue
+  const us = profile.timeDeltas[i + 1] ?? 0
+  let name = OTHER
+  for (let at: number | undefined = id; at !== undefined && name === OTHER; at = parentOf.get(at)) {
+    const frame = byId.get(at)!.callFrame
+    name = STAGES.find(([, test]) => test(ownerAt(at!), frame.functionName))?.[0] ?? OTHER
+  }
+  spent.set(name, (spent.get(name) ?? 0) + us)
+  const leaf = byId.get(id)!.callFrame
+  const leafName = `${leaf.functionName || "(anonymous)"} ${ownerAt(id)}`
+  self.set(leafName, (self.get(leafName) ?? 0) + us)
+  busyUs += us
+}
+
+process.stdout.write(
+  `window ${(fromUs / 1e6).toFixed(1)}–${(toUs / 1e6).toFixed(1)} s: main thread busy ${(busyUs / 1e3).toFixed(0)} ms, ` +
+    `${(busyUs / calls / 1e3).toFixed(2)} ms per call over ${calls}\n\n| stage | share | ms per call |\n|---|---:|---:|\n`
+)
+for (const [name, us] of [...spent].sort((a, b) => b[1] - a[1])) {
+  process.stdout.write(`| ${name} | ${((100 * us) / busyUs).toFixed(1)} % | ${(us / calls / 1e3).toFixed(2)} |\n`)
+}
+if (top > 0) {
+  process.stdout.write(`\n| function (self) | share | ms per call |\n|---|---:|---:|\n`)
+  for (const [name, us] of [...self].sort((a, b) => b[1] - a[1]).slice(0, top)) {
+    process.stdout.write(`| ${name} | ${((100 * us) / busyUs).toFixed(1)} % | ${(us / calls / 1e3).toFixed(2)} |\n`)
+  }
+}
