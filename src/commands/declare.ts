@@ -13,12 +13,15 @@ import { planDeclare } from "../domain/declare.ts"
 import { scheduledAtHint } from "../domain/scheduledAtHints.ts"
 import { BadRequest } from "../domain/errors.ts"
 import { uuidv7 } from "../domain/ids.ts"
-import { type DeclareBody, validateDeclareBody } from "../domain/item.ts"
+import { type DeclareBody, type Item, validateDeclareBody } from "../domain/item.ts"
+import { digestKeyOf, itemDigest } from "../domain/itemDigest.ts"
 import { type OperationEntry, summarize, type StoredTrigger, type Summary } from "../domain/itemMatch.ts"
 import { ShardCount } from "../store/db.ts"
-import { itemsReadForDeclare } from "../store/itemReads.ts"
+import { itemDigestsReadForDeclare, itemsReadForDeclare } from "../store/itemReads.ts"
 import { itemTriggersCancel } from "../store/itemWrites.ts"
 import { isUniqueViolation } from "../store/projects.ts"
+import type { Keyring } from "../domain/sealing.ts"
+import { EncryptionKeys } from "../store/sealedRequests.ts"
 import { withTransaction } from "../store/transaction.ts"
 import { orUnavailable } from "../store/unavailable.ts"
 import { Metrics } from "../metrics/metrics.ts"
@@ -45,14 +48,55 @@ const slices = <A>(items: ReadonlyArray<A>, size: number): Array<ReadonlyArray<A
 
 type Valid = Extract<ReturnType<typeof validateDeclareBody>, { readonly _tag: "Ok" }>
 
-const declareOnce = (projectId: string, call: Valid, nowMs: number) =>
+/**
+ * Each item's digest (domain/itemDigest.ts), keyed when ENCRYPTION_KEYS is set: in the items' order,
+ * for the triggers written, and by key (keyless and empty-key items match nothing), for the read.
+ */
+const itemDigests = (items: ReadonlyArray<Item>, keyring: Keyring | null) => {
+  const key = digestKeyOf(keyring)
+  const inOrder = new Array<string>(items.length)
+  const byKey = new Map<string, string>()
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i]!
+    const digest = itemDigest(item, key)
+    inOrder[i] = digest
+    const customKey = item.definition.customKey
+    if (customKey !== null && customKey !== "") byKey.set(customKey, digest)
+  }
+  return { inOrder, byKey }
+}
+
+/**
+ * The triggers the plan diffs the items against: read without their compared fields, with their
+ * stored digests; those an item's key names whose digest is not that item's (changed, or stored
+ * without one) are read again in full — all of them in one read of the tag when they are most.
+ */
+const triggersToDiff = (projectId: string, tag: string, digests: ReturnType<typeof itemDigests>) =>
+  Effect.gen(function*() {
+    const triggers = yield* itemDigestsReadForDeclare({ projectId, tag, itemDigestOf: (key) => digests.byKey.get(key) })
+    const unsure = new Set<string>()
+    for (const t of triggers) {
+      if (!t.sameAsItem && t.generatorId === null && t.definition.customKey !== null && digests.byKey.has(t.definition.customKey)) {
+        unsure.add(t.id)
+      }
+    }
+    if (unsure.size === 0) return triggers
+    if (unsure.size * 2 > triggers.length) return yield* itemsReadForDeclare({ projectId, tag })
+    // a trigger no longer read (it left the pending statuses meanwhile) is dropped, as if read now
+    const full = new Map((yield* itemsReadForDeclare({ projectId, tag, ids: [...unsure] })).map((t) => [t.id, t]))
+    return triggers.flatMap((t) => (unsure.has(t.id) ? (full.has(t.id) ? [full.get(t.id)!] : []) : [t]))
+  })
+
+const declareOnce = (projectId: string, call: Valid, nowMs: number, digests: ReturnType<typeof itemDigests>) =>
   Effect.gen(function*() {
     const shards = (yield* ShardCount).count
     const wakeups = yield* Wakeups
     const wakeHorizonMs = nowMs + 2 * (yield* SchedulerTiming).lookaheadMs
-    const triggers = yield* itemsReadForDeclare({ projectId, tag: call.tag })
+    const triggers = yield* triggersToDiff(projectId, call.tag, digests)
     const newId = () => uuidv7(nowMs)
-    const plan = planDeclare({ tag: call.tag, items: call.items, runMissed: call.runMissed, nowMs, triggers, newId })
+    const plan = planDeclare({
+      tag: call.tag, items: call.items, runMissed: call.runMissed, nowMs, triggers, newId, digests: digests.inOrder
+    })
     // what the writes compare-and-set against (nothing to write: nothing to index)
     const anyWrite = plan.itemWrites.length + plan.cancelIds.length > 0
     const stored = new Map<string, StoredTrigger>(anyWrite ? triggers.map((t) => [t.id, t]) : [])
@@ -88,8 +132,9 @@ export const declareTriggers = (projectId: string, body: DeclareBody, nowMs: num
   orUnavailable(Effect.gen(function*() {
     const call = validateDeclareBody(body, nowMs)
     if (call._tag === "Invalid") return yield* Effect.fail(new BadRequest(call.message, scheduledAtHint(call.message)))
+    const digests = itemDigests(call.items, yield* EncryptionKeys)
     const attempt = (n: number): ReturnType<typeof declareOnce> =>
-      declareOnce(projectId, call, nowMs).pipe(
+      declareOnce(projectId, call, nowMs, digests).pipe(
         Effect.catchIf((error) => n < ATTEMPTS && isUniqueViolation(error), () => attempt(n + 1))
       )
     return yield* attempt(1)

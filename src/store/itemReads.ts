@@ -11,6 +11,7 @@ import type { RetryPolicy } from "../domain/retry.ts"
 import { DUE_STATUSES, type HeaderPairs, KEY_OWNER_STATUSES, type TriggerKind, type TriggerStatus } from "../domain/trigger.ts"
 import { EncryptionKeys, type Opened, openStoredRequest } from "./sealedRequests.ts"
 import { effectiveStatusSql } from "./shardMarks.ts"
+import { uuidArray } from "./columnArrays.ts"
 import { statusList } from "./sqlLists.ts"
 
 interface ItemRow {
@@ -66,15 +67,18 @@ const liveOr = (sql: SqlClient.SqlClient, statuses: ReadonlyArray<string>): Frag
 /**
  * For /declare: the project's triggers carrying `tag` that are pending (registered, skipped,
  * retrying, active) or held back, and the live instances (registered, retrying, held back) of its
- * active generators carrying `tag`. An instance carrying the tag may be listed twice.
+ * active generators carrying `tag`. An instance carrying the tag may be listed twice. `ids`: only
+ * those of the triggers carrying the tag (no instance of theirs) with these ids.
  */
 export const itemsReadForDeclare = Effect.fnUntraced(function*(input: {
   readonly projectId: string
   readonly tag: string
+  readonly ids?: ReadonlyArray<string>
 }) {
   const sql = yield* SqlClient.SqlClient
   const tagged = sql`t.project_id = ${input.projectId} AND cardinality(t.tags) > 0 AND t.tags @> ARRAY[${input.tag}]::text[]`
-  const rows = yield* sql<ItemRow>`
+  const rows = input.ids === undefined
+    ? yield* sql<ItemRow>`
     SELECT ${sql.unsafe(COLUMNS)} FROM triggers t WHERE ${tagged} AND ${liveOr(sql, KEY_OWNER_STATUSES)}
     UNION ALL
     SELECT ${sql.unsafe(COLUMNS)} FROM triggers t
@@ -82,8 +86,75 @@ export const itemsReadForDeclare = Effect.fnUntraced(function*(input: {
         SELECT t.id FROM triggers t WHERE ${tagged} AND t.kind = 'generator' AND t.status = 'active')
       AND ${liveOr(sql, DUE_STATUSES)}
     ORDER BY id`
+    : yield* sql<ItemRow>`
+    SELECT ${sql.unsafe(COLUMNS)} FROM triggers t
+    WHERE t.id = ANY(${uuidArray(input.ids)}::uuid[]) AND ${tagged} AND ${liveOr(sql, KEY_OWNER_STATUSES)}
+    ORDER BY id`
   const keyring = yield* EncryptionKeys
   return rows.map((row) => toStored(openStoredRequest(row, keyring)))
+})
+
+interface DigestRow {
+  readonly id: string
+  readonly kind: TriggerKind
+  readonly status: TriggerStatus
+  readonly generator_id: string | null
+  readonly tags: ReadonlyArray<string>
+  readonly custom_key: string | null
+  readonly scheduled_ms: string | null
+  readonly key_scope: string | null
+  readonly item_digest: string | null
+}
+
+const DIGEST_COLUMNS = `t.id, t.kind, ${effectiveStatusSql("t")} AS status, t.generator_id, t.tags, t.custom_key,
+  (extract(epoch FROM t.scheduled_at) * 1000)::bigint::text AS scheduled_ms, t.key_scope, t.item_digest`
+
+/**
+ * The triggers of itemsReadForDeclare without their compared fields (StoredTrigger `comparedFields`
+ * false: url, method, headers, body, title, retry empty, cron null), each with the digest /declare
+ * stored with it (domain/itemDigest.ts; null: none): what /declare needs of the triggers no item
+ * compares with, and of those whose digest shows them the same as their item (`sameAsItem`).
+ */
+export const itemDigestsReadForDeclare = Effect.fnUntraced(function*(input: {
+  readonly projectId: string
+  readonly tag: string
+  /** The digest of the item with this key, if any: a trigger (not an instance) stored with it is `sameAsItem`. */
+  readonly itemDigestOf: (customKey: string) => string | undefined
+}) {
+  const sql = yield* SqlClient.SqlClient
+  const tagged = sql`t.project_id = ${input.projectId} AND cardinality(t.tags) > 0 AND t.tags @> ARRAY[${input.tag}]::text[]`
+  const rows = yield* sql<DigestRow>`
+    SELECT ${sql.unsafe(DIGEST_COLUMNS)} FROM triggers t WHERE ${tagged} AND ${liveOr(sql, KEY_OWNER_STATUSES)}
+    UNION ALL
+    SELECT ${sql.unsafe(DIGEST_COLUMNS)} FROM triggers t
+    WHERE t.generator_id IN (
+        SELECT t.id FROM triggers t WHERE ${tagged} AND t.kind = 'generator' AND t.status = 'active')
+      AND ${liveOr(sql, DUE_STATUSES)}
+    ORDER BY id`
+  return rows.map((row): StoredTrigger => ({
+    id: row.id,
+    kind: row.kind,
+    status: row.status,
+    generatorId: row.generator_id,
+    definition: {
+      url: "",
+      method: "",
+      headers: [],
+      body: null,
+      contentType: null,
+      title: null,
+      tags: row.tags,
+      customKey: row.custom_key,
+      retry: null
+    },
+    scheduledAtMs: row.scheduled_ms === null ? null : Number(row.scheduled_ms),
+    cron: null,
+    keyScope: row.key_scope,
+    comparedFields: false,
+    digest: row.item_digest,
+    sameAsItem: row.item_digest !== null && row.generator_id === null && row.custom_key !== null &&
+      row.item_digest === input.itemDigestOf(row.custom_key)
+  }))
 })
 
 /**
