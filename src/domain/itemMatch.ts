@@ -210,7 +210,7 @@ const plan = (id: string, item: Item, context: MatchContext, digest: string | nu
   status: statusOf(item.schedule, context),
   definition: item.definition,
   schedule: item.schedule,
-  digest
+  ...(digest === null ? {} : { digest })
 })
 
 export interface ItemOutcome {
