@@ -339,23 +339,25 @@ layer(testServerLayer(), { timeout: "120 seconds" })("POST /declare rules", (it)
         assert.notStrictEqual(after, before)
       }))
 
-    it.effect("a trigger another writer changed since (/bulk, /schedule's edit, any update) is compared field by field", () =>
+    it.effect("a trigger another writer changed since (/bulk, /schedule's edit) is compared field by field", () =>
       Effect.gen(function*() {
-        const sql = yield* SqlClient.SqlClient
         const p = yield* project
         const items = [item("b"), item("s"), item("q"), gen("g"), ...Array.from({ length: 6 }, (_, i) => item(`same${i}`))]
         const first = yield* p.declare(items)
         const bulk = yield* bulkCall(p.key, { upserts: [item("b", { title: "by bulk", tags: [TAG] })] })
         assert.strictEqual(bulk.status, 200, bulk.text)
         assert.strictEqual(yield* digestOf(idOf(first, "b")), null)
-        yield* sql`UPDATE triggers SET url = 'http://127.0.0.1:9/elsewhere' WHERE id = ${idOf(first, "q")}`.pipe(Effect.orDie)
-        yield* sql`UPDATE triggers SET cron_tz = 'Europe/Paris' WHERE id = ${idOf(first, "g")}`.pipe(Effect.orDie)
-        assert.strictEqual(yield* digestOf(idOf(first, "q")), null)
+        // /schedule with the key and the tag edits the declared one-shot and generator in place (its method: POST)
+        const elsewhere = { "ttr-api-key": p.key, "ttr-url": "http://127.0.0.1:9/elsewhere", "ttr-tags": TAG }
+        const q = yield* scheduled({ ...elsewhere, "ttr-scheduled-at": FAR, "ttr-custom-key": "q" })
+        const g = yield* scheduled({ ...elsewhere, "ttr-scheduled-at": DAILY, "ttr-custom-key": "g" })
+        assert.deepStrictEqual([q.triggerId, g.triggerId], [idOf(first, "q"), idOf(first, "g")])
+        for (const key of ["q", "g"]) assert.strictEqual(yield* digestOf(idOf(first, key)), null, key)
         // a status change alone keeps it
         yield* setStatus(idOf(first, "s"), "skipped")
         assert.notStrictEqual(yield* digestOf(idOf(first, "s")), null)
         const again = yield* p.declare(items)
-        assert.deepStrictEqual(entryLines(again).slice(0, 4), ["updated job b [title]", "unchanged job s", "updated job q [url]", "updated generator g [tz]"])
+        assert.deepStrictEqual(entryLines(again).slice(0, 4), ["updated job b [title]", "unchanged job s", "updated job q [url,method]", "updated generator g [url,method]"])
         assert.deepStrictEqual([again.summary.unchanged, again.summary.added, again.summary.updated], [7, 0, 3])
         // and written again with the call's digest
         for (const key of ["b", "q", "g"]) assert.notStrictEqual(yield* digestOf(idOf(again, key)), null, key)
