@@ -1,6 +1,6 @@
-// `node scripts/bench/declareProfile.ts [--items 10000] [--calls 20] [--keep]`: one /declare of
+// `node scripts/bench/declareProfile.ts [--items 10000] [--calls 20] [--change] [--keep]`: one /declare of
 // `--items` keyed items (the batch workload's items, timewheel.ts), then the same call `--calls` times
-// unchanged, each timed as the client sees it (the body serialised beforehand), the median printed; pauses of 2 s
+// unchanged (with --change: every item's title changed on each call), each timed as the client sees it (the body serialised beforehand), the median printed; pauses of 2 s
 // around the unchanged calls set them apart in a profile (declareProfileBreakdown.ts).
 // For a CPU profile of the service, give BENCH_SERVICE_NODE_ARGS="--cpu-prof --cpu-prof-dir=<dir>";
 // `--keep` leaves the database (its name printed) for EXPLAIN of the read. DATABASE_URL names the server.
@@ -16,6 +16,7 @@ const flag = (name: string, fallback: number) => {
 const items = flag("items", 10_000)
 const calls = flag("calls", 20)
 const keep = process.argv.includes("--keep")
+const change = process.argv.includes("--change")
 
 const server = await openDatabaseServer()
 const database = await freshDatabase(server, "declare_profile")
@@ -23,7 +24,7 @@ const system = await startTimewheel(database.url)
 const agent = new Agent({ connections: 1, keepAliveTimeout: 60_000, connect: { rejectUnauthorized: false } })
 const { origin, apiKey, headerPrefix } = system.endpoint!
 const base = Date.now() + 3_600_000
-const body = JSON.stringify({
+const bodyOf = (title?: string) => JSON.stringify({
   tag: "bench",
   items: Array.from({ length: items }, (_, i) => ({
     url: `http://127.0.0.1:9/declare/${i}`,
@@ -31,10 +32,12 @@ const body = JSON.stringify({
     customKey: `job-${i}`,
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: { n: i }
+    body: { n: i },
+    ...(title === undefined ? {} : { title })
   }))
 })
-const declare = async () => {
+const bodies = [bodyOf(), ...(change ? Array.from({ length: calls }, (_, i) => bodyOf(`v${i}`)) : [])]
+const declare = async (body: string) => {
   const start = performance.now()
   const response = await request(`${origin}/declare`, {
     method: "POST",
@@ -50,16 +53,16 @@ const declare = async () => {
   return { ms, summary: (JSON.parse(text) as { summary: unknown }).summary }
 }
 try {
-  const first = await declare()
+  const first = await declare(bodies[0]!)
   console.log(`first ${first.ms.toFixed(0)} ms ${JSON.stringify(first.summary)}`)
   await sleep(2_000) // an idle gap in a profile: the unchanged calls apart (declareProfileBreakdown.ts)
   const times: Array<number> = []
   for (let i = 0; i < calls; i++) {
-    const again = await declare()
+    const again = await declare(bodies[change ? i + 1 : 0]!)
     times.push(again.ms)
     if (i === 0) console.log(`again: ${JSON.stringify(again.summary)}`)
   }
-  console.log(`unchanged calls (ms): ${times.map((ms) => ms.toFixed(0)).join(" ")}`)
+  console.log(`${change ? "changing" : "unchanged"} calls (ms): ${times.map((ms) => ms.toFixed(0)).join(" ")}`)
   const sorted = [...times].sort((a, b) => a - b)
   console.log(`median ${sorted[Math.floor(sorted.length / 2)]!.toFixed(1)} ms, min ${sorted[0]!.toFixed(1)} ms`)
   await sleep(2_000)

@@ -17,7 +17,7 @@ import { type DeclareBody, type Item, validateDeclareBody } from "../domain/item
 import { digestKeyOf, itemDigest } from "../domain/itemDigest.ts"
 import { type OperationEntry, summarize, type StoredTrigger, type Summary } from "../domain/itemMatch.ts"
 import { ShardCount } from "../store/db.ts"
-import { itemDigestsReadForDeclare, itemsReadForDeclare } from "../store/itemReads.ts"
+import { itemDigestsOfKeys, itemDigestsReadForDeclare, itemsReadForDeclare } from "../store/itemReads.ts"
 import { itemTriggersCancel } from "../store/itemWrites.ts"
 import { isUniqueViolation } from "../store/projects.ts"
 import type { Keyring } from "../domain/sealing.ts"
@@ -66,13 +66,28 @@ const itemDigests = (items: ReadonlyArray<Item>, keyring: Keyring | null) => {
   return { inOrder, byKey }
 }
 
+/** Keys whose stored digests are looked at first: a call's items are most likely all unchanged, or all changed. */
+const SAMPLE_KEYS = 32
+
+/** Up to SAMPLE_KEYS keys spread over the items. */
+const sampleKeys = (keys: ReadonlyArray<string>): ReadonlyArray<string> => {
+  if (keys.length <= SAMPLE_KEYS) return keys
+  const step = keys.length / SAMPLE_KEYS
+  return Array.from({ length: SAMPLE_KEYS }, (_, i) => keys[Math.floor(i * step)]!)
+}
+
 /**
- * The triggers the plan diffs the items against: read without their compared fields, with their
- * stored digests; those an item's key names whose digest is not that item's (changed, or stored
- * without one) are read again in full — all of them in one read of the tag when they are most.
+ * The triggers the plan diffs the items against. When the stored digests of a sample of the items'
+ * keys show most of those unchanged: read without their compared fields, with their stored digests,
+ * and those an item's key names whose digest is not that item's (changed, or stored without one) read
+ * again in full — all of them in one read of the tag when they are most. Otherwise (most changed, or
+ * nothing stored yet) read in full at once. Either way the same triggers, only read differently.
  */
 const triggersToDiff = (projectId: string, tag: string, digests: ReturnType<typeof itemDigests>) =>
   Effect.gen(function*() {
+    const sample = yield* itemDigestsOfKeys({ projectId, tag, keys: sampleKeys([...digests.byKey.keys()]) })
+    const same = sample.filter((row) => row.item_digest !== null && row.item_digest === digests.byKey.get(row.custom_key)).length
+    if (same * 2 <= sample.length || sample.length === 0) return yield* itemsReadForDeclare({ projectId, tag })
     const triggers = yield* itemDigestsReadForDeclare({ projectId, tag, itemDigestOf: (key) => digests.byKey.get(key) })
     const unsure = new Set<string>()
     for (const t of triggers) {

@@ -11,7 +11,7 @@ import type { RetryPolicy } from "../domain/retry.ts"
 import { DUE_STATUSES, type HeaderPairs, KEY_OWNER_STATUSES, type TriggerKind, type TriggerStatus } from "../domain/trigger.ts"
 import { EncryptionKeys, type Opened, openStoredRequest } from "./sealedRequests.ts"
 import { effectiveStatusSql } from "./shardMarks.ts"
-import { uuidArray } from "./columnArrays.ts"
+import { textArray, uuidArray } from "./columnArrays.ts"
 import { statusList } from "./sqlLists.ts"
 
 interface ItemRow {
@@ -92,6 +92,23 @@ export const itemsReadForDeclare = Effect.fnUntraced(function*(input: {
     ORDER BY id`
   const keyring = yield* EncryptionKeys
   return rows.map((row) => toStored(openStoredRequest(row, keyring)))
+})
+
+/**
+ * For /declare: the digest stored with each trigger carrying `tag` whose key is among `keys`
+ * (pending or held back, as itemsReadForDeclare; instances have no key); null: none stored.
+ */
+export const itemDigestsOfKeys = Effect.fnUntraced(function*(input: {
+  readonly projectId: string
+  readonly tag: string
+  readonly keys: ReadonlyArray<string>
+}) {
+  if (input.keys.length === 0) return [] as Array<{ readonly custom_key: string; readonly item_digest: string | null }>
+  const sql = yield* SqlClient.SqlClient
+  return yield* sql<{ readonly custom_key: string; readonly item_digest: string | null }>`
+    SELECT t.custom_key, t.item_digest FROM triggers t
+    WHERE t.project_id = ${input.projectId} AND t.custom_key = ANY(${textArray(input.keys)}::text[])
+      AND cardinality(t.tags) > 0 AND t.tags @> ARRAY[${input.tag}]::text[] AND ${liveOr(sql, KEY_OWNER_STATUSES)}`
 })
 
 interface DigestRow {
