@@ -1,5 +1,6 @@
 // POST /declare as one command (docs/declare-and-bulk.md "What the call does"): every item validated
-// before anything is written, the triggers carrying the tag read, the diff planned (domain/declare.ts),
+// before anything is written, the triggers carrying the tag read (an unchanged item found by the digest
+// stored with its trigger, domain/itemDigest.ts, without reading the compared fields), the diff planned (domain/declare.ts),
 // then applied in steps of at most STEP_ITEMS item writes, each its own short transaction (the call is
 // not atomic: a failure leaves the steps applied and resending completes it), then the cancellations, a
 // statement per CANCEL_STEP. Shards are woken after each commit; the materializer re-creates the

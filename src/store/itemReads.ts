@@ -2,7 +2,9 @@
 // domain/bulk.ts), as StoredTrigger, oldest first. Taken without locks: the writes (itemWrites.ts)
 // are compare-and-sets on the status read here, so a change in between is seen, never overwritten.
 // A queued trigger is read only while held back by a tag gate (claimed by no node). A fired
-// trigger (shardMarks.ts) is read as `running`, so the planners leave it alone.
+// trigger (shardMarks.ts) is read as `running`, so the planners leave it alone. /declare may read
+// them first without the compared fields, with the digest it stored (migration 20), and in full only
+// those whose digest is not their item's (commands/declare.ts).
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { Fragment } from "effect/sql/Statement"

@@ -5,8 +5,9 @@
 -- unchanged, was most of an unchanged call. /declare now stores, with each trigger it writes, a digest
 -- of those fields as it compares them (domain/itemDigest.ts: SHA-256, or with ENCRYPTION_KEYS set an
 -- HMAC-SHA256 under a key derived from the writing key, so that it tells nothing of the sealed headers
--- and body); its read (store/itemReads.ts) matches the items' digests against the stored ones and
--- decodes the compared fields only of the triggers whose digest differs or is missing.
+-- and body); when the stored digests show the items mostly unchanged (commands/declare.ts), it reads
+-- the tag without the compared fields (store/itemReads.ts) and then reads in full only the triggers
+-- whose digest differs from their item's or is missing.
 -- NULL: not known (a trigger written by /schedule, /bulk or an edit, or before this migration): the
 -- fields are compared as before.
 -- Every other update of a compared field sets it to NULL in the same statement (store/triggers.ts
