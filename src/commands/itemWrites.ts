@@ -28,7 +28,8 @@ export const rowOf = (trigger: PlannedTrigger, shards: number): ItemTriggerRow =
   status: trigger.status,
   scheduledAtMs: trigger.schedule._tag === "Once" ? trigger.schedule.fireAtMs : null,
   cron: trigger.schedule._tag === "Cron" ? { cronExpr: trigger.schedule.cronExpr, cronTz: trigger.schedule.cronTz } : null,
-  definition: trigger.definition
+  definition: trigger.definition,
+  digest: trigger.digest ?? null
 })
 
 /** The entry of a trigger created because the one its key matched was no longer pending (rule 8). */

@@ -23,6 +23,8 @@ export interface DeclareInput {
    */
   readonly triggers: ReadonlyArray<StoredTrigger>
   readonly newId: () => string
+  /** The digest each item's trigger is stored with (domain/itemDigest.ts), by the items' index. */
+  readonly digests?: ReadonlyArray<string>
 }
 
 export interface DeclarePlan {
@@ -98,10 +100,11 @@ export const planDeclare = (input: DeclareInput): DeclarePlan => {
   const itemWrites: Array<ItemWrite> = []
   const matchedIds = new Set<string>()
   const keptGeneratorIds = new Set<string>()
-  for (const item of input.items) {
+  for (let i = 0; i < input.items.length; i++) {
+    const item = input.items[i]!
     const match = matchFor(index, item, input.tag)
     const alsoCancel = match?.kind === "generator" ? liveInstanceIds(instances.get(match.id) ?? []) : []
-    const outcome = planItem(item, match, context, alsoCancel)
+    const outcome = planItem(item, match, context, alsoCancel, input.digests?.[i] ?? null)
     itemEntries.push(outcome.entry)
     if (outcome.write !== null) itemWrites.push(outcome.write)
     if (match === undefined) continue

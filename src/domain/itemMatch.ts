@@ -26,6 +26,16 @@ export interface StoredTrigger {
    * absent) when /schedule or /bulk created it.
    */
   readonly keyScope?: string | null
+  /**
+   * False when its compared fields were not read (/declare, store/itemReads.ts
+   * itemDigestsReadForDeclare): its definition holds only its tags and custom key. Such a trigger
+   * is compared with an item only through `sameAsItem`.
+   */
+  readonly comparedFields?: false
+  /** The digest /declare stored with it (domain/itemDigest.ts), null: none. */
+  readonly digest?: string | null
+  /** Its digest equals the digest of the item with its key: an item of its kind matched to it is unchanged. */
+  readonly sameAsItem?: boolean
 }
 
 /** A trigger to write: status `registered`/`skipped` for one-shots, `active` for generators. */
@@ -35,6 +45,8 @@ export interface PlannedTrigger {
   readonly status: "registered" | "skipped" | "active"
   readonly definition: TriggerDefinition
   readonly schedule: ItemSchedule
+  /** /declare: the digest of its compared fields, stored with it (domain/itemDigest.ts); else null. */
+  readonly digest?: string | null
 }
 
 /** What one item writes; an unchanged item writes nothing. */
@@ -98,7 +110,7 @@ export const isPending = (trigger: StoredTrigger): boolean =>
  * sort, so repeated names keep their order), plus the stored content type as a `content-type`
  * header when the headers have none (delivery sends it so; item definitions never have one).
  */
-const comparableHeaders = (definition: TriggerDefinition): HeaderPairs => {
+export const comparableHeaders = (definition: TriggerDefinition): HeaderPairs => {
   const pairs = definition.headers.map(([name, value]) => [name.toLowerCase(), value] as const)
   const hasContentType = pairs.some(([name]) => name === "content-type")
   const all = definition.contentType === null || hasContentType ? pairs : [...pairs, ["content-type", definition.contentType] as const]
@@ -192,12 +204,13 @@ export const statusOf = (schedule: ItemSchedule, context: MatchContext): Planned
   return skipped ? "skipped" : "registered"
 }
 
-const plan = (id: string, item: Item, context: MatchContext): PlannedTrigger => ({
+const plan = (id: string, item: Item, context: MatchContext, digest: string | null): PlannedTrigger => ({
   id,
   kind: itemKind(item),
   status: statusOf(item.schedule, context),
   definition: item.definition,
-  schedule: item.schedule
+  schedule: item.schedule,
+  ...(digest === null ? {} : { digest })
 })
 
 export interface ItemOutcome {
@@ -224,14 +237,15 @@ export const planItem = (
   item: Item,
   match: StoredTrigger | undefined,
   context: MatchContext,
-  alsoCancel: ReadonlyArray<string> = []
+  alsoCancel: ReadonlyArray<string> = [],
+  digest: string | null = null
 ): ItemOutcome => {
   if (match === undefined) {
-    const trigger = plan(context.newId(), item, context)
+    const trigger = plan(context.newId(), item, context, digest)
     return { entry: entry(trigger.status === "skipped" ? "skipped" : "added", item, trigger.id), write: { _tag: "Insert", trigger } }
   }
   const replace = (changed: ReadonlyArray<string>): ItemOutcome => {
-    const trigger = plan(context.newId(), item, context)
+    const trigger = plan(context.newId(), item, context, digest)
     return {
       entry: entry("updated", item, trigger.id, changed),
       write: { _tag: "Replace", cancelIds: [match.id, ...alsoCancel], trigger }
@@ -239,10 +253,12 @@ export const planItem = (
   }
   const kind = itemKind(item)
   if (kind !== match.kind) return replace([kindSwitch(match.kind, kind)])
+  if (match.sameAsItem === true) return { entry: entry("unchanged", item, match.id), write: null }
+  if (match.comparedFields === false) throw new Error(`the compared fields of trigger ${match.id} were not read`)
   const changed = changedFields(item, match)
   if (changed.length === 0) return { entry: entry("unchanged", item, match.id), write: null }
   if (match.status === "retrying") return replace(changed)
-  return { entry: entry("updated", item, match.id, changed), write: { _tag: "Update", trigger: plan(match.id, item, context) } }
+  return { entry: entry("updated", item, match.id, changed), write: { _tag: "Update", trigger: plan(match.id, item, context, digest) } }
 }
 
 // ---------------------------------------------------------------------------------------------

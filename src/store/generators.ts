@@ -43,7 +43,7 @@ export const generatorsReplace = Effect.fnUntraced(function*(input: {
   yield* sql`UPDATE triggers SET url = ${d.url}, method = ${d.method}, headers = ${d.headers}::jsonb, body = ${d.body},
       sealed_with = ${d.sealed_with}, content_type = ${d.content_type}, title = ${d.title}, tags = ${d.tags}::text[],
       custom_key = ${d.custom_key}, retry = ${d.retry}::jsonb, cron_expr = ${input.cronExpr}, cron_tz = ${input.cronTz},
-      traceparent = ${d.traceparent}, tracestate = ${d.tracestate}, updated_at = ${new Date(input.nowMs)}
+      traceparent = ${d.traceparent}, tracestate = ${d.tracestate}, updated_at = ${new Date(input.nowMs)}, item_digest = NULL
     WHERE id = ${input.id} AND kind = 'generator' AND status = 'active'`
 })
 

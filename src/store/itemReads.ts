@@ -2,7 +2,9 @@
 // domain/bulk.ts), as StoredTrigger, oldest first. Taken without locks: the writes (itemWrites.ts)
 // are compare-and-sets on the status read here, so a change in between is seen, never overwritten.
 // A queued trigger is read only while held back by a tag gate (claimed by no node). A fired
-// trigger (shardMarks.ts) is read as `running`, so the planners leave it alone.
+// trigger (shardMarks.ts) is read as `running`, so the planners leave it alone. /declare may read
+// them first without the compared fields, with the digest it stored (migration 20), and in full only
+// those whose digest is not their item's (commands/declare.ts).
 import * as Effect from "effect/Effect"
 import { SqlClient } from "effect/sql"
 import type { Fragment } from "effect/sql/Statement"
@@ -11,6 +13,7 @@ import type { RetryPolicy } from "../domain/retry.ts"
 import { DUE_STATUSES, type HeaderPairs, KEY_OWNER_STATUSES, type TriggerKind, type TriggerStatus } from "../domain/trigger.ts"
 import { EncryptionKeys, type Opened, openStoredRequest } from "./sealedRequests.ts"
 import { effectiveStatusSql } from "./shardMarks.ts"
+import { textArray, uuidArray } from "./columnArrays.ts"
 import { statusList } from "./sqlLists.ts"
 
 interface ItemRow {
@@ -66,15 +69,18 @@ const liveOr = (sql: SqlClient.SqlClient, statuses: ReadonlyArray<string>): Frag
 /**
  * For /declare: the project's triggers carrying `tag` that are pending (registered, skipped,
  * retrying, active) or held back, and the live instances (registered, retrying, held back) of its
- * active generators carrying `tag`. An instance carrying the tag may be listed twice.
+ * active generators carrying `tag`. An instance carrying the tag may be listed twice. `ids`: only
+ * those of the triggers carrying the tag (no instance of theirs) with these ids.
  */
 export const itemsReadForDeclare = Effect.fnUntraced(function*(input: {
   readonly projectId: string
   readonly tag: string
+  readonly ids?: ReadonlyArray<string>
 }) {
   const sql = yield* SqlClient.SqlClient
   const tagged = sql`t.project_id = ${input.projectId} AND cardinality(t.tags) > 0 AND t.tags @> ARRAY[${input.tag}]::text[]`
-  const rows = yield* sql<ItemRow>`
+  const rows = input.ids === undefined
+    ? yield* sql<ItemRow>`
     SELECT ${sql.unsafe(COLUMNS)} FROM triggers t WHERE ${tagged} AND ${liveOr(sql, KEY_OWNER_STATUSES)}
     UNION ALL
     SELECT ${sql.unsafe(COLUMNS)} FROM triggers t
@@ -82,8 +88,92 @@ export const itemsReadForDeclare = Effect.fnUntraced(function*(input: {
         SELECT t.id FROM triggers t WHERE ${tagged} AND t.kind = 'generator' AND t.status = 'active')
       AND ${liveOr(sql, DUE_STATUSES)}
     ORDER BY id`
+    : yield* sql<ItemRow>`
+    SELECT ${sql.unsafe(COLUMNS)} FROM triggers t
+    WHERE t.id = ANY(${uuidArray(input.ids)}::uuid[]) AND ${tagged} AND ${liveOr(sql, KEY_OWNER_STATUSES)}
+    ORDER BY id`
   const keyring = yield* EncryptionKeys
   return rows.map((row) => toStored(openStoredRequest(row, keyring)))
+})
+
+/**
+ * For /declare: the digest stored with each trigger carrying `tag` whose key is among `keys`
+ * (pending or held back, as itemsReadForDeclare; instances have no key); null: none stored.
+ */
+export const itemDigestsOfKeys = Effect.fnUntraced(function*(input: {
+  readonly projectId: string
+  readonly tag: string
+  readonly keys: ReadonlyArray<string>
+}) {
+  if (input.keys.length === 0) return [] as Array<{ readonly custom_key: string; readonly item_digest: string | null }>
+  const sql = yield* SqlClient.SqlClient
+  return yield* sql<{ readonly custom_key: string; readonly item_digest: string | null }>`
+    SELECT t.custom_key, t.item_digest FROM triggers t
+    WHERE t.project_id = ${input.projectId} AND t.custom_key = ANY(${textArray(input.keys)}::text[])
+      AND cardinality(t.tags) > 0 AND t.tags @> ARRAY[${input.tag}]::text[] AND ${liveOr(sql, KEY_OWNER_STATUSES)}`
+})
+
+interface DigestRow {
+  readonly id: string
+  readonly kind: TriggerKind
+  readonly status: TriggerStatus
+  readonly generator_id: string | null
+  readonly tags: ReadonlyArray<string>
+  readonly custom_key: string | null
+  readonly scheduled_ms: string | null
+  readonly key_scope: string | null
+  readonly item_digest: string | null
+}
+
+const DIGEST_COLUMNS = `t.id, t.kind, ${effectiveStatusSql("t")} AS status, t.generator_id, t.tags, t.custom_key,
+  (extract(epoch FROM t.scheduled_at) * 1000)::bigint::text AS scheduled_ms, t.key_scope, t.item_digest`
+
+/**
+ * The triggers of itemsReadForDeclare without their compared fields (StoredTrigger `comparedFields`
+ * false: url, method, headers, body, title, retry empty, cron null), each with the digest /declare
+ * stored with it (domain/itemDigest.ts; null: none): what /declare needs of the triggers no item
+ * compares with, and of those whose digest shows them the same as their item (`sameAsItem`).
+ */
+export const itemDigestsReadForDeclare = Effect.fnUntraced(function*(input: {
+  readonly projectId: string
+  readonly tag: string
+  /** The digest of the item with this key, if any: a trigger (not an instance) stored with it is `sameAsItem`. */
+  readonly itemDigestOf: (customKey: string) => string | undefined
+}) {
+  const sql = yield* SqlClient.SqlClient
+  const tagged = sql`t.project_id = ${input.projectId} AND cardinality(t.tags) > 0 AND t.tags @> ARRAY[${input.tag}]::text[]`
+  const rows = yield* sql<DigestRow>`
+    SELECT ${sql.unsafe(DIGEST_COLUMNS)} FROM triggers t WHERE ${tagged} AND ${liveOr(sql, KEY_OWNER_STATUSES)}
+    UNION ALL
+    SELECT ${sql.unsafe(DIGEST_COLUMNS)} FROM triggers t
+    WHERE t.generator_id IN (
+        SELECT t.id FROM triggers t WHERE ${tagged} AND t.kind = 'generator' AND t.status = 'active')
+      AND ${liveOr(sql, DUE_STATUSES)}
+    ORDER BY id`
+  return rows.map((row): StoredTrigger => ({
+    id: row.id,
+    kind: row.kind,
+    status: row.status,
+    generatorId: row.generator_id,
+    definition: {
+      url: "",
+      method: "",
+      headers: [],
+      body: null,
+      contentType: null,
+      title: null,
+      tags: row.tags,
+      customKey: row.custom_key,
+      retry: null
+    },
+    scheduledAtMs: row.scheduled_ms === null ? null : Number(row.scheduled_ms),
+    cron: null,
+    keyScope: row.key_scope,
+    comparedFields: false,
+    digest: row.item_digest,
+    sameAsItem: row.item_digest !== null && row.generator_id === null && row.custom_key !== null &&
+      row.item_digest === input.itemDigestOf(row.custom_key)
+  }))
 })
 
 /**

@@ -28,6 +28,8 @@ export interface ItemTriggerRow {
   /** Generators only. */
   readonly cron: { readonly cronExpr: string; readonly cronTz: string } | null
   readonly definition: TriggerDefinition
+  /** /declare: the digest of the compared fields (domain/itemDigest.ts, migration 20); /bulk: none. */
+  readonly digest?: string | null
 }
 
 /**
@@ -122,7 +124,8 @@ const COLUMN_TYPES: ReadonlyArray<ColumnType> = [
   { name: "custom_key", sqlType: "text", array: textArray, one: PgTypes.text },
   { name: "retry", sqlType: "jsonb", array: jsonbArray, one: PgTypes.jsonb },
   { name: "cron_expr", sqlType: "text", array: textArray, one: PgTypes.text },
-  { name: "cron_tz", sqlType: "text", array: textArray, one: PgTypes.text }
+  { name: "cron_tz", sqlType: "text", array: textArray, one: PgTypes.text },
+  { name: "item_digest", sqlType: "text", array: textArray, one: PgTypes.text }
 ]
 
 /**
@@ -150,6 +153,7 @@ export class TriggerColumns {
   private readonly retries: Column<RetryPolicy | null>
   private readonly cronExprs: Column<string | null>
   private readonly cronTzs: Column<string | null>
+  private readonly digests: Column<string | null>
   private readonly keyring: Keyring | null
   private filled = 0
 
@@ -174,13 +178,14 @@ export class TriggerColumns {
     this.retries = new Column(rows, sameJson)
     this.cronExprs = new Column(rows, sameValue)
     this.cronTzs = new Column(rows, sameValue)
+    this.digests = new Column(rows, sameValue)
   }
 
   get length(): number {
     return this.ids.length
   }
 
-  /** The next row; `scheduledAtMs` for one-shots, `cron` for generators (else null). */
+  /** The next row; `scheduledAtMs` for one-shots, `cron` for generators (else null); `digest` from /declare. */
   push(
     id: string,
     shard: number,
@@ -188,7 +193,8 @@ export class TriggerColumns {
     status: ItemTriggerRow["status"],
     scheduledAtMs: number | null,
     cron: ItemTriggerRow["cron"],
-    d: TriggerDefinition
+    d: TriggerDefinition,
+    digest: string | null = null
   ): void {
     const i = this.filled++
     if (i >= this.ids.length) throw new RangeError(`TriggerColumns: more than ${this.ids.length} rows`)
@@ -211,6 +217,7 @@ export class TriggerColumns {
     this.retries.set(i, d.retry)
     this.cronExprs.set(i, cron === null ? null : cron.cronExpr)
     this.cronTzs.set(i, cron === null ? null : cron.cronTz)
+    this.digests.set(i, digest)
   }
 
   /** Row i's id, kind, status and custom key (what /bulk answers for it). */
@@ -232,7 +239,8 @@ export class TriggerColumns {
     if (this.filled !== this.ids.length) throw new RangeError(`TriggerColumns: ${this.filled} of ${this.ids.length} rows`)
     return [
       this.ids, this.shards, this.kinds, this.statuses, this.scheduledAts, this.urls, this.methods, this.headers, this.bodies,
-      this.sealedWith, this.contentTypes, this.titles, this.tags, this.customKeys, this.retries, this.cronExprs, this.cronTzs
+      this.sealedWith, this.contentTypes, this.titles, this.tags, this.customKeys, this.retries, this.cronExprs, this.cronTzs,
+      this.digests
     ]
   }
 
@@ -267,7 +275,7 @@ export class TriggerColumns {
 /** The rows as arrays of columns. */
 const columnsOfRows = (rows: ReadonlyArray<ItemTriggerRow>, keyring: Keyring | null): TriggerColumns => {
   const columns = new TriggerColumns(keyring, rows.length)
-  for (const row of rows) columns.push(row.id, row.shard, row.kind, row.status, row.scheduledAtMs, row.cron, row.definition)
+  for (const row of rows) columns.push(row.id, row.shard, row.kind, row.status, row.scheduledAtMs, row.cron, row.definition, row.digest ?? null)
   return columns
 }
 
@@ -280,7 +288,7 @@ const unnestRows = (sql: SqlClient.SqlClient, c: ReadonlyArray<PgTypes.Parameter
  * The text of the insert for a shape of columns (`uniform`: TriggerColumns.shaped): $1 the project,
  * $2 the key scope, $3 and $4 the trace context, $5 the moment; then one parameter per uniform column
  * and one array per other column, in COLUMN_TYPES' order. Each shape's text is made once; at most
- * MAX_SHAPES are kept (65,536 shapes exist: calls could otherwise grow the map without end).
+ * MAX_SHAPES are kept (131,072 shapes exist: calls could otherwise grow the map without end).
  */
 const MAX_SHAPES = 64
 const insertTexts = new Map<number, string>()
@@ -303,12 +311,12 @@ export const insertText = (uniform: number): string => {
   }
   const v = (name: string) => value.get(name)!
   const text = `INSERT INTO triggers (id, project_id, kind, shard, status, scheduled_at, due_at, url, method, headers, body,
-      sealed_with, content_type, title, tags, custom_key, retry, cron_expr, cron_tz, key_scope, traceparent, tracestate,
+      sealed_with, content_type, title, tags, custom_key, retry, cron_expr, cron_tz, item_digest, key_scope, traceparent, tracestate,
       created_at, updated_at)
     SELECT ${v("id")}, $1::uuid, ${v("kind")}, ${v("shard")}, ${v("status")}, ${v("scheduled_at")},
       CASE WHEN ${v("status")} = 'registered' THEN ${v("scheduled_at")} END, ${v("url")}, ${v("method")}, ${v("headers")},
       ${v("body")}, ${v("sealed_with")}, ${v("content_type")}, ${v("title")}, ${v("tags")}::text[], ${v("custom_key")},
-      ${v("retry")}, ${v("cron_expr")}, ${v("cron_tz")}, $2::text, $3::text, $4::text, $5::timestamptz, $5::timestamptz
+      ${v("retry")}, ${v("cron_expr")}, ${v("cron_tz")}, ${v("item_digest")}, $2::text, $3::text, $4::text, $5::timestamptz, $5::timestamptz
     FROM unnest(${unnested.join(", ")}) AS x(${varying.join(", ")})`
   if (insertTexts.size >= MAX_SHAPES) insertTexts.clear()
   insertTexts.set(uniform, text)
@@ -376,7 +384,7 @@ export const itemTriggersUpdate = Effect.fnUntraced(function*(input: {
       attempts = CASE WHEN t.kind = 'job' THEN 0 ELSE t.attempts END, triggered_by = NULL,
       url = x.url, method = x.method, headers = x.headers, body = x.body, sealed_with = x.sealed_with,
       content_type = x.content_type, title = x.title, tags = x.tags::text[],
-      custom_key = x.custom_key, retry = x.retry, cron_expr = x.cron_expr, cron_tz = x.cron_tz,
+      custom_key = x.custom_key, retry = x.retry, cron_expr = x.cron_expr, cron_tz = x.cron_tz, item_digest = x.item_digest,
       traceparent = ${input.trace?.traceparent ?? null}::text, tracestate = ${input.trace?.tracestate ?? null}::text,
       updated_at = ${new Date(input.nowMs)}
     FROM ${unnestRows(sql, columns, expected)}

@@ -143,7 +143,9 @@ export const triggersResealChunk = Effect.fnUntraced(function*(input: {
           body: sealed.body === null ? null : Buffer.from(sealed.body).toString("base64")
         }
       })
-      yield* sql`UPDATE triggers t SET headers = to_jsonb(x.headers), body = decode(x.body, 'base64'), sealed_with = ${writer.id}
+      // (the digest /declare stored is cleared: made under the old key, migration 20)
+      yield* sql`UPDATE triggers t SET headers = to_jsonb(x.headers), body = decode(x.body, 'base64'), sealed_with = ${writer.id},
+          item_digest = NULL
         FROM jsonb_to_recordset(${JSON.stringify(resealed)}::jsonb) AS x(id uuid, headers text, body text)
         WHERE t.id = x.id`
     }

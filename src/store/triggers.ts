@@ -190,7 +190,7 @@ export const triggersCreateWithinQuota = Effect.fnUntraced(function*(input: {
     SELECT before::text, after::text, quota::text FROM granted`)
 })
 
-/** Replaces the definition and time of a pending one-shot trigger in place (same id). */
+/** Replaces the definition and time of a pending one-shot trigger in place (same id); a digest /declare stored is cleared (migration 20). */
 export const triggersReplaceOneShot = Effect.fnUntraced(function*(input: {
   readonly id: string
   readonly status: "registered" | "skipped"
@@ -206,7 +206,8 @@ export const triggersReplaceOneShot = Effect.fnUntraced(function*(input: {
       due_at = ${input.status === "registered" ? scheduledAt : null}, attempts = 0, triggered_by = NULL,
       url = ${d.url}, method = ${d.method}, headers = ${d.headers}::jsonb, body = ${d.body}, sealed_with = ${d.sealed_with},
       content_type = ${d.content_type}, title = ${d.title}, tags = ${d.tags}::text[], custom_key = ${d.custom_key},
-      retry = ${d.retry}::jsonb, traceparent = ${d.traceparent}, tracestate = ${d.tracestate}, updated_at = ${new Date(input.nowMs)}
+      retry = ${d.retry}::jsonb, traceparent = ${d.traceparent}, tracestate = ${d.tracestate}, updated_at = ${new Date(input.nowMs)},
+      item_digest = NULL
     WHERE id = ${input.id} AND status IN ${statusList(sql, PENDING_STATUSES)}`
 })
 

@@ -13,6 +13,8 @@ import { Deferred, Effect, Fiber, Layer, type Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import * as crypto from "node:crypto"
 import { EncryptionKeysMissing } from "../../src/domain/sealing.ts"
+import { DECLARE_WORDING, decodeItem, type Item, validateItems } from "../../src/domain/item.ts"
+import { itemDigest } from "../../src/domain/itemDigest.ts"
 import { newAdmin, sessionCall, signedIn } from "../support/dashboard.ts"
 import { programLines, runChild } from "../support/cli.ts"
 import { freshDatabaseUrl } from "../support/database.ts"
@@ -180,6 +182,16 @@ layer(testServerLayer({ ENCRYPTION_KEYS: K1 }), { timeout: "120 seconds", exclud
       assert.strictEqual(bulk.status, 200, bulk.text)
       const again = yield* call("POST", "/declare", key, declare)
       assert.deepStrictEqual(again.json().summary, { unchanged: 3, added: 0, skipped: 0, updated: 0, cancelled: 0 })
+      // the digests of the compared fields (domain/itemDigest.ts) are keyed: not the plain SHA-256 of the item's fields
+      const digests = yield* Effect.flatMap(SqlClient.SqlClient, (sql) =>
+        sql<{ custom_key: string; item_digest: string | null }>`
+          SELECT custom_key, item_digest FROM triggers WHERE project_id = ${projectId} AND custom_key IN ('a', 'b')`)
+      const validated = validateItems([decodeItem(item("a"))], Date.now(), DECLARE_WORDING, "sealed")
+      assert.strictEqual(validated._tag, "Ok")
+      const plain = itemDigest((validated as { readonly items: ReadonlyArray<Item> }).items[0]!, null)
+      assert.strictEqual(digests.length, 2)
+      for (const row of digests) assert.notInclude([null, plain], row.item_digest, row.custom_key)
+      assert.strictEqual(digests[0]!.item_digest, digests[1]!.item_digest)
 
       // a, b, the generator, c, and the generator's instance (made by the materializer, copying the sealed generator)
       const rows = yield* pollUntil("the generator's instance", Effect.map(storedRows(projectId), (rows) => (rows.length === 5 ? rows : undefined)))

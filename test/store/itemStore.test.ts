@@ -305,22 +305,23 @@ layer(TestDatabase, { timeout: "60 seconds" })("store of /declare and /bulk", (i
         return c
       }
       const same = columns([base(), base(), base()]).shaped()
-      // only the ids and the bodies differ (bodies are compared by reference): 15 columns of one value each, two arrays
-      assert.strictEqual(same.uniform, 0b11111111011111110)
-      assert.deepStrictEqual([same.arrays.length, same.ones.length], [2, 15])
+      // only the ids and the bodies differ (bodies are compared by reference): 16 columns of one value each (the digest
+      // null), two arrays
+      assert.strictEqual(same.uniform, 0b111111111011111110)
+      assert.deepStrictEqual([same.arrays.length, same.ones.length], [2, 16])
       assert.deepStrictEqual(same.ones[6]!.value, [["content-type", "application/json"]])
       const url = columns([base(), base(), changes[4]![1](base())])
       const shaped = url.shaped()
-      assert.strictEqual(shaped.uniform, 0b11111111011011110)
+      assert.strictEqual(shaped.uniform, 0b111111111011011110)
       assert.deepStrictEqual(shaped.arrays[1]!.value, ["http://127.0.0.1:9/x", "http://127.0.0.1:9/x", "http://127.0.0.1:9/y"])
       // the update's parameters: every column an array
-      assert.deepStrictEqual(url.parameters().map((p) => (p.value as ReadonlyArray<unknown>).length), new Array(17).fill(3))
+      assert.deepStrictEqual(url.parameters().map((p) => (p.value as ReadonlyArray<unknown>).length), new Array(18).fill(3))
     })
 
     it("the insert's text of a shape names each shared column by its parameter; at most 64 shapes' texts are kept", () => {
-      const text = insertText(0b11111111011011110)
-      // ids, url and body unnested after the 5 fixed parameters and the 14 shared columns
-      assert.include(text, "unnest($20, $21, $22) AS x(id, url, body)")
+      const text = insertText(0b111111111011011110)
+      // ids, url and body unnested after the 5 fixed parameters and the 15 shared columns
+      assert.include(text, "unnest($21, $22, $23) AS x(id, url, body)")
       assert.include(text, "$7::text, $6::int4, $8::text")
       for (let shape = 0; shape < 200; shape++) insertText(shape << 1)
       assert.isAtMost(insertShapesKept(), 64)

@@ -1,0 +1,17 @@
+-- Migration 20: a digest of each declared trigger's compared fields
+-- POST /declare compares every item with the pending trigger its key matches (docs/declare-and-bulk.md
+-- "What the call does": the time or cron, url, method, headers, body, title, tags, retry). Reading and
+-- decoding every one of those fields of every trigger carrying the tag, to find most of them
+-- unchanged, was most of an unchanged call. /declare now stores, with each trigger it writes, a digest
+-- of those fields as it compares them (domain/itemDigest.ts: SHA-256, or with ENCRYPTION_KEYS set an
+-- HMAC-SHA256 under a key derived from the writing key, so that it tells nothing of the sealed headers
+-- and body); when the stored digests show the items mostly unchanged (commands/declare.ts), it reads
+-- the tag without the compared fields (store/itemReads.ts) and then reads in full only the triggers
+-- whose digest differs from their item's or is missing.
+-- NULL: not known (a trigger written by /schedule, /bulk or an edit, or before this migration): the
+-- fields are compared as before.
+-- Every other update of a compared field sets it to NULL in the same statement (store/triggers.ts
+-- triggersReplaceOneShot, store/generators.ts, store/itemWrites.ts for /bulk, store/sealedRequests.ts
+-- when re-sealing): a digest is never older than the fields it stands for. (Not a trigger on the table:
+-- a row trigger, even one whose condition is false, made an update of 10,000 rows half again as long.)
+ALTER TABLE triggers ADD COLUMN item_digest text;
