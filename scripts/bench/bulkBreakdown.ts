@@ -7,28 +7,7 @@
 // insert's columns, the statements (driver and store), the answer, the HTTP server, the Effect
 // runtime, garbage collection. `--top` also lists the functions with the most self time. Run it
 // against the dist/ that made the profile.
-import * as fs from "node:fs"
-import { type CallFrame, moduleOf } from "./bundleModules.ts"
-
-interface ProfileNode {
-  readonly id: number
-  readonly callFrame: CallFrame
-  readonly children?: ReadonlyArray<number>
-}
-interface Profile {
-  readonly nodes: ReadonlyArray<ProfileNode>
-  readonly samples: ReadonlyArray<number>
-  readonly timeDeltas: ReadonlyArray<number>
-}
-
-const ownerOf = (frame: CallFrame): string => {
-  if (frame.url.startsWith("node:")) return frame.url
-  if (frame.url === "") return "native"
-  const module = moduleOf(frame.url, frame.lineNumber)
-  const parts = module.split("/")
-  if (parts[0] !== "node_modules") return module
-  return parts[1]!.startsWith("@") ? `${parts[1]}/${parts[2]}` : parts[1]!
-}
+import { busyWindow, numberOption, ownerOf, readCpuProfile } from "./cpuProfiles.ts"
 
 const named = (...names: ReadonlyArray<string>) => (_: string, name: string) => names.includes(name)
 const STAGES: ReadonlyArray<readonly [string, (owner: string, name: string) => boolean]> = [
@@ -49,7 +28,7 @@ const STAGES: ReadonlyArray<readonly [string, (owner: string, name: string) => b
     named("decodeBulkBody", "decodeItem", "decodeList", "decodeWith", "decodeObject", "decodedAgain")(o, name) ||
     o === "dist/domain/itemBody.js" || (o === "dist/domain/item.js")],
   ["read and parse the body (bytes, text, JSON.parse)", (o, name) =>
-    o === "dist/api/bodyText.js" || o === "dist/api/requestParts.js" || (o === "native" && name === "parse")],
+    o === "dist/api/bodyText.js" || o === "dist/api/requestParts.js" || o === "native parse"],
   ["auth, route, call trace", (o) => o === "dist/api/auth.js" || o === "dist/commands/apiKeyCache.js" || o.startsWith("dist/api/")
     || o === "dist/commands/callTrace.js"],
   // a socket's frames (node:net, streams) count for whoever writes or reads: the driver or the HTTP server
@@ -59,44 +38,16 @@ const STAGES: ReadonlyArray<readonly [string, (owner: string, name: string) => b
 const OTHER = "event loop, microtasks, other"
 
 const args = process.argv.slice(2)
-const option = (name: string): number | undefined => {
-  const i = args.indexOf(`--${name}`)
-  return i === -1 ? undefined : Number(args[i + 1])
-}
 const file = args.find((arg) => arg.endsWith(".cpuprofile"))
 if (file === undefined) {
   process.stderr.write("usage: node scripts/bench/bulkBreakdown.ts <file.cpuprofile> [--calls 200] [--from S --to S] [--top N]\n")
   process.exit(2)
 }
-const profile = JSON.parse(fs.readFileSync(file, "utf8")) as Profile
-const calls = option("calls") ?? 200
-const top = option("top") ?? 0
-const byId = new Map(profile.nodes.map((node) => [node.id, node]))
-const parentOf = new Map<number, number>()
-for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id)
-const idle = (id: number) => byId.get(id)!.callFrame.functionName === "(idle)"
-
-const times: Array<number> = []
-let t = 0
-for (let i = 0; i < profile.samples.length; i++) {
-  t += profile.timeDeltas[i]!
-  times.push(t)
-}
-const STEP_US = 500_000
-let fromUs = (option("from") ?? NaN) * 1e6
-let toUs = (option("to") ?? NaN) * 1e6
-if (Number.isNaN(fromUs) || Number.isNaN(toUs)) {
-  const busy = new Map<number, number>()
-  for (let i = 0; i < profile.samples.length; i++) {
-    const step = Math.floor(times[i]! / STEP_US)
-    if (!idle(profile.samples[i]!)) busy.set(step, (busy.get(step) ?? 0) + (profile.timeDeltas[i + 1] ?? 0))
-  }
-  const steps = [...busy].filter(([, us]) => us > STEP_US / 2).map(([step]) => step).sort((a, b) => a - b)
-  let first = steps.length - 1
-  while (first > 0 && steps[first - 1] === steps[first]! - 1) first--
-  fromUs = steps[first]! * STEP_US
-  toUs = (steps[steps.length - 1]! + 1) * STEP_US
-}
+const profile = readCpuProfile(file)
+const { byId, parentOf, times } = profile
+const calls = numberOption(args, "calls") ?? 200
+const top = numberOption(args, "top") ?? 0
+const { fromUs, toUs } = busyWindow(profile, numberOption(args, "from"), numberOption(args, "to"))
 
 const spent = new Map<string, number>()
 const self = new Map<string, number>()
@@ -109,8 +60,8 @@ const ownerAt = (id: number) => {
 }
 for (let i = 0; i < profile.samples.length; i++) {
   const id = profile.samples[i]!
-  if (times[i]! < fromUs || times[i]! >= toUs || idle(id)) continue
-  const us = profile.timeDeltas[i + 1] ?? 0
+  if (times[i]! < fromUs || times[i]! >= toUs || profile.idle(id)) continue
+  const us = profile.durationOf(i)
   let name = OTHER
   for (let at: number | undefined = id; at !== undefined && name === OTHER; at = parentOf.get(at)) {
     const frame = byId.get(at)!.callFrame

@@ -4,25 +4,20 @@
 // profile; by default over the busiest stretch between idle gaps of a second or more (declareProfile.ts
 // pauses two seconds between the first call and the unchanged ones, and before stopping).
 // Only samples of work count (not idle, not `(program)`).
-import * as fs from "node:fs"
 import { type CallFrame, moduleOf } from "./bundleModules.ts"
-
-interface ProfileNode { readonly id: number; readonly callFrame: CallFrame; readonly children?: ReadonlyArray<number> }
-interface Profile { readonly nodes: ReadonlyArray<ProfileNode>; readonly samples: ReadonlyArray<number>; readonly timeDeltas: ReadonlyArray<number> }
+import { numberOption, readCpuProfile } from "./cpuProfiles.ts"
 
 const args = process.argv.slice(2)
-const option = (name: string): number | undefined => {
-  const i = args.indexOf(`--${name}`)
-  return i === -1 ? undefined : Number(args[i + 1])
+const option = (name: string) => numberOption(args, name)
+const file = args.find((arg) => arg.endsWith(".cpuprofile"))
+if (file === undefined) {
+  process.stderr.write("usage: node scripts/bench/declareProfileBreakdown.ts <file.cpuprofile> [--calls N] [--from S --to S]\n")
+  process.exit(2)
 }
-const file = args.find((arg) => arg.endsWith(".cpuprofile"))!
 const calls = option("calls") ?? 20
-const profile = JSON.parse(fs.readFileSync(file, "utf8")) as Profile
-const byId = new Map(profile.nodes.map((node) => [node.id, node]))
-const isIdle = (id: number) => {
-  const name = byId.get(id)!.callFrame.functionName
-  return name === "(idle)" || name === "(program)"
-}
+const profile = readCpuProfile(file, { programIsIdle: true })
+const { byId, parentOf } = profile
+const isIdle = profile.idle
 // stretches of work: runs of quarter seconds busy more than a tenth of the time, apart by a second or more
 const STEP_S = 0.25
 const busyBySteps: Array<number> = []
@@ -50,8 +45,6 @@ console.log(`stretches (s from the start: from–to, busy): ${stretches.map(([a,
 const busiest = stretches.reduce((best, s) => (s[2] > best[2] ? s : best))
 const fromS = option("from") ?? busiest[0]
 const toS = option("to") ?? busiest[1]
-const parentOf = new Map<number, number>()
-for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id)
 const label = (frame: CallFrame) => {
   const module = frame.url.startsWith("file://") ? moduleOf(frame.url, frame.lineNumber) : frame.url
   return `${module}:${frame.functionName || "(anonymous)"}`

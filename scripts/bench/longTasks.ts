@@ -5,49 +5,38 @@
 // long, the garbage collection in it, and the modules and functions that took most of it (the frame
 // nearest the leaf that is ours or a package's; Node's own modules count for their caller). Run it
 // against the dist/ that made the profile.
-import * as fs from "node:fs"
-import { type CallFrame, moduleOf } from "./bundleModules.ts"
-
-interface ProfileNode {
-  readonly id: number
-  readonly callFrame: CallFrame
-  readonly children?: ReadonlyArray<number>
-}
-interface Profile {
-  readonly nodes: ReadonlyArray<ProfileNode>
-  readonly samples: ReadonlyArray<number>
-  readonly timeDeltas: ReadonlyArray<number>
-}
+import { moduleOf } from "./bundleModules.ts"
+import { numberOption, readCpuProfile } from "./cpuProfiles.ts"
 
 const args = process.argv.slice(2)
-const option = (name: string, fallback: number): number => {
-  const i = args.indexOf(`--${name}`)
-  return i === -1 ? fallback : Number(args[i + 1])
-}
 const file = args.find((arg) => arg.endsWith(".cpuprofile"))
 if (file === undefined) {
   process.stderr.write("usage: node scripts/bench/longTasks.ts <file.cpuprofile> [--over MS] [--top N]\n")
   process.exit(2)
 }
-const overUs = option("over", 10) * 1000
-const top = option("top", 15)
-const profile = JSON.parse(fs.readFileSync(file, "utf8")) as Profile
-const byId = new Map(profile.nodes.map((node) => [node.id, node]))
-const parentOf = new Map<number, number>()
-for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id)
-const nameOf = (id: number) => byId.get(id)!.callFrame.functionName
+const overUs = (numberOption(args, "over") ?? 10) * 1000
+const top = numberOption(args, "top") ?? 15
+const profile = readCpuProfile(file, { programIsIdle: true })
+const { byId, parentOf } = profile
 
-/** The nearest frame to the leaf that is not Node's own nor native: "module function". */
-const ownerOf = (id: number): string => {
+/** A frame of ours or a package's as "module function" (a package's module from its node_modules path on). */
+const labelOf = (frame: { readonly url: string; readonly lineNumber: number; readonly functionName: string }): string => {
+  const module = moduleOf(frame.url, frame.lineNumber)
+  const short = module.includes("node_modules/") ? module.slice(module.lastIndexOf("node_modules/") + 13) : module
+  return `${short} ${frame.functionName || "(anonymous)"}`
+}
+
+/** Ours or a package's: not Node's own, not native. */
+const isCode = (frame: { readonly url: string }) => frame.url !== "" && !frame.url.startsWith("node:")
+
+/** The frame nearest the leaf that is ours or a package's; garbage collection as itself. */
+const spenderOf = (id: number): string => {
   for (let at: number | undefined = id; at !== undefined; at = parentOf.get(at)) {
     const frame = byId.get(at)!.callFrame
     if (frame.functionName === "(garbage collector)") return "(garbage collector)"
-    if (frame.url === "" || frame.url.startsWith("node:")) continue
-    const module = moduleOf(frame.url, frame.lineNumber)
-    const short = module.includes("node_modules/") ? module.slice(module.lastIndexOf("node_modules/") + 13) : module
-    return `${short} ${frame.functionName || "(anonymous)"}`
+    if (isCode(frame)) return labelOf(frame)
   }
-  return `(node) ${nameOf(id)}`
+  return `(node) ${byId.get(id)!.callFrame.functionName}`
 }
 
 /** The outermost frame of ours or a package's: what the event loop called into. */
@@ -55,10 +44,7 @@ const entryOf = (id: number): string => {
   let entry = "(node)"
   for (let at: number | undefined = id; at !== undefined; at = parentOf.get(at)) {
     const frame = byId.get(at)!.callFrame
-    if (frame.url !== "" && !frame.url.startsWith("node:")) {
-      const module = moduleOf(frame.url, frame.lineNumber)
-      entry = `${module.includes("node_modules/") ? module.slice(module.lastIndexOf("node_modules/") + 13) : module} ${frame.functionName || "(anonymous)"}`
-    }
+    if (isCode(frame)) entry = labelOf(frame)
   }
   return entry
 }
@@ -69,33 +55,30 @@ interface Stretch {
   readonly samples: Array<[number, number]>
 }
 const stretches: Array<Stretch> = []
-let t = 0
 let current: Stretch | undefined
 for (let i = 0; i < profile.samples.length; i++) {
-  t += profile.timeDeltas[i]!
   const id = profile.samples[i]!
-  const us = profile.timeDeltas[i + 1] ?? 0
-  const idle = nameOf(id) === "(idle)" || nameOf(id) === "(program)"
-  if (idle) {
+  if (profile.idle(id)) {
     if (current !== undefined && current.endUs - current.startUs >= overUs) stretches.push(current)
     current = undefined
     continue
   }
+  const t = profile.times[i]!
   current ??= { startUs: t, endUs: t, samples: [] }
-  current.endUs = t + us
-  current.samples.push([id, us])
+  current.endUs = t + profile.durationOf(i)
+  current.samples.push([id, profile.durationOf(i)])
 }
 
 const busy = (stretch: Stretch) => stretch.endUs - stretch.startUs
 process.stdout.write(`${stretches.length} stretches of ${overUs / 1000} ms or more without idling\n`)
 for (const stretch of stretches.sort((a, b) => busy(b) - busy(a)).slice(0, top)) {
-  const owners = new Map<string, number>()
+  const spenders = new Map<string, number>()
   const entries = new Map<string, number>()
   let gc = 0
   for (const [id, us] of stretch.samples) {
-    const owner = ownerOf(id)
-    if (owner === "(garbage collector)") gc += us
-    owners.set(owner, (owners.get(owner) ?? 0) + us)
+    const spender = spenderOf(id)
+    if (spender === "(garbage collector)") gc += us
+    spenders.set(spender, (spenders.get(spender) ?? 0) + us)
     const entry = entryOf(id)
     entries.set(entry, (entries.get(entry) ?? 0) + us)
   }
@@ -103,6 +86,6 @@ for (const stretch of stretches.sort((a, b) => busy(b) - busy(a)).slice(0, top))
     [...m].sort((a, b) => b[1] - a[1]).slice(0, n).map(([name, us]) => `${(us / 1000).toFixed(1)} ${name}`).join("; ")
   process.stdout.write(
     `\nat ${(stretch.startUs / 1e6).toFixed(3)} s: ${(busy(stretch) / 1000).toFixed(1)} ms, gc ${(gc / 1000).toFixed(1)} ms\n` +
-      `  entered from: ${list(entries, 4)}\n  spent in: ${list(owners, 8)}\n`
+      `  entered from: ${list(entries, 4)}\n  spent in: ${list(spenders, 8)}\n`
   )
 }

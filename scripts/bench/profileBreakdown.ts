@@ -9,31 +9,7 @@
 // undici's callback is the dispatcher's). dist/main.js is
 // one bundle: a frame's module is the `// path` comment esbuild writes before each module, so run
 // this against the dist/ that made the profile (before a test or `npm start` rebuilds it).
-import * as fs from "node:fs"
-import { type CallFrame, moduleOf } from "./bundleModules.ts"
-
-interface ProfileNode {
-  readonly id: number
-  readonly callFrame: CallFrame
-  readonly children?: ReadonlyArray<number>
-}
-interface Profile {
-  readonly nodes: ReadonlyArray<ProfileNode>
-  readonly samples: ReadonlyArray<number>
-  readonly timeDeltas: ReadonlyArray<number>
-}
-
-
-/** A frame's package (node_modules), module (dist/…), or Node's own module. */
-const ownerOf = (frame: CallFrame): string => {
-  if (frame.url.startsWith("node:")) return frame.url
-  if (frame.url === "") return `native ${frame.functionName}`
-  if (frame.url.startsWith("wasm")) return "wasm"
-  const module = moduleOf(frame.url, frame.lineNumber)
-  const parts = module.split("/")
-  if (parts[0] !== "node_modules") return module
-  return parts[1]!.startsWith("@") ? `${parts[1]}/${parts[2]}` : parts[1]!
-}
+import { busyWindow, numberOption, ownerOf, readCpuProfile } from "./cpuProfiles.ts"
 
 /** Components by the module of a frame; GC is its own frame. Node's own modules belong to their caller. */
 const COMPONENTS: ReadonlyArray<readonly [string, (owner: string, name: string) => boolean]> = [
@@ -54,50 +30,22 @@ const COMPONENTS: ReadonlyArray<readonly [string, (owner: string, name: string) 
 const OTHER = "event loop, microtasks, timers, other"
 
 const args = process.argv.slice(2)
-const option = (name: string): number | undefined => {
-  const i = args.indexOf(`--${name}`)
-  return i === -1 ? undefined : Number(args[i + 1])
-}
 const file = args.find((arg) => arg.endsWith(".cpuprofile"))
 if (file === undefined) {
   process.stderr.write("usage: node scripts/bench/profileBreakdown.ts <file.cpuprofile> [--deliveries N] [--from S --to S]\n")
   process.exit(2)
 }
-const profile = JSON.parse(fs.readFileSync(file, "utf8")) as Profile
-const deliveries = option("deliveries") ?? 20_000
-const byId = new Map(profile.nodes.map((node) => [node.id, node]))
-const parentOf = new Map<number, number>()
-for (const node of profile.nodes) for (const child of node.children ?? []) parentOf.set(child, node.id)
-const idle = (id: number) => byId.get(id)!.callFrame.functionName === "(idle)"
-
-// sample times (µs from the start) and how long each stood for
-const times: Array<number> = []
-let t = 0
-for (let i = 0; i < profile.samples.length; i++) {
-  t += profile.timeDeltas[i]!
-  times.push(t)
-}
-const STEP_US = 500_000
-let fromUs = (option("from") ?? NaN) * 1e6
-let toUs = (option("to") ?? NaN) * 1e6
-if (Number.isNaN(fromUs) || Number.isNaN(toUs)) {
-  const busy = new Map<number, number>()
-  for (let i = 0; i < profile.samples.length; i++) {
-    if (!idle(profile.samples[i]!)) busy.set(Math.floor(times[i]! / STEP_US), (busy.get(Math.floor(times[i]! / STEP_US)) ?? 0) + (profile.timeDeltas[i + 1] ?? 0))
-  }
-  const steps = [...busy].filter(([, us]) => us > STEP_US / 2).map(([step]) => step).sort((a, b) => a - b)
-  let first = steps.length - 1
-  while (first > 0 && steps[first - 1] === steps[first]! - 1) first--
-  fromUs = steps[first]! * STEP_US
-  toUs = (steps[steps.length - 1]! + 1) * STEP_US
-}
+const profile = readCpuProfile(file)
+const { byId, parentOf, times } = profile
+const deliveries = numberOption(args, "deliveries") ?? 20_000
+const { fromUs, toUs } = busyWindow(profile, numberOption(args, "from"), numberOption(args, "to"))
 
 const spent = new Map<string, number>()
 let busyUs = 0
 for (let i = 0; i < profile.samples.length; i++) {
   const id = profile.samples[i]!
-  if (times[i]! < fromUs || times[i]! >= toUs || idle(id)) continue
-  const us = profile.timeDeltas[i + 1] ?? 0
+  if (times[i]! < fromUs || times[i]! >= toUs || profile.idle(id)) continue
+  const us = profile.durationOf(i)
   let name = OTHER
   for (let at: number | undefined = id; at !== undefined && name === OTHER; at = parentOf.get(at)) {
     const frame = byId.get(at)!.callFrame
