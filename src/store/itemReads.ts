@@ -66,6 +66,30 @@ const toStored = (row: Opened<ItemRow>): StoredTrigger => ({
 const liveOr = (sql: SqlClient.SqlClient, statuses: ReadonlyArray<string>): Fragment =>
   sql`(t.status IN ${statusList(sql, statuses)} OR (t.status IN ${statusList(sql, HELD_BACK_STATUSES)} AND t.claimed_by IS NULL))`
 
+/** The project's triggers carrying `tag` (the read uses the tags' index). */
+const taggedBy = (sql: SqlClient.SqlClient, input: { readonly projectId: string; readonly tag: string }) =>
+  sql`t.project_id = ${input.projectId} AND cardinality(t.tags) > 0 AND t.tags @> ARRAY[${input.tag}]::text[]`
+
+/**
+ * `columns` of the project's triggers carrying `tag` that own their key or are held back, and of the
+ * live instances of its active generators carrying `tag`, by id.
+ */
+const taggedWithInstances = <Row extends object>(
+  sql: SqlClient.SqlClient,
+  input: { readonly projectId: string; readonly tag: string },
+  columns: string
+) => {
+  const tagged = taggedBy(sql, input)
+  return sql<Row>`
+    SELECT ${sql.unsafe(columns)} FROM triggers t WHERE ${tagged} AND ${liveOr(sql, KEY_OWNER_STATUSES)}
+    UNION ALL
+    SELECT ${sql.unsafe(columns)} FROM triggers t
+    WHERE t.generator_id IN (
+        SELECT t.id FROM triggers t WHERE ${tagged} AND t.kind = 'generator' AND t.status = 'active')
+      AND ${liveOr(sql, DUE_STATUSES)}
+    ORDER BY id`
+}
+
 /**
  * For /declare: the project's triggers carrying `tag` that are pending (registered, skipped,
  * retrying, active) or held back, and the live instances (registered, retrying, held back) of its
@@ -78,16 +102,9 @@ export const itemsReadForDeclare = Effect.fnUntraced(function*(input: {
   readonly ids?: ReadonlyArray<string>
 }) {
   const sql = yield* SqlClient.SqlClient
-  const tagged = sql`t.project_id = ${input.projectId} AND cardinality(t.tags) > 0 AND t.tags @> ARRAY[${input.tag}]::text[]`
+  const tagged = taggedBy(sql, input)
   const rows = input.ids === undefined
-    ? yield* sql<ItemRow>`
-    SELECT ${sql.unsafe(COLUMNS)} FROM triggers t WHERE ${tagged} AND ${liveOr(sql, KEY_OWNER_STATUSES)}
-    UNION ALL
-    SELECT ${sql.unsafe(COLUMNS)} FROM triggers t
-    WHERE t.generator_id IN (
-        SELECT t.id FROM triggers t WHERE ${tagged} AND t.kind = 'generator' AND t.status = 'active')
-      AND ${liveOr(sql, DUE_STATUSES)}
-    ORDER BY id`
+    ? yield* taggedWithInstances<ItemRow>(sql, input, COLUMNS)
     : yield* sql<ItemRow>`
     SELECT ${sql.unsafe(COLUMNS)} FROM triggers t
     WHERE t.id = ANY(${uuidArray(input.ids)}::uuid[]) AND ${tagged} AND ${liveOr(sql, KEY_OWNER_STATUSES)}
@@ -109,8 +126,7 @@ export const itemDigestsOfKeys = Effect.fnUntraced(function*(input: {
   const sql = yield* SqlClient.SqlClient
   return yield* sql<{ readonly custom_key: string; readonly item_digest: string | null }>`
     SELECT t.custom_key, t.item_digest FROM triggers t
-    WHERE t.project_id = ${input.projectId} AND t.custom_key = ANY(${textArray(input.keys)}::text[])
-      AND cardinality(t.tags) > 0 AND t.tags @> ARRAY[${input.tag}]::text[] AND ${liveOr(sql, KEY_OWNER_STATUSES)}`
+    WHERE ${taggedBy(sql, input)} AND t.custom_key = ANY(${textArray(input.keys)}::text[]) AND ${liveOr(sql, KEY_OWNER_STATUSES)}`
 })
 
 interface DigestRow {
@@ -141,15 +157,7 @@ export const itemDigestsReadForDeclare = Effect.fnUntraced(function*(input: {
   readonly itemDigestOf: (customKey: string) => string | undefined
 }) {
   const sql = yield* SqlClient.SqlClient
-  const tagged = sql`t.project_id = ${input.projectId} AND cardinality(t.tags) > 0 AND t.tags @> ARRAY[${input.tag}]::text[]`
-  const rows = yield* sql<DigestRow>`
-    SELECT ${sql.unsafe(DIGEST_COLUMNS)} FROM triggers t WHERE ${tagged} AND ${liveOr(sql, KEY_OWNER_STATUSES)}
-    UNION ALL
-    SELECT ${sql.unsafe(DIGEST_COLUMNS)} FROM triggers t
-    WHERE t.generator_id IN (
-        SELECT t.id FROM triggers t WHERE ${tagged} AND t.kind = 'generator' AND t.status = 'active')
-      AND ${liveOr(sql, DUE_STATUSES)}
-    ORDER BY id`
+  const rows = yield* taggedWithInstances<DigestRow>(sql, input, DIGEST_COLUMNS)
   return rows.map((row): StoredTrigger => ({
     id: row.id,
     kind: row.kind,
