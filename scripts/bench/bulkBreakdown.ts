@@ -7,10 +7,10 @@
 // insert's columns, the statements (driver and store), the answer, the HTTP server, the Effect
 // runtime, garbage collection. `--top` also lists the functions with the most self time. Run it
 // against the dist/ that made the profile.
-import { busyWindow, numberOption, ownerOf, readCpuProfile } from "./cpuProfiles.ts"
+import { busyWindow, type Category, categoryOf, numberOption, profileOfArgs } from "./cpuProfiles.ts"
 
 const named = (...names: ReadonlyArray<string>) => (_: string, name: string) => names.includes(name)
-const STAGES: ReadonlyArray<readonly [string, (owner: string, name: string) => boolean]> = [
+const STAGES: ReadonlyArray<Category> = [
   ["garbage collection", (_, name) => name === "(garbage collector)"],
   ["answer (JSON text, response)", (o, name) =>
     ["insertsAnswer", "entryText", "jsonTextResponse"].includes(name) || (o === "dist/commands/bulk.js" && name === "stringify")],
@@ -38,38 +38,22 @@ const STAGES: ReadonlyArray<readonly [string, (owner: string, name: string) => b
 const OTHER = "event loop, microtasks, other"
 
 const args = process.argv.slice(2)
-const file = args.find((arg) => arg.endsWith(".cpuprofile"))
-if (file === undefined) {
-  process.stderr.write("usage: node scripts/bench/bulkBreakdown.ts <file.cpuprofile> [--calls 200] [--from S --to S] [--top N]\n")
-  process.exit(2)
-}
-const profile = readCpuProfile(file)
-const { byId, parentOf, times } = profile
+const profile = profileOfArgs(args, "node scripts/bench/bulkBreakdown.ts <file.cpuprofile> [--calls 200] [--from S --to S] [--top N]")
 const calls = numberOption(args, "calls") ?? 200
 const top = numberOption(args, "top") ?? 0
 const { fromUs, toUs } = busyWindow(profile, numberOption(args, "from"), numberOption(args, "to"))
+const stageOf = categoryOf(profile, STAGES, OTHER)
 
 const spent = new Map<string, number>()
 const self = new Map<string, number>()
 let busyUs = 0
-const owners = new Map<number, string>()
-const ownerAt = (id: number) => {
-  let owner = owners.get(id)
-  if (owner === undefined) owners.set(id, owner = ownerOf(byId.get(id)!.callFrame))
-  return owner
-}
 for (let i = 0; i < profile.samples.length; i++) {
   const id = profile.samples[i]!
-  if (times[i]! < fromUs || times[i]! >= toUs || profile.idle(id)) continue
+  if (profile.times[i]! < fromUs || profile.times[i]! >= toUs || profile.idle(id)) continue
   const us = profile.durationOf(i)
-  let name = OTHER
-  for (let at: number | undefined = id; at !== undefined && name === OTHER; at = parentOf.get(at)) {
-    const frame = byId.get(at)!.callFrame
-    name = STAGES.find(([, test]) => test(ownerAt(at!), frame.functionName))?.[0] ?? OTHER
-  }
+  const name = stageOf(id)
   spent.set(name, (spent.get(name) ?? 0) + us)
-  const leaf = byId.get(id)!.callFrame
-  const leafName = `${leaf.functionName || "(anonymous)"} ${ownerAt(id)}`
+  const leafName = `${profile.byId.get(id)!.callFrame.functionName || "(anonymous)"} ${profile.ownerAt(id)}`
   self.set(leafName, (self.get(leafName) ?? 0) + us)
   busyUs += us
 }

@@ -23,9 +23,11 @@ export interface CpuProfile {
   readonly durationOf: (i: number) => number
   /** The node is the idle thread (`(idle)`, or `(program)` when `program` is idle too). */
   readonly idle: (id: number) => boolean
+  /** The owner (`ownerOf`) of the node's frame, worked out once per node. */
+  readonly ownerAt: (id: number) => string
 }
 
-export const readCpuProfile = (file: string, options: { readonly programIsIdle?: boolean } = {}): CpuProfile => {
+const readCpuProfile = (file: string, options: { readonly programIsIdle?: boolean } = {}): CpuProfile => {
   const raw = JSON.parse(fs.readFileSync(file, "utf8")) as Pick<CpuProfile, "nodes" | "samples" | "timeDeltas">
   const byId = new Map(raw.nodes.map((node) => [node.id, node]))
   const parentOf = new Map<number, number>()
@@ -36,11 +38,17 @@ export const readCpuProfile = (file: string, options: { readonly programIsIdle?:
     t += raw.timeDeltas[i]!
     times.push(t)
   }
+  const owners = new Map<number, string>()
   return {
     ...raw,
     byId,
     parentOf,
     times,
+    ownerAt: (id) => {
+      let owner = owners.get(id)
+      if (owner === undefined) owners.set(id, owner = ownerOf(byId.get(id)!.callFrame))
+      return owner
+    },
     durationOf: (i) => raw.timeDeltas[i + 1] ?? 0,
     idle: (id) => {
       const name = byId.get(id)!.callFrame.functionName
@@ -50,7 +58,7 @@ export const readCpuProfile = (file: string, options: { readonly programIsIdle?:
 }
 
 /** A frame's package (node_modules), module (dist/…), Node's own module, `native …` or `wasm`. */
-export const ownerOf = (frame: CallFrame): string => {
+const ownerOf = (frame: CallFrame): string => {
   if (frame.url.startsWith("node:")) return frame.url
   if (frame.url === "") return `native ${frame.functionName}`
   if (frame.url.startsWith("wasm")) return "wasm"
@@ -80,6 +88,37 @@ export const busyWindow = (profile: CpuProfile, fromS?: number, toS?: number): {
   let first = steps.length - 1
   while (first > 0 && steps[first - 1] === steps[first]! - 1) first--
   return { fromUs: steps[first]! * STEP_US, toUs: (steps[steps.length - 1]! + 1) * STEP_US }
+}
+
+/** The profile the command's arguments name (a `.cpuprofile` file), read; without one, `usage` and exit code 2. */
+export const profileOfArgs = (
+  args: ReadonlyArray<string>,
+  usage: string,
+  options: { readonly programIsIdle?: boolean } = {}
+): CpuProfile => {
+  const file = args.find((arg) => arg.endsWith(".cpuprofile"))
+  if (file === undefined) {
+    process.stderr.write(`usage: ${usage}\n`)
+    process.exit(2)
+  }
+  return readCpuProfile(file, options)
+}
+
+/** A category: its name, and whether a frame (its owner and function name) belongs to it. */
+export type Category = readonly [string, (owner: string, functionName: string) => boolean]
+
+/**
+ * The category of a sample: that of the frame nearest its leaf that belongs to one (Node's own
+ * modules then count for their caller), else `other`.
+ */
+export const categoryOf = (profile: CpuProfile, categories: ReadonlyArray<Category>, other: string) => (id: number): string => {
+  for (let at: number | undefined = id; at !== undefined; at = profile.parentOf.get(at)) {
+    const owner = profile.ownerAt(at)
+    const name = profile.byId.get(at)!.callFrame.functionName
+    const found = categories.find(([, test]) => test(owner, name))
+    if (found !== undefined) return found[0]
+  }
+  return other
 }
 
 /** The value of `--name N` among the arguments, if given. */

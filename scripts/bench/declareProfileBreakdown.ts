@@ -5,17 +5,16 @@
 // pauses two seconds between the first call and the unchanged ones, and before stopping).
 // Only samples of work count (not idle, not `(program)`).
 import { type CallFrame, moduleOf } from "./bundleModules.ts"
-import { numberOption, readCpuProfile } from "./cpuProfiles.ts"
+import { numberOption, profileOfArgs } from "./cpuProfiles.ts"
 
 const args = process.argv.slice(2)
 const option = (name: string) => numberOption(args, name)
-const file = args.find((arg) => arg.endsWith(".cpuprofile"))
-if (file === undefined) {
-  process.stderr.write("usage: node scripts/bench/declareProfileBreakdown.ts <file.cpuprofile> [--calls N] [--from S --to S]\n")
-  process.exit(2)
-}
 const calls = option("calls") ?? 20
-const profile = readCpuProfile(file, { programIsIdle: true })
+const profile = profileOfArgs(
+  args,
+  "node scripts/bench/declareProfileBreakdown.ts <file.cpuprofile> [--calls N] [--from S --to S]",
+  { programIsIdle: true }
+)
 const { byId, parentOf } = profile
 const isIdle = profile.idle
 // stretches of work: runs of quarter seconds busy more than a tenth of the time, apart by a second or more

@@ -6,17 +6,12 @@
 // nearest the leaf that is ours or a package's; Node's own modules count for their caller). Run it
 // against the dist/ that made the profile.
 import { moduleOf } from "./bundleModules.ts"
-import { numberOption, readCpuProfile } from "./cpuProfiles.ts"
+import { numberOption, profileOfArgs } from "./cpuProfiles.ts"
 
 const args = process.argv.slice(2)
-const file = args.find((arg) => arg.endsWith(".cpuprofile"))
-if (file === undefined) {
-  process.stderr.write("usage: node scripts/bench/longTasks.ts <file.cpuprofile> [--over MS] [--top N]\n")
-  process.exit(2)
-}
 const overUs = (numberOption(args, "over") ?? 10) * 1000
 const top = numberOption(args, "top") ?? 15
-const profile = readCpuProfile(file, { programIsIdle: true })
+const profile = profileOfArgs(args, "node scripts/bench/longTasks.ts <file.cpuprofile> [--over MS] [--top N]", { programIsIdle: true })
 const { byId, parentOf } = profile
 
 /** A frame of ours or a package's as "module function" (a package's module from its node_modules path on). */

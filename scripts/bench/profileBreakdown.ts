@@ -9,10 +9,10 @@
 // undici's callback is the dispatcher's). dist/main.js is
 // one bundle: a frame's module is the `// path` comment esbuild writes before each module, so run
 // this against the dist/ that made the profile (before a test or `npm start` rebuilds it).
-import { busyWindow, numberOption, ownerOf, readCpuProfile } from "./cpuProfiles.ts"
+import { busyWindow, type Category, categoryOf, numberOption, profileOfArgs } from "./cpuProfiles.ts"
 
 /** Components by the module of a frame; GC is its own frame. Node's own modules belong to their caller. */
-const COMPONENTS: ReadonlyArray<readonly [string, (owner: string, name: string) => boolean]> = [
+const COMPONENTS: ReadonlyArray<Category> = [
   ["garbage collection", (_, name) => name === "(garbage collector)"],
   ["the recording statement's JSON (executions, outcomes, rollup)", (o) => o === "dist/store/executions.js"],
   ["`webhook-signature` (one HMAC-SHA256)", (o) => o === "dist/domain/signing.js"],
@@ -30,28 +30,18 @@ const COMPONENTS: ReadonlyArray<readonly [string, (owner: string, name: string) 
 const OTHER = "event loop, microtasks, timers, other"
 
 const args = process.argv.slice(2)
-const file = args.find((arg) => arg.endsWith(".cpuprofile"))
-if (file === undefined) {
-  process.stderr.write("usage: node scripts/bench/profileBreakdown.ts <file.cpuprofile> [--deliveries N] [--from S --to S]\n")
-  process.exit(2)
-}
-const profile = readCpuProfile(file)
-const { byId, parentOf, times } = profile
+const profile = profileOfArgs(args, "node scripts/bench/profileBreakdown.ts <file.cpuprofile> [--deliveries N] [--from S --to S]")
 const deliveries = numberOption(args, "deliveries") ?? 20_000
 const { fromUs, toUs } = busyWindow(profile, numberOption(args, "from"), numberOption(args, "to"))
+const componentOf = categoryOf(profile, COMPONENTS, OTHER)
 
 const spent = new Map<string, number>()
 let busyUs = 0
 for (let i = 0; i < profile.samples.length; i++) {
   const id = profile.samples[i]!
-  if (times[i]! < fromUs || times[i]! >= toUs || profile.idle(id)) continue
+  if (profile.times[i]! < fromUs || profile.times[i]! >= toUs || profile.idle(id)) continue
   const us = profile.durationOf(i)
-  let name = OTHER
-  for (let at: number | undefined = id; at !== undefined && name === OTHER; at = parentOf.get(at)) {
-    const frame = byId.get(at)!.callFrame
-    const owner = ownerOf(frame)
-    name = COMPONENTS.find(([, test]) => test(owner, frame.functionName))?.[0] ?? OTHER
-  }
+  const name = componentOf(id)
   spent.set(name, (spent.get(name) ?? 0) + us)
   busyUs += us
 }
