@@ -32,8 +32,6 @@ export interface StoredTrigger {
    * is compared with an item only through `sameAsItem`.
    */
   readonly comparedFields?: false
-  /** The digest /declare stored with it (domain/itemDigest.ts), null: none. */
-  readonly digest?: string | null
   /** Its digest equals the digest of the item with its key: an item of its kind matched to it is unchanged. */
   readonly sameAsItem?: boolean
 }

@@ -146,8 +146,8 @@ const DIGEST_COLUMNS = `t.id, t.kind, ${effectiveStatusSql("t")} AS status, t.ge
 
 /**
  * The triggers of itemsReadForDeclare without their compared fields (StoredTrigger `comparedFields`
- * false: url, method, headers, body, title, retry empty, cron null), each with the digest /declare
- * stored with it (domain/itemDigest.ts; null: none): what /declare needs of the triggers no item
+ * false: url, method, headers, body, title, retry empty, cron null), each `sameAsItem` when the digest
+ * /declare stored with it (domain/itemDigest.ts) is its key's item's: what /declare needs of the triggers no item
  * compares with, and of those whose digest shows them the same as their item (`sameAsItem`).
  */
 export const itemDigestsReadForDeclare = Effect.fnUntraced(function*(input: {
@@ -178,7 +178,6 @@ export const itemDigestsReadForDeclare = Effect.fnUntraced(function*(input: {
     cron: null,
     keyScope: row.key_scope,
     comparedFields: false,
-    digest: row.item_digest,
     sameAsItem: row.item_digest !== null && row.generator_id === null && row.custom_key !== null &&
       row.item_digest === input.itemDigestOf(row.custom_key)
   }))
